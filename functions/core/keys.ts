@@ -1,0 +1,82 @@
+/**
+ * How a source primary key maps onto a DynamoDB key (PIPELINE.md, merge rule):
+ * one column → partition key; two columns → partition + sort key; more → a canonical encoded
+ * `__key` partition key, with the columns kept as ordinary attributes.
+ */
+import type { KeyType, TableConfig } from '../commons/config.js';
+import { DecodeError } from './errors.js';
+import { isLosslessNumber, type JsonValue, LosslessNumber } from './json.js';
+import type { Key } from './types.js';
+
+export const COMPOSITE_KEY_ATTRIBUTE = '__key';
+
+export interface KeyAttribute {
+  readonly name: string;
+  /** DynamoDB scalar type. */
+  readonly type: 'S' | 'N';
+}
+
+export interface KeyLayout {
+  readonly partitionKey: KeyAttribute;
+  readonly sortKey: KeyAttribute | null;
+  /** True when the key has more than two columns and is stored as `__key`. */
+  readonly composite: boolean;
+}
+
+const dynamoType = (t: KeyType | undefined): 'S' | 'N' => (t === 'number' ? 'N' : 'S');
+
+export function keyLayout(table: Pick<TableConfig, 'key' | 'keyTypes'>): KeyLayout {
+  const [first, second] = table.key;
+  if (table.key.length === 1) return { partitionKey: { name: first!, type: dynamoType(table.keyTypes[first!]) }, sortKey: null, composite: false };
+  if (table.key.length === 2) {
+    return {
+      partitionKey: { name: first!, type: dynamoType(table.keyTypes[first!]) },
+      sortKey: { name: second!, type: dynamoType(table.keyTypes[second!]) },
+      composite: false,
+    };
+  }
+  return { partitionKey: { name: COMPOSITE_KEY_ATTRIBUTE, type: 'S' }, sortKey: null, composite: true };
+}
+
+/**
+ * Coerces one key value to its declared type. Numbers stay exact (a LosslessNumber when large);
+ * digit strings become numbers when the column is declared `number` (Canal sends every value as text).
+ * Throws DecodeError `bad-key` when the value cannot be a key.
+ */
+export function coerceKeyValue(column: string, value: JsonValue | undefined, type: KeyType | undefined): string | number | LosslessNumber {
+  if (value === undefined || value === null) throw new DecodeError('missing-key', `key column "${column}" is missing or null`);
+  if (type === 'number') {
+    if (typeof value === 'number' && Number.isFinite(value)) return value;
+    if (isLosslessNumber(value)) return value;
+    if (typeof value === 'string' && /^-?\d+(\.\d+)?([eE][-+]?\d+)?$/.test(value.trim())) {
+      const n = Number(value);
+      return Number.isSafeInteger(n) || String(n) === value.trim() ? n : new LosslessNumber(value.trim());
+    }
+    throw new DecodeError('bad-key', `key column "${column}" is declared number but holds a ${typeof value}`);
+  }
+  if (typeof value === 'string') {
+    if (value === '') throw new DecodeError('bad-key', `key column "${column}" is an empty string`);
+    return value;
+  }
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  if (isLosslessNumber(value)) return value.value;
+  throw new DecodeError('bad-key', `key column "${column}" holds a ${Array.isArray(value) ? 'array' : 'object'}, not a scalar`);
+}
+
+/** The key with every column coerced to its declared type, in configured column order. */
+export function normalizeKey(table: Pick<TableConfig, 'key' | 'keyTypes'>, key: Key): Key {
+  const out: Key = {};
+  for (const col of table.key) out[col] = coerceKeyValue(col, key[col], table.keyTypes[col]);
+  return out;
+}
+
+const keyText = (v: JsonValue | undefined): string => (isLosslessNumber(v) ? v.value : typeof v === 'number' ? String(v) : String(v));
+
+/**
+ * A canonical string for a normalized key, used to group events per key and as the `__key`
+ * attribute of composite keys: a JSON array of the values as text, in column order.
+ * `{order_id: 7, line_no: 2, sku: "A"}` → `["7","2","A"]`.
+ */
+export function keyId(table: Pick<TableConfig, 'key'>, key: Key): string {
+  return JSON.stringify(table.key.map((col) => keyText(key[col])));
+}

@@ -1,0 +1,120 @@
+/**
+ * The normalized change event: every wire format is turned into this shape before anything else
+ * touches it (PIPELINE.md, "Normalized change event").
+ */
+import type { JsonObject, JsonValue } from './json.js';
+import type { OrderingStrength, Position } from './position.js';
+
+/** `c` insert, `u` update, `d` delete, `r` snapshot read, `t` truncate. */
+export type RowOp = 'c' | 'u' | 'd' | 'r' | 't';
+
+/** Non-row messages: kept in raw, never applied as rows. */
+export type ControlKind =
+  | 'tx-begin'
+  | 'tx-end'
+  | 'heartbeat'
+  | 'resolved'
+  | 'schema'
+  | 'message'
+  | 'kafka-tombstone'
+  | 'control';
+
+export type Row = JsonObject;
+export type Key = JsonObject;
+
+/** Only the changed columns: MongoDB `updateDescription`, changed-columns-only sources. */
+export interface Patch {
+  readonly set: Row;
+  readonly unset: readonly string[];
+}
+
+export interface ChangeEvent {
+  readonly kind: 'change';
+  /** The format that decoded it, e.g. `debezium-postgresql`, `cockroachdb`. */
+  readonly format: string;
+  readonly op: RowOp;
+  /** Source table as configured, e.g. `public.orders`. */
+  readonly table: string;
+  /** Primary-key columns and values. Always present for deletes. `{}` for truncate. */
+  readonly key: Key;
+  /** Row images exactly as delivered (placeholder markers included), or null. */
+  readonly before: Row | null;
+  readonly after: Row | null;
+  /** Set when the event carries only changed columns; `after` is then null or a partial image. */
+  readonly patch: Patch | null;
+  /** Columns of `after` whose value is an "unchanged, not carried" marker. They are not nulls. */
+  readonly placeholders: readonly string[];
+  readonly position: Position;
+  readonly txid: string | null;
+  /** Source commit time in epoch milliseconds; never the arrival or processing time. */
+  readonly commitTs: number | null;
+  /** True for bootstrap or re-snapshot reads. */
+  readonly snapshot: boolean;
+}
+
+export interface ControlEvent {
+  readonly kind: 'control';
+  readonly format: string;
+  readonly control: ControlKind;
+  readonly table: string | null;
+  readonly position: Position | null;
+  readonly txid: string | null;
+  readonly commitTs: number | null;
+  /** Small structured facts, e.g. `{ resolved: "1735…" }` or `{ status: "END", eventCount: 3 }`. */
+  readonly detail: JsonObject;
+}
+
+export type NormalizedEvent = ChangeEvent | ControlEvent;
+
+/** Where a record came from on the transport. Kept in raw next to every message. */
+export interface TransportMeta {
+  readonly kind: 'kinesis' | 'kafka' | 'file';
+  /** Kinesis stream name or Kafka topic. */
+  readonly stream: string;
+  /** Kinesis shard id or Kafka partition. */
+  readonly shard: string;
+  /** Kinesis sequence number or Kafka offset, as a decimal string. */
+  readonly sequence: string;
+  readonly partitionKey: string | null;
+  /** Arrival time at the transport, epoch ms. */
+  readonly arrivalTime: number;
+}
+
+/**
+ * One delivered record, parsed but not yet interpreted. A Kafka message's key and value are
+ * parsed JSON; `value === null` is a Kafka tombstone. Schema-wrapped (`{schema, payload}`)
+ * messages are unwrapped before a decoder sees them; the schema is kept alongside.
+ */
+export interface InboundMessage {
+  readonly key: JsonValue | null;
+  readonly keySchema: JsonObject | null;
+  readonly value: JsonValue | null;
+  readonly valueSchema: JsonObject | null;
+  /** Kafka topic, or the topic a record says it came from; null on plain Kinesis records. */
+  readonly topic: string | null;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly transport: TransportMeta;
+}
+
+export interface DecodeContext {
+  /** Configured primary-key columns of a source table, or undefined if the table is not configured. */
+  keyColumns(table: string): readonly string[] | undefined;
+  /** The unchanged-value placeholder, default `__debezium_unavailable_value`. */
+  readonly placeholder: string;
+  /** The field name DMS uses for its before image (BeforeImageSettings.FieldName). */
+  readonly dmsBeforeImageField: string;
+}
+
+/**
+ * One wire format. `detect` must be cheap and must not throw; `decode` throws `DecodeError`
+ * (with a specific reason) for a message it recognizes but cannot use.
+ */
+export interface FormatDecoder {
+  readonly name: string;
+  /** The ordering strength this format normally gives; events carry their own. */
+  readonly ordering: OrderingStrength;
+  /** One line for docs and error messages: what a message of this format looks like. */
+  readonly shape: string;
+  detect(message: InboundMessage): boolean;
+  decode(message: InboundMessage, ctx: DecodeContext): NormalizedEvent[];
+}
