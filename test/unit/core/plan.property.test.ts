@@ -1,0 +1,225 @@
+/**
+ * The invariant everything else rests on: any delivery of a history — any duplication (redelivered
+ * windows), any interleaving across keys, any split into batches, any retried batch — planned with
+ * planBatch and applied through the position guard converges to the state a plain sequential fold
+ * of each key's history by position gives.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import fc from 'fast-check';
+import { cloneJson, type JsonValue } from '../../../functions/core/json.js';
+import { MemoryStore } from '../../../functions/core/memory-store.js';
+import { planBatch } from '../../../functions/core/plan.js';
+import { sourcePosition } from '../../../functions/core/position.js';
+import type { ChangeEvent, Row } from '../../../functions/core/types.js';
+
+const COLUMNS = ['a', 'b', 'c'] as const;
+const TABLES = ['public.x', 'public.y'] as const;
+
+type Step =
+  | { kind: 'full'; op: 'c' | 'u' | 'r'; row: Row }
+  | { kind: 'delete' }
+  | { kind: 'placeholders'; row: Row; placeholders: string[] }
+  | { kind: 'patch'; set: Row; unset: string[] };
+
+const value = fc.oneof(fc.integer({ min: 0, max: 3 }), fc.constantFrom('p', 'q'), fc.constant(null));
+const fullRow = fc.record({ a: value, b: value, c: value }, { requiredKeys: [] });
+const step: fc.Arbitrary<Step> = fc.oneof(
+  { weight: 4, arbitrary: fc.record({ kind: fc.constant('full' as const), op: fc.constantFrom('c' as const, 'u' as const, 'r' as const), row: fullRow }) },
+  { weight: 2, arbitrary: fc.constant({ kind: 'delete' as const }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({ row: fullRow, placeholders: fc.subarray([...COLUMNS], { minLength: 1 }) }).map(({ row, placeholders }) => ({
+      kind: 'placeholders' as const,
+      row,
+      placeholders,
+    })),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({ set: fullRow, unset: fc.subarray([...COLUMNS]) }).map(({ set, unset }) => ({
+      kind: 'patch' as const,
+      set,
+      unset: unset.filter((c) => !(c in set)),
+    })),
+  },
+);
+
+interface KeyHistory {
+  table: string;
+  id: number;
+  steps: Step[];
+}
+
+/** Turns a key's steps into events with strictly increasing positions. */
+function toEvents(h: KeyHistory, gaps: number[]): ChangeEvent[] {
+  let p = 0n;
+  return h.steps.map((s, i) => {
+    p += BigInt(gaps[i % gaps.length]! + 1);
+    const key = { id: h.id };
+    const base = {
+      kind: 'change' as const,
+      format: 'test',
+      table: h.table,
+      key,
+      before: null,
+      patch: null,
+      placeholders: [] as string[],
+      position: sourcePosition(p / 7n, p),
+      txid: null,
+      commitTs: Number(p),
+      snapshot: false,
+    };
+    switch (s.kind) {
+      case 'full':
+        return { ...base, op: s.op, after: { id: h.id, ...s.row }, snapshot: s.op === 'r' };
+      case 'delete':
+        return { ...base, op: 'd', after: null, before: key };
+      case 'placeholders': {
+        const after: Row = { id: h.id, ...s.row };
+        for (const c of s.placeholders) after[c] = '__debezium_unavailable_value';
+        return { ...base, op: 'u', after, placeholders: s.placeholders };
+      }
+      case 'patch':
+        return { ...base, op: 'u', after: null, patch: { set: s.set, unset: s.unset } };
+    }
+  });
+}
+
+interface State {
+  row: Row;
+  deleted: boolean;
+  missing: string[];
+  partial: boolean;
+  position: bigint[];
+}
+
+/** The reference: apply a key's events one at a time, in position order, from nothing. */
+function sequentialFold(events: ChangeEvent[]): State | null {
+  let st: State | null = null;
+  for (const e of events) {
+    const position = [...e.position.tuple];
+    if (e.op === 'd') {
+      st = { row: {}, deleted: true, missing: [], partial: false, position };
+      continue;
+    }
+    const carried: Row = e.patch ? { ...e.patch.set } : { ...(e.after ?? {}) };
+    for (const c of e.placeholders) delete carried[c];
+    const unset = e.patch ? e.patch.unset : [];
+    if (!e.patch && e.placeholders.length === 0) {
+      st = { row: carried, deleted: false, missing: [], partial: false, position };
+    } else if (st === null || st.deleted) {
+      const missing = e.placeholders.filter((c) => !(c in carried)).sort();
+      st = { row: carried, deleted: false, missing, partial: true, position };
+    } else {
+      const row: Row = { ...st.row, ...carried };
+      for (const c of unset) delete row[c];
+      const drop = new Set([...Object.keys(carried), ...unset]);
+      const missing: Set<string> = new Set(st.missing.filter((c) => !drop.has(c)));
+      if (st.partial) for (const c of e.placeholders) if (!(c in st.row) && !drop.has(c)) missing.add(c);
+      st = { row, deleted: false, missing: [...missing].sort(), partial: st.partial, position };
+    }
+  }
+  return st;
+}
+
+const keyIdOf = (e: ChangeEvent) => JSON.stringify(e.key.id);
+
+const histories = fc
+  .uniqueArray(fc.record({ table: fc.constantFrom(...TABLES), id: fc.integer({ min: 1, max: 6 }) }), {
+    selector: (k) => `${k.table}/${k.id}`,
+    minLength: 1,
+    maxLength: 6,
+  })
+  .chain((keys) =>
+    fc.tuple(
+      ...keys.map((k) => fc.array(step, { minLength: 1, maxLength: 8 }).map((steps): KeyHistory => ({ ...k, steps }))),
+    ),
+  );
+
+/** A delivery: per-key order kept, keys interleaved, earlier windows redelivered, batches split, some retried. */
+const delivery = (histories: KeyHistory[]) =>
+  fc
+    .record({
+      gaps: fc.array(fc.integer({ min: 0, max: 9 }), { minLength: 1, maxLength: 5 }),
+      picks: fc.array(fc.nat(), { minLength: 200, maxLength: 200 }),
+      redeliveries: fc.array(fc.record({ start: fc.nat(), length: fc.integer({ min: 1, max: 6 }), at: fc.nat() }), { maxLength: 4 }),
+      cuts: fc.array(fc.integer({ min: 1, max: 7 }), { minLength: 1, maxLength: 10 }),
+      retries: fc.array(fc.boolean(), { minLength: 1, maxLength: 10 }),
+    })
+    .map(({ gaps, picks, redeliveries, cuts, retries }) => {
+      const perKey = histories.map((h) => toEvents(h, gaps));
+      const queues = perKey.map((evs) => [...evs]);
+      const stream: ChangeEvent[] = [];
+      let pi = 0;
+      while (queues.some((q) => q.length > 0)) {
+        const live = queues.filter((q) => q.length > 0);
+        stream.push(live[picks[pi++ % picks.length]! % live.length]!.shift()!);
+      }
+      for (const r of redeliveries) {
+        const start = r.start % stream.length;
+        const window = stream.slice(start, start + r.length);
+        const at = start + window.length + (r.at % (stream.length - start - window.length + 1));
+        stream.splice(at, 0, ...window);
+      }
+      const batches: ChangeEvent[][] = [];
+      for (let i = 0, c = 0; i < stream.length; c++) {
+        const size = cuts[c % cuts.length]!;
+        batches.push(stream.slice(i, i + size));
+        i += size;
+      }
+      return { perKey, batches, retries };
+    });
+
+describe('planBatch + guarded apply', () => {
+  it('converges to the sequential fold of each key for any duplication, interleaving, batch split and retry', () => {
+    fc.assert(
+      fc.property(
+        histories.chain((hs) => delivery(hs)),
+        ({ perKey, batches, retries }) => {
+          const store = new MemoryStore();
+          batches.forEach((batch, i) => {
+            const plan = planBatch(batch, keyIdOf);
+            for (const w of plan.writes) store.apply(w);
+            // A retried batch (the runtime failed after applying) must be a no-op.
+            if (retries[i % retries.length]) for (const w of planBatch(batch, keyIdOf).writes) assert.notEqual(store.apply(w), 'applied');
+          });
+          for (const events of perKey) {
+            const first = events[0]!;
+            const expected = sequentialFold(events);
+            const stored = store.get(first.table, keyIdOf(first));
+            assert.ok(expected && stored, 'every key that had events has a stored item');
+            assert.equal(stored.deleted, expected.deleted, 'deleted flag');
+            if (!expected.deleted) assert.deepEqual(stored.row, expected.row, 'row');
+            assert.deepEqual([...stored.missing], expected.missing, 'missing columns');
+            assert.equal(stored.position, sourceEncoded(expected.position), 'stored position is the highest');
+          }
+        },
+      ),
+      { numRuns: 400, includeErrorInReport: true, ...(process.env.FC_SEED ? { seed: Number(process.env.FC_SEED), path: process.env.FC_PATH } : {}) },
+    );
+  });
+
+  it('never mutates its input events', () => {
+    fc.assert(
+      fc.property(
+        histories.chain((hs) => delivery(hs)),
+        ({ batches }) => {
+          for (const batch of batches) {
+            const snapshot = batch.map((e) => JSON.stringify(cloneJson(e as unknown as JsonValue), (_k, v) => (typeof v === 'bigint' ? `${v}n` : v)));
+            const plan = planBatch(batch, keyIdOf);
+            new MemoryStore().apply(plan.writes[0]!);
+            batch.forEach((e, i) => {
+              assert.equal(JSON.stringify(e, (_k, v) => (typeof v === 'bigint' ? `${v}n` : v)), snapshot[i]);
+            });
+          }
+        },
+      ),
+      { numRuns: 100 },
+    );
+  });
+});
+
+import { encodePosition } from '../../../functions/core/position.js';
+
+const sourceEncoded = (t: bigint[]) => encodePosition(t);
