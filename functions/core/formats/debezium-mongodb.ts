@@ -1,0 +1,284 @@
+/**
+ * Debezium MongoDB connector (1.x oplog mode and 2.x/3.x change streams).
+ *
+ * - `before` / `after` (and 1.x `patch` / `filter`, and `updateDescription.updatedFields`) are
+ *   Extended JSON **text**: parsed again and converted to plain values (see `mongo-extjson.ts`).
+ * - Table is `<source.db>.<source.collection>`; the key column is `_id`, compared by value
+ *   (`1004` and `{"$numberLong":"1004"}` are the same key; an ObjectId becomes its 24-hex string).
+ * - Position: **transport order for every event.** Since Debezium 3.4 (DBZ‑9683) `source.ts_ms` is
+ *   the wall time and `(ts_ms, ord)` no longer orders events, and the resume token never reaches
+ *   the message. So events carry `transportPosition(offset)`: weak ordering, a connector redelivery
+ *   after a restart looks newer than it is.
+ * - Updates:
+ *   - `change_streams_update_full` (default): `after` is the full document **as looked up later**;
+ *     it may already include later writes. It is applied as a full row.
+ *   - With a pre-image (`*_with_pre_image`) and no `after`: the after image is composed from the
+ *     delivered `before` and `updateDescription` (exact, nested paths included).
+ *   - `change_streams` (delta only): a patch. Top-level `updatedFields` go to `patch.set`, top-level
+ *     `removedFields` to `patch.unset`. A dotted path (`a.b`, `tags.2`) or a `truncatedArrays` entry
+ *     changes part of a column the patch cannot rebuild without the stored value, so that top-level
+ *     column is listed in `placeholders`: its stored value is kept and the gap is counted.
+ *   - 1.x oplog `patch`: `$set`/`$unset` (and the 5.0+ `$v:2` `diff` form) are handled the same way;
+ *     a replacement document is a full row.
+ * - Deletes without a pre-image carry neither image: op `d` with the key from the message key or `filter`.
+ */
+import { DecodeError } from '../errors.js';
+import { cloneJson, isJsonObject, isLosslessNumber, type JsonObject, type JsonValue } from '../json.js';
+import { type Position, transportPosition } from '../position.js';
+import type { ChangeEvent, FormatDecoder, InboundMessage, Key, NormalizedEvent, RowOp } from '../types.js';
+import { parseExtJson, parseExtJsonDocument, toPlain } from './mongo-extjson.js';
+
+const FORMAT = 'debezium-mongodb';
+const OPS: readonly RowOp[] = ['c', 'u', 'd', 'r'];
+
+/** A MongoDB update reduced to dotted-path operations. `opaque` lists columns changed in a way we cannot replay. */
+interface UpdateOps {
+  readonly sets: [string, JsonValue][];
+  readonly unsets: string[];
+  readonly truncs: { path: string; size: number }[];
+  readonly opaque: string[];
+}
+
+function transport(message: InboundMessage): Position {
+  const seq = message.transport.sequence;
+  if (!/^\d+$/.test(seq)) throw new DecodeError('bad-position', `transport sequence must be a decimal string, got "${seq}"`);
+  return transportPosition(BigInt(seq));
+}
+
+function textOf(v: JsonValue | undefined): string | null {
+  if (v === undefined || v === null) return null;
+  if (typeof v === 'string') return v;
+  if (typeof v === 'number' || typeof v === 'boolean') return String(v);
+  if (isLosslessNumber(v)) return v.value;
+  return JSON.stringify(v);
+}
+
+function msOf(v: JsonValue | undefined): number | null {
+  if (typeof v === 'number') return v;
+  if (isLosslessNumber(v)) return Number(v.value);
+  return null;
+}
+
+/** A document field: Extended JSON text, an already-parsed object, or null/absent. */
+function documentField(value: JsonObject, field: string): JsonObject | null {
+  const v = value[field];
+  if (v === undefined || v === null) return null;
+  if (typeof v === 'string') return parseExtJsonDocument(v, `"${field}"`);
+  if (isJsonObject(v)) return toPlain(v) as JsonObject;
+  throw new DecodeError('bad-field', `"${field}" must be an Extended JSON string or null, got ${typeof v}`);
+}
+
+function topLevel(path: string): string {
+  const dot = path.indexOf('.');
+  return dot < 0 ? path : path.slice(0, dot);
+}
+
+function fromUpdateDescription(desc: JsonObject): UpdateOps {
+  const ops: UpdateOps = { sets: [], unsets: [], truncs: [], opaque: [] };
+  const updated = desc.updatedFields;
+  if (updated !== undefined && updated !== null) {
+    const doc = typeof updated === 'string' ? parseExtJsonDocument(updated, '"updateDescription.updatedFields"') : updated;
+    if (!isJsonObject(doc)) throw new DecodeError('bad-field', '"updateDescription.updatedFields" must be a JSON document string');
+    for (const [k, v] of Object.entries(doc)) ops.sets.push([k, toPlain(v)]);
+  }
+  const removed = desc.removedFields;
+  if (Array.isArray(removed)) for (const f of removed) if (typeof f === 'string') ops.unsets.push(f);
+  const truncated = desc.truncatedArrays;
+  if (Array.isArray(truncated)) {
+    for (const t of truncated) {
+      if (!isJsonObject(t) || typeof t.field !== 'string' || typeof t.size !== 'number') {
+        throw new DecodeError('bad-field', '"updateDescription.truncatedArrays" entries must be {field: string, size: number}');
+      }
+      ops.truncs.push({ path: t.field, size: t.size });
+    }
+  }
+  return ops;
+}
+
+/** 1.x oplog update document: `$set`/`$unset`, or the MongoDB 5.0+ `{$v: 2, diff}` form. */
+function fromOplogPatch(patch: JsonObject): UpdateOps {
+  const ops: UpdateOps = { sets: [], unsets: [], truncs: [], opaque: [] };
+  for (const [op, arg] of Object.entries(patch)) {
+    if (op === '$v') continue;
+    if (!isJsonObject(arg)) throw new DecodeError('bad-field', `oplog patch operator "${op}" must hold a document`);
+    if (op === '$set') for (const [k, v] of Object.entries(arg)) ops.sets.push([k, v]);
+    else if (op === '$unset') ops.unsets.push(...Object.keys(arg));
+    else if (op === 'diff') {
+      for (const [section, body] of Object.entries(arg)) {
+        if ((section === 'u' || section === 'i') && isJsonObject(body)) for (const [k, v] of Object.entries(body)) ops.sets.push([k, v]);
+        else if (section === 'd' && isJsonObject(body)) ops.unsets.push(...Object.keys(body));
+        else if (section.startsWith('s')) ops.opaque.push(section.slice(1));
+        else throw new DecodeError('bad-field', `oplog patch diff section "${section}" is not understood`);
+      }
+    } else throw new DecodeError('bad-field', `oplog patch operator "${op}" is not supported (expected $set, $unset or diff)`);
+  }
+  return ops;
+}
+
+type Container = JsonObject | JsonValue[];
+
+/** Walks to the parent of the last path segment, creating sub-documents on the way. */
+function parentOf(doc: JsonObject, parts: readonly string[], create: boolean): Container | null {
+  let cur: Container = doc;
+  for (const part of parts.slice(0, -1)) {
+    const next: JsonValue | undefined = Array.isArray(cur) ? cur[Number(part)] : cur[part];
+    if (next === undefined || next === null) {
+      if (!create || Array.isArray(cur)) return null;
+      const created: JsonObject = {};
+      cur[part] = created;
+      cur = created;
+    } else if (Array.isArray(next) || isJsonObject(next)) cur = next;
+    else return null;
+  }
+  return cur;
+}
+
+/** Applies the operations to a copy of `before`; null when a path does not fit the document. */
+function applyOps(before: JsonObject, ops: UpdateOps): JsonObject | null {
+  if (ops.opaque.length > 0) return null;
+  const doc = cloneJson(before);
+  for (const { path, size } of ops.truncs) {
+    const parts = path.split('.');
+    const parent = parentOf(doc, parts, false);
+    const last = parts[parts.length - 1]!;
+    const arr = parent === null ? undefined : Array.isArray(parent) ? parent[Number(last)] : parent[last];
+    if (!Array.isArray(arr)) return null;
+    arr.length = Math.min(arr.length, size);
+  }
+  for (const [path, value] of ops.sets) {
+    const parts = path.split('.');
+    const parent = parentOf(doc, parts, true);
+    const last = parts[parts.length - 1]!;
+    if (parent === null) return null;
+    if (Array.isArray(parent)) {
+      const i = Number(last);
+      if (!Number.isInteger(i) || i < 0) return null;
+      while (parent.length < i) parent.push(null);
+      parent[i] = value;
+    } else parent[last] = value;
+  }
+  for (const path of ops.unsets) {
+    const parts = path.split('.');
+    const parent = parentOf(doc, parts, false);
+    const last = parts[parts.length - 1]!;
+    if (parent === null) continue;
+    if (Array.isArray(parent)) parent[Number(last)] = null;
+    else delete parent[last];
+  }
+  return doc;
+}
+
+/** The patch for an update without any full image; dotted paths make their column a placeholder. */
+function toPatch(ops: UpdateOps): Pick<ChangeEvent, 'patch' | 'placeholders'> {
+  const set: JsonObject = {};
+  const unset: string[] = [];
+  const partial = new Set<string>(ops.opaque);
+  for (const [path, value] of ops.sets) {
+    if (path.includes('.')) partial.add(topLevel(path));
+    else set[path] = value;
+  }
+  for (const path of ops.unsets) {
+    if (path.includes('.')) partial.add(topLevel(path));
+    else unset.push(path);
+  }
+  for (const t of ops.truncs) partial.add(topLevel(t.path));
+  for (const col of Object.keys(set)) partial.delete(col);
+  for (const col of unset) partial.delete(col);
+  return { patch: { set, unset }, placeholders: [...partial] };
+}
+
+function keyFromMessage(message: InboundMessage): JsonValue | undefined {
+  const k = message.key;
+  if (!isJsonObject(k)) return undefined;
+  const raw = k.id ?? k._id;
+  if (raw === undefined || raw === null) return undefined;
+  return typeof raw === 'string' ? parseExtJson(raw, 'message key "id"') : toPlain(raw);
+}
+
+function snapshotOf(op: RowOp, snapshot: JsonValue | undefined): boolean {
+  if (op === 'r') return true;
+  return snapshot !== undefined && snapshot !== null && snapshot !== false && snapshot !== 'false';
+}
+
+function decodeEvent(message: InboundMessage, value: JsonObject): ChangeEvent {
+  const source = value.source;
+  if (!isJsonObject(source)) throw new DecodeError('missing-field', 'debezium-mongodb message has no "source" object');
+  const op = value.op;
+  if (typeof op !== 'string' || !OPS.includes(op as RowOp)) {
+    throw new DecodeError('bad-op', `debezium-mongodb "op" must be one of c, u, d, r; got ${JSON.stringify(op ?? null)}`);
+  }
+  const rowOp = op as RowOp;
+  const db = source.db;
+  const collection = source.collection;
+  if (typeof db !== 'string' || typeof collection !== 'string') {
+    throw new DecodeError('missing-field', 'debezium-mongodb "source.db" and "source.collection" must be strings');
+  }
+  const before = documentField(value, 'before');
+  let after = documentField(value, 'after');
+  const filter = documentField(value, 'filter');
+  let patch: ChangeEvent['patch'] = null;
+  let placeholders: readonly string[] = [];
+
+  if (rowOp === 'u' && after === null) {
+    let ops: UpdateOps | null = null;
+    let replacement: JsonObject | null = null;
+    if (isJsonObject(value.updateDescription)) ops = fromUpdateDescription(value.updateDescription);
+    else if (value.patch !== undefined && value.patch !== null) {
+      const raw = documentField(value, 'patch')!;
+      if (Object.keys(raw).some((k) => k.startsWith('$'))) ops = fromOplogPatch(raw);
+      else replacement = raw;
+    }
+    if (replacement !== null) after = replacement;
+    else if (ops === null) {
+      throw new DecodeError('missing-field', 'debezium-mongodb update carries neither "after", "updateDescription" nor "patch"');
+    } else {
+      const composed = before === null ? null : applyOps(before, ops);
+      if (composed !== null) after = composed;
+      else ({ patch, placeholders } = toPatch(ops));
+    }
+  }
+  if ((rowOp === 'c' || rowOp === 'r') && after === null) {
+    throw new DecodeError('missing-field', `debezium-mongodb op "${rowOp}" must carry an "after" document`);
+  }
+
+  const id = keyFromMessage(message) ?? after?._id ?? before?._id ?? filter?._id;
+  if (id === undefined) {
+    throw new DecodeError('missing-key', 'debezium-mongodb message has no _id: expected message key {"id": "<extended json>"}, or _id in after/before/filter');
+  }
+  const key: Key = { _id: id };
+  const lsid = textOf(source.lsid);
+  const txnNumber = textOf(source.txnNumber);
+  const txid = lsid !== null && txnNumber !== null ? `${lsid}:${txnNumber}` : textOf(source.stxnid);
+  return {
+    kind: 'change',
+    format: FORMAT,
+    op: rowOp,
+    table: `${db}.${collection}`,
+    key,
+    before,
+    after: rowOp === 'd' ? null : after,
+    patch,
+    placeholders,
+    position: transport(message),
+    txid,
+    commitTs: msOf(source.ts_ms),
+    snapshot: snapshotOf(rowOp, source.snapshot),
+  };
+}
+
+/** Decoder for Debezium MongoDB change events (change streams, and the 1.x oplog `patch`/`filter` shape). */
+export const debeziumMongo: FormatDecoder = {
+  name: FORMAT,
+  ordering: 'transport',
+  shape: '{before: "<ext json>"|null, after: "<ext json>"|null, updateDescription?, source: {connector: "mongodb", db, collection, ord, lsid, txnNumber}, op}',
+  detect(message: InboundMessage): boolean {
+    const v = message.value;
+    if (!isJsonObject(v) || !isJsonObject(v.source)) return false;
+    if (v.source.connector === 'mongodb') return true;
+    return typeof v.op === 'string' && ('patch' in v || 'filter' in v) && typeof v.source.collection === 'string';
+  },
+  decode(message: InboundMessage): NormalizedEvent[] {
+    if (!isJsonObject(message.value)) throw new DecodeError('bad-shape', 'debezium-mongodb message value must be a JSON object');
+    return [decodeEvent(message, message.value)];
+  },
+};
