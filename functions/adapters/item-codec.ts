@@ -1,0 +1,130 @@
+/**
+ * Between rows and DynamoDB items. Source columns keep their JSON types (numbers stay exact through
+ * `NumberValue`); tidemark's own attributes start with `__`.
+ */
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import { marshall, NumberValueImpl as NumberValue, unmarshall } from '@aws-sdk/util-dynamodb';
+import type { TableConfig } from '../commons/config.js';
+import { isLosslessNumber, type JsonObject, type JsonValue, LosslessNumber, toPlainNumber } from '../core/json.js';
+import { COMPOSITE_KEY_ATTRIBUTE, keyId, keyLayout } from '../core/keys.js';
+import type { Key, Row, RowOp } from '../core/types.js';
+
+export const META = {
+  position: '__pos',
+  op: '__op',
+  deleted: '__deleted',
+  commitTs: '__commitTs',
+  txid: '__txid',
+  appliedAt: '__appliedAt',
+  expiresAt: '__expiresAt',
+  hash: '__hash',
+  missing: '__missing',
+  partial: '__partial',
+  spill: '__spill',
+} as const;
+
+type Plain = null | boolean | number | string | NumberValue | Plain[] | { [k: string]: Plain };
+
+function toPlain(value: JsonValue): Plain {
+  if (isLosslessNumber(value)) return NumberValue.from(value.value);
+  if (Array.isArray(value)) return value.map(toPlain);
+  if (value !== null && typeof value === 'object') {
+    const out: Record<string, Plain> = {};
+    for (const [k, v] of Object.entries(value)) out[k] = toPlain(v);
+    return out;
+  }
+  return value;
+}
+
+function fromPlain(value: unknown): JsonValue {
+  if (value instanceof NumberValue) return toPlainNumber(new LosslessNumber(value.toString()));
+  if (value instanceof Set) return [...value].map(fromPlain);
+  if (value instanceof Uint8Array) return Buffer.from(value).toString('base64');
+  if (Array.isArray(value)) return value.map(fromPlain);
+  if (value !== null && typeof value === 'object') {
+    const out: JsonObject = {};
+    for (const [k, v] of Object.entries(value)) out[k] = fromPlain(v);
+    return out;
+  }
+  return value as JsonValue;
+}
+
+const MARSHALL_OPTIONS = { removeUndefinedValues: true, convertEmptyValues: false } as const;
+
+export function marshallRow(row: Row): Record<string, AttributeValue> {
+  return marshall(toPlain(row) as Record<string, unknown>, MARSHALL_OPTIONS);
+}
+
+export function marshallValue(value: JsonValue): AttributeValue {
+  return marshall({ v: toPlain(value) }, MARSHALL_OPTIONS).v!;
+}
+
+/** The DynamoDB key attributes of a normalized key. */
+export function keyAttributes(table: TableConfig, key: Key): Record<string, AttributeValue> {
+  const layout = keyLayout(table);
+  if (layout.composite) return { [COMPOSITE_KEY_ATTRIBUTE]: { S: keyId(table, key) } };
+  const out: Record<string, AttributeValue> = {};
+  for (const attr of [layout.partitionKey, layout.sortKey]) {
+    if (!attr) continue;
+    const v = key[attr.name];
+    const text = isLosslessNumber(v) ? v.value : String(v);
+    out[attr.name] = attr.type === 'N' ? { N: text } : { S: text };
+  }
+  return out;
+}
+
+/** Key columns as ordinary attributes too, for composite keys (they are the key otherwise). */
+export function keyColumnAttributes(table: TableConfig, key: Key): Record<string, AttributeValue> {
+  return keyLayout(table).composite ? marshallRow(key) : {};
+}
+
+export interface DecodedItem {
+  readonly row: Row;
+  readonly position: string;
+  readonly op: RowOp | null;
+  readonly deleted: boolean;
+  readonly commitTs: number | null;
+  readonly txid: string | null;
+  readonly appliedAt: number | null;
+  readonly expiresAt: number | null;
+  readonly contentHash: string;
+  readonly missing: string[];
+  readonly partial: boolean;
+  readonly spill: string | null;
+}
+
+/** Splits a stored item into source columns (JSON types restored) and tidemark metadata. */
+export function decodeItem(table: TableConfig, item: Record<string, AttributeValue>): DecodedItem {
+  const plain = unmarshall(item, { wrapNumbers: true }) as Record<string, unknown>;
+  const row: Row = {};
+  for (const [k, v] of Object.entries(plain)) if (!k.startsWith('__')) row[k] = fromPlain(v);
+  const layout = keyLayout(table);
+  for (const attr of [layout.partitionKey, layout.sortKey]) {
+    if (attr && !layout.composite && attr.name in row) {
+      const v = row[attr.name];
+      if (attr.type === 'S' && typeof v !== 'string') row[attr.name] = String(v);
+    }
+  }
+  const num = (v: unknown): number | null => (v instanceof NumberValue ? Number(v.toString()) : typeof v === 'number' ? v : null);
+  const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
+  const missingRaw = plain[META.missing];
+  return {
+    row,
+    position: str(plain[META.position]) ?? '',
+    op: str(plain[META.op]) as RowOp | null,
+    deleted: plain[META.deleted] === true,
+    commitTs: num(plain[META.commitTs]),
+    txid: str(plain[META.txid]),
+    appliedAt: num(plain[META.appliedAt]),
+    expiresAt: num(plain[META.expiresAt]),
+    contentHash: str(plain[META.hash]) ?? '',
+    missing: missingRaw instanceof Set ? ([...missingRaw] as string[]).sort() : Array.isArray(missingRaw) ? (missingRaw as string[]) : [],
+    partial: plain[META.partial] === true,
+    spill: str(plain[META.spill]),
+  };
+}
+
+/** Rough DynamoDB item size: attribute names plus JSON-encoded values. Errs on the large side. */
+export function estimateItemBytes(item: Record<string, AttributeValue>): number {
+  return Buffer.byteLength(JSON.stringify(item), 'utf8');
+}
