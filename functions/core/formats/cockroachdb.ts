@@ -1,0 +1,209 @@
+/**
+ * CockroachDB changefeeds (JSON format): `wrapped` (default), `bare`, `enriched` envelopes, the
+ * webhook sink's `{payload: [...], length}` batches, and resolved timestamps.
+ *
+ * - Table: the value's `topic`, else `__crdb__.topic`, else the enriched `source.table_name`, else
+ *   the Kafka topic. Nothing is stripped: configure the source table as the changefeed topic name
+ *   (`orders`, or `db.public.orders` when the changefeed used `full_table_name`).
+ * - Key: the JSON array of primary-key values (Kafka key, or `key` in the value) mapped in order onto
+ *   the configured key columns; an enriched object key is used as is.
+ * - Op: a delete is `after: null`. Without `diff` there is no `before`, so an insert cannot be told
+ *   from an update: op `u` (a full-row upsert either way). With `diff`, `before: null` means insert (`c`).
+ *   The enriched envelope carries `op`.
+ * - Position: the HLC `updated` (else `mvcc_timestamp`, else enriched `source.ts_hlc`) as
+ *   `(wall ns, logical)`, source ordering. Order holds per key for the first emission; duplicates may
+ *   arrive later with older timestamps and are then stale. Without any timestamp option the
+ *   message falls back to transport order (weak).
+ * - commitTs: wall ms of `mvcc_timestamp` (the row version's own time), else of `updated`. During an
+ *   initial scan `updated` is the scan time, so the row version time is the better event time.
+ * - snapshot: always false. CockroachDB has no snapshot marker: initial-scan rows look like inserts.
+ */
+import { DecodeError, PositionError } from '../errors.js';
+import { isJsonObject, type JsonObject, type JsonValue } from '../json.js';
+import { type Position, parseHlc, sourcePosition, transportPosition } from '../position.js';
+import type { ChangeEvent, ControlEvent, DecodeContext, FormatDecoder, InboundMessage, Key, NormalizedEvent, RowOp } from '../types.js';
+
+const FORMAT = 'cockroachdb';
+const WRAPPED_KEYS = new Set(['after', 'before', 'key', 'topic', 'updated', 'mvcc_timestamp']);
+const ENRICHED_KEYS = new Set(['after', 'before', 'op', 'ts_ns', 'key', 'source', 'updated', 'mvcc_timestamp']);
+
+function hlc(text: JsonValue | undefined, field: string): [bigint, bigint] | null {
+  if (text === undefined || text === null) return null;
+  if (typeof text !== 'string') throw new DecodeError('bad-position', `cockroachdb "${field}" must be an HLC string "<wall ns>.<logical>", got ${typeof text}`);
+  try {
+    return parseHlc(text);
+  } catch (err) {
+    if (err instanceof PositionError) throw new DecodeError('bad-position', `cockroachdb "${field}": ${err.message}`, { cause: err });
+    throw err;
+  }
+}
+
+function transport(message: InboundMessage, index: number | null): Position {
+  const seq = message.transport.sequence;
+  if (!/^\d+$/.test(seq)) throw new DecodeError('bad-position', `transport sequence must be a decimal string, got "${seq}"`);
+  return index === null ? transportPosition(BigInt(seq)) : transportPosition(BigInt(seq), BigInt(index));
+}
+
+/** Wall time of an HLC in epoch milliseconds (integer division, no float on the nanoseconds). */
+function wallMs(ts: [bigint, bigint]): number {
+  return Number(ts[0] / 1_000_000n);
+}
+
+function resolvedEvent(text: JsonValue, table: string | null): ControlEvent {
+  const ts = hlc(text, 'resolved')!;
+  return {
+    kind: 'control',
+    format: FORMAT,
+    control: 'resolved',
+    table,
+    position: sourcePosition(ts[0], ts[1]),
+    txid: null,
+    commitTs: null,
+    detail: { resolved: text as string },
+  };
+}
+
+function mapKey(table: string, raw: JsonValue | undefined, ctx: DecodeContext): Key {
+  if (raw === undefined || raw === null) return {};
+  if (isJsonObject(raw)) return raw;
+  if (!Array.isArray(raw)) throw new DecodeError('bad-key', `cockroachdb key for "${table}" must be a JSON array of primary-key values`);
+  const cols = ctx.keyColumns(table);
+  if (cols === undefined || cols.length !== raw.length) {
+    const expected = cols === undefined ? 'no key columns (table not configured)' : `[${cols.join(', ')}]`;
+    throw new DecodeError(
+      'unmapped-key',
+      `cockroachdb key ${JSON.stringify(raw.length)}-element array for table "${table}" cannot be mapped: configured key columns are ${expected}`,
+    );
+  }
+  const key: Key = {};
+  cols.forEach((col, i) => {
+    key[col] = raw[i]!;
+  });
+  return key;
+}
+
+interface Parts {
+  readonly after: JsonObject | null;
+  /** undefined: no `before` field at all (no `diff`). */
+  readonly before: JsonObject | null | undefined;
+  readonly op: RowOp | null;
+  readonly key: JsonValue | undefined;
+  readonly topic: string | null;
+  readonly updated: JsonValue | undefined;
+  readonly mvcc: JsonValue | undefined;
+}
+
+function rowImage(v: JsonValue | undefined, field: string): JsonObject | null | undefined {
+  if (v === undefined) return undefined;
+  if (v === null) return null;
+  if (!isJsonObject(v)) throw new DecodeError('bad-field', `cockroachdb "${field}" must be a row object or null`);
+  return v;
+}
+
+function partsOf(value: JsonObject): Parts {
+  const meta = value.__crdb__;
+  if (isJsonObject(meta)) {
+    const columns: JsonObject = {};
+    for (const [k, v] of Object.entries(value)) if (k !== '__crdb__') columns[k] = v;
+    const empty = Object.keys(columns).length === 0;
+    return {
+      after: empty ? null : columns,
+      before: rowImage(meta.before, '__crdb__.before'),
+      op: null,
+      key: meta.key,
+      topic: typeof meta.topic === 'string' ? meta.topic : null,
+      updated: meta.updated,
+      mvcc: meta.mvcc_timestamp,
+    };
+  }
+  if (!('after' in value)) throw new DecodeError('missing-field', 'cockroachdb row message must have "after" (wrapped/enriched) or "__crdb__" (bare)');
+  const source = isJsonObject(value.source) ? value.source : null;
+  const op = value.op;
+  if (op !== undefined && op !== 'c' && op !== 'u' && op !== 'd') {
+    throw new DecodeError('bad-op', `cockroachdb enriched "op" must be c, u or d; got ${JSON.stringify(op)}`);
+  }
+  const topic = typeof value.topic === 'string' ? value.topic : typeof source?.table_name === 'string' ? source.table_name : null;
+  return {
+    after: rowImage(value.after, 'after') ?? null,
+    before: rowImage(value.before, 'before'),
+    op: op ?? null,
+    key: value.key,
+    topic,
+    updated: value.updated ?? source?.ts_hlc,
+    mvcc: value.mvcc_timestamp,
+  };
+}
+
+function rowEvent(message: InboundMessage, value: JsonObject, ctx: DecodeContext, index: number | null): ChangeEvent {
+  const p = partsOf(value);
+  const table = p.topic ?? message.topic;
+  if (table === null || table === '') {
+    throw new DecodeError('missing-field', 'cockroachdb message names no table: expected "topic" in the value, "__crdb__.topic", enriched "source.table_name", or a Kafka topic');
+  }
+  const op: RowOp = p.op ?? (p.after === null ? 'd' : p.before === null ? 'c' : 'u');
+  const updated = hlc(p.updated, 'updated');
+  const mvcc = hlc(p.mvcc, 'mvcc_timestamp');
+  const order = updated ?? mvcc;
+  const commit = mvcc ?? updated;
+  return {
+    kind: 'change',
+    format: FORMAT,
+    op,
+    table,
+    key: mapKey(table, p.key ?? message.key ?? undefined, ctx),
+    before: p.before ?? null,
+    after: op === 'd' ? null : p.after,
+    patch: null,
+    placeholders: [],
+    position: order === null ? transport(message, index) : sourcePosition(order[0], order[1]),
+    txid: null,
+    commitTs: commit === null ? null : wallMs(commit),
+    snapshot: false,
+  };
+}
+
+function isResolved(value: JsonObject): JsonValue | undefined {
+  if (Object.keys(value).length === 1 && 'resolved' in value) return value.resolved;
+  const meta = value.__crdb__;
+  if (Object.keys(value).length === 1 && isJsonObject(meta) && 'resolved' in meta) return meta.resolved;
+  return undefined;
+}
+
+/** Decoder for CockroachDB changefeed JSON messages (wrapped, bare, enriched, webhook batches, resolved). */
+export const cockroachdb: FormatDecoder = {
+  name: FORMAT,
+  ordering: 'source',
+  shape: '{after, before?, key?, topic?, updated?, mvcc_timestamp?} | {<columns>, __crdb__:{…}} | {after, op, ts_ns, source} | {payload:[…], length} | {resolved}',
+  detect(message: InboundMessage): boolean {
+    const v = message.value;
+    if (!isJsonObject(v)) return false;
+    if (isJsonObject(v.__crdb__)) return true;
+    if (isResolved(v) !== undefined) return true;
+    if (Array.isArray(v.payload) && typeof v.length === 'number') return true;
+    const keys = Object.keys(v);
+    if (!('after' in v)) return false;
+    if (keys.every((k) => WRAPPED_KEYS.has(k))) return true;
+    if (!('op' in v) || !('ts_ns' in v) || !keys.every((k) => ENRICHED_KEYS.has(k))) return false;
+    return !isJsonObject(v.source) || v.source.origin === 'cockroachdb' || 'ts_hlc' in v.source;
+  },
+  decode(message: InboundMessage, ctx: DecodeContext): NormalizedEvent[] {
+    const value = message.value;
+    if (!isJsonObject(value)) throw new DecodeError('bad-shape', 'cockroachdb message value must be a JSON object');
+    const resolved = isResolved(value);
+    if (resolved !== undefined) return [resolvedEvent(resolved, message.topic)];
+    if (Array.isArray(value.payload)) {
+      return value.payload.map((element, i) => {
+        if (!isJsonObject(element)) throw new DecodeError('bad-shape', `cockroachdb webhook payload[${i}] must be a JSON object`);
+        const r = isResolved(element);
+        if (r !== undefined) return resolvedEvent(r, null);
+        try {
+          return rowEvent(message, element, ctx, i);
+        } catch (err) {
+          if (err instanceof DecodeError) throw new DecodeError(err.reason, `webhook payload[${i}]: ${err.message}`, { cause: err });
+          throw err;
+        }
+      });
+    }
+    return [rowEvent(message, value, ctx, null)];
+  },
+};

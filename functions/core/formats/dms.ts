@@ -1,0 +1,173 @@
+/**
+ * AWS DMS with a Kinesis or Kafka target (`MessageFormat: json`):
+ * `{data, metadata, [<BeforeImageSettings.FieldName>]}` and `{control, metadata}`.
+ *
+ * - Table: `<schema-name>.<table-name>`.
+ * - Ops: `load` → `r` (snapshot), `insert` → `c`, `update` → `u`, `delete` → `d`. For an update
+ *   `after` is `data` and `before` is the before-image attribute when enabled: depending on the source
+ *   engine it holds only the PK columns (PostgreSQL), only changed columns (Oracle) or the full row
+ *   (MySQL). A PK change arrives as one update with the old key only in the before image. For a
+ *   delete, `before` is `data` (as complete as the source supplied it).
+ * - Control records → ControlEvent `schema`; `truncate-table` → a `t` ChangeEvent for that table.
+ * - Position: DMS carries no comparable position (`stream-position` is opaque and engine-specific),
+ *   so every event takes transport order (shard / partition): weak ordering, duplicates happen.
+ * - commitTs: `metadata.commit-timestamp` (only with IncludeTransactionDetails), else null.
+ *   `metadata.timestamp` is when DMS built the message and is never used.
+ * - Key: built from the configured key columns when the table is configured (values from `data`,
+ *   then the before image); DMS messages do not name their PK columns.
+ */
+import { DecodeError } from '../errors.js';
+import { isJsonObject, isLosslessNumber, type JsonObject, type JsonValue } from '../json.js';
+import { type Position, transportPosition } from '../position.js';
+import type { ChangeEvent, ControlEvent, DecodeContext, FormatDecoder, InboundMessage, Key, NormalizedEvent, RowOp } from '../types.js';
+
+const FORMAT = 'dms';
+const DATA_OPS: Readonly<Record<string, RowOp>> = { load: 'r', insert: 'c', update: 'u', delete: 'd' };
+const TRUNCATE_OPS = new Set(['truncate-table', 'TruncateTable', 'truncate']);
+
+function transport(message: InboundMessage): Position {
+  const seq = message.transport.sequence;
+  if (!/^\d+$/.test(seq)) throw new DecodeError('bad-position', `transport sequence must be a decimal string, got "${seq}"`);
+  return transportPosition(BigInt(seq));
+}
+
+function textOf(v: JsonValue | undefined): string | null {
+  if (v === undefined || v === null || v === '') return null;
+  if (typeof v === 'string') return v;
+  if (typeof v === 'number' || typeof v === 'boolean') return String(v);
+  if (isLosslessNumber(v)) return v.value;
+  return JSON.stringify(v);
+}
+
+/**
+ * Parses a DMS timestamp (`2024-07-29T00:58:17.974340Z`, or with a space and no zone, read as UTC)
+ * into epoch ms; fractions beyond milliseconds are truncated.
+ */
+export function parseDmsTimestamp(text: string): number {
+  const m = /^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:?\d{2})?$/.exec(text.trim());
+  if (!m) throw new DecodeError('bad-field', `dms "metadata.commit-timestamp" must be an ISO-8601 timestamp, got "${text}"`);
+  const ms = (m[3] ?? '').padEnd(3, '0').slice(0, 3);
+  const parsed = Date.parse(`${m[1]}T${m[2]}.${ms}${m[4] ?? 'Z'}`);
+  if (Number.isNaN(parsed)) throw new DecodeError('bad-field', `dms "metadata.commit-timestamp" is not a valid time: "${text}"`);
+  return parsed;
+}
+
+function tableOf(meta: JsonObject): string {
+  const table = meta['table-name'];
+  const schema = meta['schema-name'];
+  if (typeof table !== 'string' || table === '') {
+    throw new DecodeError('missing-field', 'dms "metadata.table-name" must be a non-empty string');
+  }
+  return typeof schema === 'string' && schema !== '' ? `${schema}.${table}` : table;
+}
+
+function keyOf(table: string, ctx: DecodeContext, ...images: (JsonObject | null)[]): Key {
+  const key: Key = {};
+  for (const col of ctx.keyColumns(table) ?? []) {
+    for (const image of images) {
+      const v = image?.[col];
+      if (v !== undefined && v !== null) {
+        key[col] = v;
+        break;
+      }
+    }
+  }
+  return key;
+}
+
+function commitTsOf(meta: JsonObject): number | null {
+  const ts = meta['commit-timestamp'];
+  if (ts === undefined || ts === null) return null;
+  if (typeof ts !== 'string') throw new DecodeError('bad-field', 'dms "metadata.commit-timestamp" must be a timestamp string');
+  return parseDmsTimestamp(ts);
+}
+
+function controlEvent(message: InboundMessage, value: JsonObject, meta: JsonObject): NormalizedEvent {
+  const operation = textOf(meta.operation) ?? 'unknown';
+  const table = typeof meta['table-name'] === 'string' ? tableOf(meta) : null;
+  const txid = textOf(meta['transaction-id']);
+  if (TRUNCATE_OPS.has(operation)) {
+    if (table === null) throw new DecodeError('missing-field', 'dms truncate-table control record has no "metadata.table-name"');
+    const event: ChangeEvent = {
+      kind: 'change',
+      format: FORMAT,
+      op: 't',
+      table,
+      key: {},
+      before: null,
+      after: null,
+      patch: null,
+      placeholders: [],
+      position: transport(message),
+      txid,
+      commitTs: commitTsOf(meta),
+      snapshot: false,
+    };
+    return event;
+  }
+  const detail: JsonObject = { operation };
+  const control = value.control;
+  if (isJsonObject(control) && isJsonObject(control['table-def']) && Array.isArray(control['table-def']['primary-key'])) {
+    detail.primaryKey = control['table-def']['primary-key'];
+  }
+  const event: ControlEvent = {
+    kind: 'control',
+    format: FORMAT,
+    control: 'schema',
+    table,
+    position: transport(message),
+    txid,
+    commitTs: commitTsOf(meta),
+    detail,
+  };
+  return event;
+}
+
+/** Decoder for AWS DMS JSON records on Kinesis or Kafka. */
+export const dms: FormatDecoder = {
+  name: FORMAT,
+  ordering: 'transport',
+  shape: '{data: {row}, metadata: {record-type, operation, schema-name, table-name, …}, [<before image field>]} | {control, metadata}',
+  detect(message: InboundMessage): boolean {
+    const v = message.value;
+    if (!isJsonObject(v) || !isJsonObject(v.metadata)) return false;
+    const meta = v.metadata;
+    return ('data' in v || 'control' in v) && ('record-type' in meta || 'operation' in meta);
+  },
+  decode(message: InboundMessage, ctx: DecodeContext): NormalizedEvent[] {
+    const value = message.value;
+    if (!isJsonObject(value) || !isJsonObject(value.metadata)) {
+      throw new DecodeError('missing-field', 'dms message must be an object with a "metadata" object');
+    }
+    const meta = value.metadata;
+    if (meta['record-type'] === 'control' || 'control' in value) return [controlEvent(message, value, meta)];
+    const operation = meta.operation;
+    const op = typeof operation === 'string' ? DATA_OPS[operation] : undefined;
+    if (op === undefined) {
+      throw new DecodeError('bad-op', `dms "metadata.operation" must be load, insert, update or delete; got ${JSON.stringify(operation ?? null)}`);
+    }
+    const data = value.data;
+    if (!isJsonObject(data)) throw new DecodeError('missing-field', `dms ${operation} record must carry a "data" row object`);
+    const table = tableOf(meta);
+    const imageField = value[ctx.dmsBeforeImageField];
+    const beforeImage = isJsonObject(imageField) ? imageField : null;
+    const before = op === 'd' ? data : op === 'u' ? beforeImage : null;
+    const after = op === 'd' ? null : data;
+    const event: ChangeEvent = {
+      kind: 'change',
+      format: FORMAT,
+      op,
+      table,
+      key: keyOf(table, ctx, after, before),
+      before,
+      after,
+      patch: null,
+      placeholders: [],
+      position: transport(message),
+      txid: textOf(meta['transaction-id']),
+      commitTs: commitTsOf(meta),
+      snapshot: op === 'r',
+    };
+    return [event];
+  },
+};

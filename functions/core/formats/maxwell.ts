@@ -1,0 +1,162 @@
+/**
+ * Maxwell's daemon (MySQL binlog → JSON).
+ *
+ * - Table: `<database>.<table>`.
+ * - Ops: `insert` → `c`, `update` → `u` with `before = {...data, ...old}` (`old` holds the previous
+ *   values of the changed columns only), `delete` → `d` with `before = data`. `bootstrap-insert` → `r`
+ *   (snapshot); `bootstrap-start` / `bootstrap-complete` → ControlEvent `control`; DDL types
+ *   (`table-create`, `table-alter`, `database-create`, …) → ControlEvent `schema`.
+ * - Position: with `output_binlog_position=true`, `position` = `"<binlog file>:<offset>"` gives the
+ *   source order `(file number, offset, xoffset)`; `xoffset` (row index inside the transaction,
+ *   `output_xoffset=true`) is absent on the commit row and then counts as 0. Without `position`
+ *   (Maxwell's default, and always on bootstrap rows) the event falls back to transport order (weak).
+ *   The file number only orders events of one MySQL server: a failover to another server breaks it.
+ * - commitTs: `ts` (binlog time, seconds) × 1000. txid: `xid` as text.
+ * - Key: `primary_key` + `primary_key_columns` (output_primary_key), else the Kafka key: the default
+ *   object form `{"database","table","pk.<col>":v}` (the `pk.` prefix is stripped; `_uuid` of a
+ *   PK-less table is ignored) or the array form `["db","table",[{col:v}]]`.
+ */
+import { DecodeError, PositionError } from '../errors.js';
+import { isJsonObject, isLosslessNumber, type JsonObject, type JsonValue, toBigInt } from '../json.js';
+import { binlogFileNumber, type Position, sourcePosition, transportPosition } from '../position.js';
+import type { ChangeEvent, ControlEvent, FormatDecoder, InboundMessage, Key, NormalizedEvent, RowOp } from '../types.js';
+
+const FORMAT = 'maxwell';
+const ROW_OPS: Readonly<Record<string, RowOp>> = { insert: 'c', update: 'u', delete: 'd', 'bootstrap-insert': 'r' };
+const BOOTSTRAP_CONTROL = new Set(['bootstrap-start', 'bootstrap-complete']);
+const DDL_TYPE = /^(table|database|view)-[a-z]+$/;
+
+function transport(message: InboundMessage): Position {
+  const seq = message.transport.sequence;
+  if (!/^\d+$/.test(seq)) throw new DecodeError('bad-position', `transport sequence must be a decimal string, got "${seq}"`);
+  return transportPosition(BigInt(seq));
+}
+
+/** Source position `(file#, offset, xoffset)` from `position: "master.000006:800911"`, or null when absent. */
+function binlogPosition(value: JsonObject): Position | null {
+  const position = value.position;
+  if (position === undefined || position === null) return null;
+  const m = typeof position === 'string' ? /^(.+):(\d+)$/.exec(position) : null;
+  if (!m) throw new DecodeError('bad-position', `maxwell "position" must be "<binlog file>:<offset>", got ${JSON.stringify(position)}`);
+  let file: bigint;
+  try {
+    file = binlogFileNumber(m[1]!);
+  } catch (err) {
+    if (err instanceof PositionError) throw new DecodeError('bad-position', `maxwell "position": ${err.message}`, { cause: err });
+    throw err;
+  }
+  let xoffset = 0n;
+  if (value.xoffset !== undefined && value.xoffset !== null) {
+    const x = toBigInt(value.xoffset);
+    if (x === undefined || x < 0n) throw new DecodeError('bad-position', `maxwell "xoffset" must be an unsigned integer, got ${JSON.stringify(value.xoffset)}`);
+    xoffset = x;
+  }
+  return sourcePosition(file, BigInt(m[2]!), xoffset);
+}
+
+/** `ts` in seconds → ms. A value ≥ 10^11 can only be milliseconds already and is kept. */
+function commitTsOf(ts: JsonValue | undefined): number | null {
+  const n = typeof ts === 'number' ? ts : isLosslessNumber(ts) ? Number(ts.value) : Number.NaN;
+  if (!Number.isFinite(n)) return null;
+  return n >= 1e11 ? Math.trunc(n) : Math.trunc(n * 1000);
+}
+
+function txidOf(xid: JsonValue | undefined): string | null {
+  if (typeof xid === 'number') return String(xid);
+  if (isLosslessNumber(xid)) return xid.value;
+  if (typeof xid === 'string' && xid !== '') return xid;
+  return null;
+}
+
+function keyOf(value: JsonObject, messageKey: JsonValue | null): Key {
+  const cols = value.primary_key_columns;
+  const vals = value.primary_key;
+  if (Array.isArray(cols) && Array.isArray(vals) && cols.length === vals.length) {
+    const key: Key = {};
+    cols.forEach((c, i) => {
+      if (typeof c === 'string') key[c] = vals[i]!;
+    });
+    return key;
+  }
+  if (isJsonObject(messageKey)) {
+    const key: Key = {};
+    for (const [k, v] of Object.entries(messageKey)) if (k.startsWith('pk.')) key[k.slice(3)] = v;
+    return key;
+  }
+  if (Array.isArray(messageKey) && Array.isArray(messageKey[2])) {
+    const key: Key = {};
+    for (const part of messageKey[2]) if (isJsonObject(part)) Object.assign(key, part);
+    return key;
+  }
+  return {};
+}
+
+function rowImage(v: JsonValue | undefined, field: string, type: string): JsonObject {
+  if (!isJsonObject(v)) throw new DecodeError('missing-field', `maxwell ${type} must carry "${field}" as a row object`);
+  return v;
+}
+
+/** Decoder for Maxwell JSON rows, bootstrap markers and DDL records. */
+export const maxwell: FormatDecoder = {
+  name: FORMAT,
+  ordering: 'source',
+  shape: '{database, table, type, ts (s), xid, xoffset?, commit?, position?: "file:offset", gtid?, data, old?, primary_key?}',
+  detect(message: InboundMessage): boolean {
+    const v = message.value;
+    if (!isJsonObject(v)) return false;
+    if (typeof v.database !== 'string' || typeof v.type !== 'string' || !('ts' in v)) return false;
+    return !('isDdl' in v) && !('es' in v) && !('source' in v);
+  },
+  decode(message: InboundMessage): NormalizedEvent[] {
+    const value = message.value;
+    if (!isJsonObject(value)) throw new DecodeError('bad-shape', 'maxwell message value must be a JSON object');
+    const { database, table: tableName, type } = value;
+    if (typeof database !== 'string' || typeof type !== 'string') {
+      throw new DecodeError('missing-field', 'maxwell message must have string "database" and "type"');
+    }
+    const table = typeof tableName === 'string' && tableName !== '' ? `${database}.${tableName}` : null;
+    const commitTs = commitTsOf(value.ts);
+    const txid = txidOf(value.xid);
+    if (BOOTSTRAP_CONTROL.has(type) || DDL_TYPE.test(type)) {
+      const event: ControlEvent = {
+        kind: 'control',
+        format: FORMAT,
+        control: BOOTSTRAP_CONTROL.has(type) ? 'control' : 'schema',
+        table,
+        position: binlogPosition(value) ?? transport(message),
+        txid,
+        commitTs,
+        detail: { type },
+      };
+      return [event];
+    }
+    const op = ROW_OPS[type];
+    if (op === undefined) {
+      throw new DecodeError('bad-op', `maxwell "type" must be insert, update, delete, bootstrap-*, or a DDL type; got "${type}"`);
+    }
+    if (table === null) throw new DecodeError('missing-field', `maxwell ${type} must name its "table"`);
+    const data = rowImage(value.data, 'data', type);
+    let before: JsonObject | null = null;
+    if (op === 'u') {
+      const old = value.old;
+      if (old !== undefined && old !== null && !isJsonObject(old)) throw new DecodeError('bad-field', 'maxwell "old" must be an object of previous column values');
+      before = { ...data, ...(old ?? {}) };
+    } else if (op === 'd') before = data;
+    const event: ChangeEvent = {
+      kind: 'change',
+      format: FORMAT,
+      op,
+      table,
+      key: keyOf(value, message.key),
+      before,
+      after: op === 'd' ? null : data,
+      patch: null,
+      placeholders: [],
+      position: binlogPosition(value) ?? transport(message),
+      txid,
+      commitTs,
+      snapshot: op === 'r',
+    };
+    return [event];
+  },
+};
