@@ -115,7 +115,10 @@ export class MemoryStore {
 
   private itemsOf(table: string): Map<string, StoredItem> {
     let items = this.tables.get(table);
-    if (!items) this.tables.set(table, (items = new Map()));
+    if (!items) {
+      items = new Map();
+      this.tables.set(table, items);
+    }
     return items;
   }
 }

@@ -131,7 +131,10 @@ export function planBatch(events: readonly ChangeEvent[], identify: KeyIdentity)
   const counts = new Map<string, TableCounts>();
   const countsFor = (table: string): TableCounts => {
     let c = counts.get(table);
-    if (!c) counts.set(table, (c = emptyCounts()));
+    if (!c) {
+      c = emptyCounts();
+      counts.set(table, c);
+    }
     return c;
   };
 
@@ -158,7 +161,10 @@ export function planBatch(events: readonly ChangeEvent[], identify: KeyIdentity)
     const id = identify(event);
     const groupKey = `${event.table}\u0000${id}`;
     let g = groups.get(groupKey);
-    if (!g) groups.set(groupKey, (g = { table: event.table, keyId: id, items: [] }));
+    if (!g) {
+      g = { table: event.table, keyId: id, items: [] };
+      groups.set(groupKey, g);
+    }
     g.items.push({ index, event, hash: contentHash(event) });
   });
 

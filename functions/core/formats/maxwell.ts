@@ -9,7 +9,8 @@
  * - Position: with `output_binlog_position=true`, `position` = `"<binlog file>:<offset>"` gives the
  *   source order `(file number, offset, xoffset)`; `xoffset` (row index inside the transaction,
  *   `output_xoffset=true`) is absent on the commit row and then counts as 0. Without `position`
- *   (Maxwell's default, and always on bootstrap rows) the event falls back to transport order (weak).
+ *   (Maxwell's default) the event falls back to transport order (weak). Bootstrap rows get no
+ *   position (NO_POSITION): they only fill keys the stream has not touched.
  *   The file number only orders events of one MySQL server: a failover to another server breaks it.
  * - commitTs: `ts` (binlog time, seconds) × 1000. txid: `xid` as text.
  * - Key: `primary_key` + `primary_key_columns` (output_primary_key), else the Kafka key: the default
@@ -18,7 +19,7 @@
  */
 import { DecodeError, PositionError } from '../errors.js';
 import { isJsonObject, isLosslessNumber, type JsonObject, type JsonValue, toBigInt } from '../json.js';
-import { binlogFileNumber, type Position, sourcePosition, transportPosition } from '../position.js';
+import { binlogFileNumber, NO_POSITION, type Position, sourcePosition, transportPosition } from '../position.js';
 import type { ChangeEvent, ControlEvent, FormatDecoder, InboundMessage, Key, NormalizedEvent, RowOp } from '../types.js';
 
 const FORMAT = 'maxwell';
@@ -152,7 +153,10 @@ export const maxwell: FormatDecoder = {
       after: op === 'd' ? null : data,
       patch: null,
       placeholders: [],
-      position: binlogPosition(value) ?? transport(message),
+      // Bootstrap rows carry no binlog position. A transport offset would be compared against the
+      // live rows' binlog tuples and could beat a newer row, so they get no position at all: they
+      // only fill keys the stream has not touched (the same rule as Debezium incremental snapshots).
+      position: op === 'r' ? NO_POSITION : (binlogPosition(value) ?? transport(message)),
       txid,
       commitTs,
       snapshot: op === 'r',

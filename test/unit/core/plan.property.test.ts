@@ -10,7 +10,7 @@ import fc from 'fast-check';
 import { cloneJson, type JsonValue } from '../../../functions/core/json.js';
 import { MemoryStore } from '../../../functions/core/memory-store.js';
 import { planBatch } from '../../../functions/core/plan.js';
-import { sourcePosition } from '../../../functions/core/position.js';
+import { encodePosition, sourcePosition } from '../../../functions/core/position.js';
 import type { ChangeEvent, Row } from '../../../functions/core/types.js';
 
 const COLUMNS = ['a', 'b', 'c'] as const;
@@ -80,7 +80,7 @@ function toEvents(h: KeyHistory, gaps: number[]): ChangeEvent[] {
         for (const c of s.placeholders) after[c] = '__debezium_unavailable_value';
         return { ...base, op: 'u', after, placeholders: s.placeholders };
       }
-      case 'patch':
+      default:
         return { ...base, op: 'u', after: null, patch: { set: s.set, unset: s.unset } };
     }
   });
@@ -192,7 +192,7 @@ describe('planBatch + guarded apply', () => {
             assert.equal(stored.deleted, expected.deleted, 'deleted flag');
             if (!expected.deleted) assert.deepEqual(stored.row, expected.row, 'row');
             assert.deepEqual([...stored.missing], expected.missing, 'missing columns');
-            assert.equal(stored.position, sourceEncoded(expected.position), 'stored position is the highest');
+            assert.equal(stored.position, encodePosition(expected.position), 'stored position is the highest');
           }
         },
       ),
@@ -219,7 +219,3 @@ describe('planBatch + guarded apply', () => {
     );
   });
 });
-
-import { encodePosition } from '../../../functions/core/position.js';
-
-const sourceEncoded = (t: bigint[]) => encodePosition(t);

@@ -90,13 +90,13 @@ describe('maxwell decoder', () => {
     assert.equal(e.position.strength, 'transport');
   });
 
-  it('decodes bootstrap-insert as a snapshot read with transport order, keyed by nothing when the table has no PK', () => {
+  it('decodes bootstrap-insert as a snapshot read with no position (fills untouched keys only), keyed by nothing when the table has no PK', () => {
     const e = one(decode(fx('bootstrap-insert', '77')));
     assert.equal(e.op, 'r');
     assert.equal(e.snapshot, true);
     assert.equal(e.table, 'fooDB.barTable');
     assert.deepEqual(e.key, {});
-    assert.deepEqual(e.position, { tuple: [77n], strength: 'transport' });
+    assert.deepEqual(e.position, { tuple: [], strength: 'none' });
     assert.equal(e.commitTs, 1450557744000);
   });
 
