@@ -12,12 +12,18 @@ import { buildIngestDeps } from './ingest/deps.js';
 import { type IngestDeps, processBatch } from './ingest/process-batch.js';
 
 const logger = new Logger({ serviceName: 'tidemark-ingest' });
+const log = {
+  debug: (m: string, extra?: Record<string, unknown>) => logger.debug(m, extra ?? {}),
+  info: (m: string, extra?: Record<string, unknown>) => logger.info(m, extra ?? {}),
+  warn: (m: string, extra?: Record<string, unknown>) => logger.warn(m, extra ?? {}),
+  error: (m: string, extra?: Record<string, unknown>) => logger.error(m, extra ?? {}),
+};
 let deps: IngestDeps | undefined;
 
 function coldStart(): IngestDeps {
   const config = configFromEnv();
   const clients = createClients({}, { maxAttempts: config.apply.maxRetries + 1 });
-  return buildIngestDeps(config, clients, { metrics: new PowertoolsMetricSink(config.name), log: logger });
+  return buildIngestDeps(config, clients, { metrics: new PowertoolsMetricSink(config.name), log });
 }
 
 const isMsk = (event: KinesisStreamEvent | MSKEvent): event is MSKEvent => (event as MSKEvent).eventSource === 'aws:kafka' || 'records' in event;
