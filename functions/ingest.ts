@@ -30,6 +30,11 @@ const isMsk = (event: KinesisStreamEvent | MSKEvent): event is MSKEvent => (even
 
 export async function handler(event: KinesisStreamEvent | MSKEvent): Promise<KinesisStreamBatchResponse> {
   deps ??= coldStart();
+  return handleEvent(event, deps);
+}
+
+/** The handler's body with its dependencies injected: the local runner and tests call it directly. */
+export async function handleEvent(event: KinesisStreamEvent | MSKEvent, deps: IngestDeps): Promise<KinesisStreamBatchResponse> {
   if (isMsk(event)) {
     // Kafka batches have no partial-batch response: any failure fails the batch, which is retried.
     for (const partition of recordsFromMsk(event)) {

@@ -85,7 +85,10 @@ export function patchCommand(targetTable: string, w: PlannedWrite & { effect: Pa
     values[v] = value;
     sets.push(`${n} = ${v}`);
   };
-  for (const [col, value] of Object.entries(w.effect.set)) setAttr(col, marshallValue(value));
+  // Key attributes identify the item; DynamoDB refuses to SET them.
+  const layout = keyLayout(ctx.table);
+  const keyNames = new Set([layout.partitionKey.name, layout.sortKey?.name].filter((n): n is string => n !== undefined));
+  for (const [col, value] of Object.entries(w.effect.set)) if (!keyNames.has(col)) setAttr(col, marshallValue(value));
   for (const [name, value] of Object.entries({ ...keyColumnAttributes(ctx.table, w.key), ...metaAttributes(w, ctx.now), [META.deleted]: { BOOL: false } })) setAttr(name, value);
   for (const [name, value] of Object.entries(ctx.extra ?? {})) setAttr(name, value);
   w.effect.unset.forEach((col, j) => {

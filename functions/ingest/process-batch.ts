@@ -27,6 +27,8 @@ export interface IngestDeps {
   readonly metrics: MetricSink;
   readonly log: Log;
   readonly now?: () => number;
+  /** Called with every batch's summary (local runner progress, tests, benchmarks). */
+  readonly onSummary?: (summary: BatchSummary) => void;
 }
 
 export interface BatchSummary {
@@ -92,7 +94,10 @@ export async function processBatch(records: readonly RawRecord[], deps: IngestDe
   const now = deps.now ?? Date.now;
   const summary = emptySummary();
   summary.records = records.length;
-  if (records.length === 0) return { batchItemFailures: [], summary };
+  if (records.length === 0) {
+    deps.onSummary?.(summary);
+    return { batchItemFailures: [], summary };
+  }
 
   // 1. Decode and normalize. Nothing here throws for bad input.
   const linesByTable = new Map<string, RawLine[]>();
@@ -158,6 +163,7 @@ export async function processBatch(records: readonly RawRecord[], deps: IngestDe
   } catch (err) {
     deps.log.error('raw landing failed; batch will be retried', { error: (err as Error).message, shard: first.transport.shard, firstSequence: first.transport.sequence });
     summary.failed = records.length;
+    deps.onSummary?.(summary);
     return { batchItemFailures: [{ itemIdentifier: first.transport.sequence }], summary };
   }
 
@@ -225,6 +231,7 @@ export async function processBatch(records: readonly RawRecord[], deps: IngestDe
   const failedSequences = [...failedRecords].sort((a, b) => a - b);
   const batchItemFailures = failedSequences.length > 0 ? [{ itemIdentifier: records[failedSequences[0]!]!.transport.sequence }] : [];
   deps.log.info('batch processed', { ...summary, failedFrom: batchItemFailures[0]?.itemIdentifier });
+  deps.onSummary?.(summary);
   return { batchItemFailures, summary };
 }
 

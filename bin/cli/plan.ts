@@ -1,0 +1,83 @@
+/**
+ * `tidemark plan`: a dry run. Plans the whole input as one batch against empty state and prints,
+ * per key, the state current state must hold. No AWS calls.
+ */
+import type { TidemarkConfig } from '../../functions/commons/config.js';
+import { stringifyJson } from '../../functions/core/json.js';
+import { MemoryStore } from '../../functions/core/memory-store.js';
+import { Normalizer, type RawRecord } from '../../functions/core/normalize.js';
+import { planBatch } from '../../functions/core/plan.js';
+import type { ChangeEvent } from '../../functions/core/types.js';
+import { type InputShape, readMessages } from './input.js';
+
+export interface PlanReport {
+  readonly lines: string[];
+  readonly stats: Record<string, number>;
+  readonly problems: { line: number; reason: string }[];
+}
+
+export function fileRecords(path: string, shape: InputShape): { records: RawRecord[]; lineOf: number[]; problems: { line: number; reason: string }[] } {
+  const { messages, problems } = readMessages(path, shape);
+  const records = messages.map<RawRecord>((m) => ({
+    value: m.value,
+    key: m.key,
+    topic: m.topic,
+    headers: {},
+    transport: { kind: 'file', stream: path, shard: '0', sequence: String(m.line), partitionKey: null, arrivalTime: 0 },
+  }));
+  return { records, lineOf: messages.map((m) => m.line), problems: [...problems] };
+}
+
+export function runPlan(config: TidemarkConfig, path: string, shape: InputShape): PlanReport {
+  const normalizer = new Normalizer(config);
+  const { records, lineOf, problems } = fileRecords(path, shape);
+  const changes: ChangeEvent[] = [];
+  let controls = 0;
+  records.forEach((record, i) => {
+    const result = normalizer.normalize(record);
+    if (!result.ok) {
+      problems.push({ line: lineOf[i]!, reason: `${result.reason}: ${result.detail}` });
+      return;
+    }
+    for (const e of result.events) {
+      if (e.kind === 'change') changes.push(e);
+      else controls++;
+    }
+  });
+  const plan = planBatch(changes, (e) => normalizer.keyIdOf(e));
+  const store = new MemoryStore();
+  for (const t of plan.truncates) store.truncate(t);
+  for (const w of plan.writes) store.apply(w);
+  const lines: string[] = [];
+  for (const table of store.tableNames()) {
+    for (const [, item] of store.entries(table)) {
+      lines.push(
+        stringifyJson({
+          table,
+          key: item.key,
+          deleted: item.deleted,
+          row: item.deleted ? null : item.row,
+          position: item.position,
+          op: item.op,
+          commitTs: item.commitTs,
+          missing: item.missing,
+          partial: item.partial,
+        }),
+      );
+    }
+  }
+  let superseded = 0;
+  let duplicates = 0;
+  let conflicts = 0;
+  for (const c of plan.counts.values()) {
+    superseded += c.superseded + c.truncated;
+    duplicates += c.duplicates;
+    conflicts += c.conflicts;
+  }
+  problems.sort((a, b) => a.line - b.line);
+  return {
+    lines,
+    problems,
+    stats: { messages: records.length, events: changes.length, controls, keys: lines.length, writes: plan.writes.length, superseded, duplicates, conflicts, rejected: problems.length },
+  };
+}

@@ -1,0 +1,64 @@
+/** Reading current state back: `scan`, `get` and `status`. Tombstones are excluded unless asked for. */
+import { type AttributeValue, GetItemCommand, type DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
+import type { TableConfig, TidemarkConfig } from '../../functions/commons/config.js';
+import { stringifyJson, type JsonObject } from '../../functions/core/json.js';
+import { normalizeKey } from '../../functions/core/keys.js';
+import { decodeItem, keyAttributes } from '../../functions/adapters/item-codec.js';
+import { StatusStore } from '../../functions/adapters/status-store.js';
+
+export function tableOrThrow(config: TidemarkConfig, source: string): TableConfig {
+  const t = config.tables.find((x) => x.source === source);
+  if (!t) throw new Error(`table "${source}" is not in the config (configured: ${config.tables.map((x) => x.source).join(', ')})`);
+  return t;
+}
+
+/** A stored item as printed: source columns with their JSON types plus the `__` metadata. */
+export function presentItem(table: TableConfig, item: Record<string, AttributeValue>): JsonObject {
+  const d = decodeItem(table, item);
+  const out: JsonObject = { ...d.row, __pos: d.position, __op: d.op, __deleted: d.deleted, __commitTs: d.commitTs, __txid: d.txid, __appliedAt: d.appliedAt };
+  if (d.expiresAt !== null) out.__expiresAt = d.expiresAt;
+  if (d.missing.length > 0) out.__missing = d.missing;
+  if (d.partial) out.__partial = true;
+  if (d.spill) out.__spill = d.spill;
+  return out;
+}
+
+export async function* scanTable(client: DynamoDBClient, table: TableConfig, includeDeleted: boolean, truncateWatermark?: string): AsyncGenerator<JsonObject> {
+  let start: Record<string, AttributeValue> | undefined;
+  do {
+    const page = await client.send(new ScanCommand({ TableName: table.target, ExclusiveStartKey: start, ConsistentRead: true }));
+    for (const item of page.Items ?? []) {
+      const d = decodeItem(table, item);
+      if (d.deleted && !includeDeleted) continue;
+      if (truncateWatermark !== undefined && d.position < truncateWatermark) continue;
+      yield presentItem(table, item);
+    }
+    start = page.LastEvaluatedKey;
+  } while (start);
+}
+
+export async function getRow(client: DynamoDBClient, table: TableConfig, key: JsonObject): Promise<JsonObject | null> {
+  const res = await client.send(new GetItemCommand({ TableName: table.target, Key: keyAttributes(table, normalizeKey(table, key)), ConsistentRead: true }));
+  return res.Item ? presentItem(table, res.Item) : null;
+}
+
+const STATUS_COLUMNS = ['table', 'state', 'phase', 'applied', 'stale', 'superseded', 'duplicates', 'conflicts', 'placeholders', 'quarantined', 'errors', 'lagMs', 'ordering', 'lastPosition'] as const;
+
+export async function statusRows(client: DynamoDBClient, config: TidemarkConfig): Promise<JsonObject[]> {
+  const rows = await new StatusStore(client, config.statusTable, config.name).list();
+  return rows.map((r) => JSON.parse(stringifyJson(r)) as JsonObject);
+}
+
+/** Renders status rows as an aligned text table. */
+export function statusTable(rows: readonly JsonObject[]): string {
+  const cell = (r: JsonObject, c: (typeof STATUS_COLUMNS)[number]): string => {
+    const v = c === 'ordering' ? r.orderingStrength : r[c];
+    return v === undefined || v === null ? '-' : String(v);
+  };
+  const body = rows.map((r) => STATUS_COLUMNS.map((c) => cell(r, c)));
+  const widths = STATUS_COLUMNS.map((c, i) => Math.max(c.length, ...body.map((b) => b[i]!.length)));
+  const fmt = (cells: readonly string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
+  return [fmt(STATUS_COLUMNS), fmt(widths.map((w) => '-'.repeat(w))), ...body.map(fmt)].join('\n');
+}
+
+export { stringifyJson };
