@@ -44,7 +44,9 @@ export function mskEvent(records: readonly KafkaRecordIn[]): MSKEvent {
   const grouped: MSKEvent['records'] = {};
   for (const r of records) {
     const id = `${r.topic}-${r.partition}`;
-    (grouped[id] ??= []).push({
+    const list = grouped[id] ?? [];
+    grouped[id] = list;
+    list.push({
       topic: r.topic,
       partition: r.partition,
       offset: r.offset,

@@ -199,7 +199,9 @@ export async function processBatch(records: readonly RawRecord[], deps: IngestDe
     return deps.writer.write(w);
   });
   const appliedAt = now();
-  results.forEach((r, i) => recordWrite(plan.writes[i]!, r, tally(plan.writes[i]!.table), summary, appliedAt, deps.log, failedRecords, changeRecord));
+  results.forEach((r, i) => {
+    recordWrite(plan.writes[i]!, r, tally(plan.writes[i]!.table), summary, appliedAt, deps.log, failedRecords, changeRecord);
+  });
 
   // 5. Status rows and metrics.
   for (const [table, t] of tallies) {
