@@ -11,6 +11,7 @@
  *   highest-positioned one is counted as superseded.
  * A truncate becomes a table watermark: events of that table below it are superseded.
  */
+import { createHash } from 'node:crypto';
 import { composeEffects, type Effect, eventEffect } from './effect.js';
 import { canonicalJson } from './json.js';
 import { compareTuples, encodePosition, type Position } from './position.js';
@@ -103,15 +104,20 @@ export const emptyCounts = (): TableCounts => ({
   truncated: 0,
 });
 
-/** The content two deliveries of the same change share; position and transport excluded. */
+/**
+ * A digest of the content two deliveries of the same change share (position and transport excluded):
+ * SHA-256 of the canonical JSON, base64url. Equal digests mean a duplicate; different ones at one
+ * position mean a conflict. Stored as `__hash`, so it must stay small.
+ */
 export function contentHash(event: ChangeEvent): string {
-  return canonicalJson({
+  const canonical = canonicalJson({
     op: event.op,
     before: event.before,
     after: event.after,
     patch: event.patch,
     placeholders: [...event.placeholders].sort(),
   });
+  return createHash('sha256').update(canonical).digest('base64url');
 }
 
 interface Candidate {

@@ -1,0 +1,196 @@
+/**
+ * Benchmark: tidemark's processBatch against the obvious one-conditional-write-per-event build, on
+ * embedded emulators (DynamoDB Local, kinesalite, s3rver), with a correctness check of both final
+ * states and the CPU cost of planning on its own.
+ *
+ *   npm run bench [-- --quick | --events N --keys K --batch B --seed S]
+ *
+ * DynamoDB Local binds every interface, so as root on Linux this script re-executes itself inside
+ * a loopback-only network namespace (`bin/with-loopback.mjs`) unless it is already in one.
+ */
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { Command, InvalidArgumentError } from 'commander';
+import { CollectingMetricSink, silentLog } from '../../functions/adapters/telemetry.js';
+import { parseConfig } from '../../functions/commons/config.js';
+import { keyId } from '../../functions/core/keys.js';
+import { Normalizer } from '../../functions/core/normalize.js';
+import type { ChangeEvent } from '../../functions/core/types.js';
+import { buildIngestDeps } from '../../functions/ingest/deps.js';
+import { emptySummary, processBatch } from '../../functions/ingest/process-batch.js';
+import { openTarget, uniqueConfig } from '../helpers/target.js';
+import { runBaseline } from './baseline.js';
+import { comparisonTable, measurePlanning } from './report.js';
+import { checkState, expectedState } from './state.js';
+import { generateWorkload, type Workload } from './workload.js';
+
+const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
+
+/** Re-runs this script through bin/with-loopback.mjs and resolves with its exit code. */
+function reexecIsolated(): Promise<number> {
+  const args = [`${repoRoot}bin/with-loopback.mjs`, process.execPath, '--import', 'tsx', fileURLToPath(import.meta.url), ...process.argv.slice(2)];
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, args, { stdio: 'inherit', cwd: repoRoot });
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => child.kill(signal));
+    child.on('error', (err) => {
+      process.stderr.write(`bench: cannot re-exec through with-loopback: ${err.message}\n`);
+      resolve(127);
+    });
+    child.on('exit', (code, signal) => resolve(code ?? (signal ? 128 + 15 : 1)));
+  });
+}
+
+const positiveInt = (value: string): number => {
+  const n = Number(value);
+  if (!Number.isSafeInteger(n) || n <= 0) throw new InvalidArgumentError('must be a positive integer');
+  return n;
+};
+
+/** The slice of an SDK client's middleware stack the counter needs. */
+interface CountableStack<A, R> {
+  add(
+    middleware: (next: (args: A) => Promise<R>, context: { commandName?: string }) => (args: A) => Promise<R>,
+    options: { step: 'initialize'; name: string },
+  ): void;
+}
+
+/** Counts every command a client sends (SDK retries not included), by command name. */
+function countCommands<A, R>(client: { middlewareStack: CountableStack<A, R> }, name: string): Map<string, number> {
+  const counts = new Map<string, number>();
+  client.middlewareStack.add(
+    (next, context) => (args) => {
+      const command = context.commandName ?? 'unknown';
+      counts.set(command, (counts.get(command) ?? 0) + 1);
+      return next(args);
+    },
+    { step: 'initialize', name },
+  );
+  return counts;
+}
+
+const total = (counts: Map<string, number>): number => [...counts.values()].reduce((a, b) => a + b, 0);
+const describeCounts = (counts: Map<string, number>): string => [...counts].map(([k, v]) => `${k.replace(/Command$/, '')} ${v}`).join(', ');
+
+async function main(): Promise<number> {
+  const program = new Command('bench')
+    .description('tidemark vs a one-write-per-event baseline on embedded emulators')
+    .option('--events <n>', 'original change events', positiveInt, 50_000)
+    .option('--keys <n>', 'distinct keys', positiveInt, 5_000)
+    .option('--batch <n>', 'records per batch', positiveInt, 500)
+    .option('--seed <n>', 'PRNG seed', positiveInt, 20_250_101)
+    .option('--quick', 'a quick run: 5,000 events over 500 keys')
+    .parse(process.argv);
+  const opts = program.opts<{ events: number; keys: number; batch: number; seed: number; quick?: boolean }>();
+  if (opts.quick) {
+    if (program.getOptionValueSource('events') === 'default') opts.events = 5_000;
+    if (program.getOptionValueSource('keys') === 'default') opts.keys = 500;
+  }
+
+  const genStarted = performance.now();
+  const workload = generateWorkload({ events: opts.events, keys: opts.keys, batch: opts.batch, zipf: 1.1, redelivery: 0.1, seed: opts.seed });
+  const records = workload.records.length;
+  const { c, u, d } = workload.ops;
+  console.log(
+    `workload: ${opts.events} events + ${workload.redelivered} redelivered = ${records} records, ${opts.keys} keys (${workload.distinctKeys} touched), zipf 1.1, ` +
+      `10% redelivered, batch ${opts.batch} (${workload.batches.length} batches), seed ${opts.seed}`,
+  );
+  console.log(`          ops c/u/d ${c}/${u}/${d}, avg row ${workload.avgRowBytes} bytes, generated in ${Math.round(performance.now() - genStarted)} ms`);
+
+  const base = parseConfig({
+    name: 'bench',
+    format: 'debezium',
+    tables: [{ source: 'public.orders', target: 'bench-orders', key: ['order_id'], keyTypes: { order_id: 'number' } }],
+    raw: { bucket: 'bench-raw' },
+  });
+  const configA = uniqueConfig(base);
+  const configB = uniqueConfig(base);
+  const tableA = configA.tables[0]!;
+  const tableB = configB.tables[0]!;
+
+  // Normalize once (outside every timer) for the expected state and the planning measurement.
+  const normalizer = new Normalizer(configA);
+  const identify = (e: ChangeEvent) => normalizer.keyIdOf(e);
+  const normalizeBatch = (n: Normalizer, batch: Workload['batches'][number]): ChangeEvent[] =>
+    batch.flatMap((r) => {
+      const res = n.normalize(r);
+      if (!res.ok) throw new Error(`bench record did not decode: ${res.reason}: ${res.detail}`);
+      return res.events.filter((e): e is ChangeEvent => e.kind === 'change');
+    });
+  const eventBatches = workload.batches.map((b) => normalizeBatch(normalizer, b));
+  const expected = expectedState(eventBatches.flat(), identify);
+  const keyOfRow = (row: Record<string, unknown>) => keyId(tableA, { order_id: row.order_id as number });
+
+  const openStarted = performance.now();
+  const target = await openTarget();
+  const interrupted = (signal: NodeJS.Signals) => {
+    void target.close().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+  };
+  process.once('SIGINT', interrupted).once('SIGTERM', interrupted);
+  let failed = false;
+  try {
+    const network = process.env.TIDEMARK_NETNS === '1' ? 'loopback-only network namespace' : 'host network, not isolated';
+    console.log(`target: ${target.name} (${network}), opened in ${Math.round(performance.now() - openStarted)} ms`);
+    await target.setup(configA);
+    await target.setup(configB);
+    const dynamoCounts = countCommands(target.clients.dynamodb, 'benchDynamoCounter');
+    const s3Counts = countCommands(target.clients.s3, 'benchS3Counter');
+
+    // Run A: tidemark.
+    const metrics = new CollectingMetricSink();
+    const deps = buildIngestDeps(configA, target.clients, { metrics, log: silentLog });
+    const sum = emptySummary();
+    let failedBatches = 0;
+    const startedA = performance.now();
+    for (const batch of workload.batches) {
+      const { batchItemFailures, summary } = await processBatch(batch, deps);
+      if (batchItemFailures.length > 0) failedBatches++;
+      for (const k of Object.keys(sum) as (keyof typeof sum)[]) sum[k] += summary[k];
+    }
+    const wallA = performance.now() - startedA;
+    const dynamoA = new Map(dynamoCounts);
+    const s3A = new Map(s3Counts);
+    dynamoCounts.clear();
+    s3Counts.clear();
+    console.log(`run A (tidemark): ${(wallA / 1000).toFixed(1)} s; failed batches ${failedBatches}, failed writes ${sum.failed}, quarantined ${sum.quarantined}`);
+
+    // Run B: baseline (decoding included in its wall time, like tidemark's).
+    const normalizerB = new Normalizer(configB);
+    const startedB = performance.now();
+    const baselineBatches = workload.batches.map((b) => normalizeBatch(normalizerB, b));
+    const baseline = await runBaseline(target.clients.dynamodb, tableB, baselineBatches, (e) => normalizerB.keyIdOf(e), 16);
+    const wallB = performance.now() - startedB;
+    console.log(`run B (baseline): ${(wallB / 1000).toFixed(1)} s; applied ${baseline.applied}, rejected by the guard ${baseline.rejected}`);
+
+    const checkA = await checkState(target.clients.dynamodb, tableA, expected, keyOfRow);
+    const checkB = await checkState(target.clients.dynamodb, tableB, expected, keyOfRow);
+    const planning = measurePlanning(eventBatches, identify);
+
+    console.log('');
+    for (const line of comparisonTable(
+      records,
+      { wallMs: wallA, requests: sum.dynamoRequests, writeUnits: sum.writeUnits, s3Puts: sum.s3Puts },
+      { wallMs: wallB, requests: baseline.requests, writeUnits: baseline.writeUnits, s3Puts: 0 },
+    ))
+      console.log(line);
+    console.log('(t/b = tidemark/baseline, b/t = baseline/tidemark; per event = per delivered record)');
+    console.log(`applied / stale / superseded / duplicates   tidemark ${sum.applied} / ${sum.stale} / ${sum.superseded} / ${sum.duplicates} (conflicts ${sum.conflicts})`);
+    console.log(`                                            baseline ${baseline.applied} applied / ${baseline.rejected} rejected by the guard`);
+    console.log(`all DynamoDB calls, tidemark (incl. status rows): ${total(dynamoA)} (${describeCounts(dynamoA)}); summary.dynamoRequests counts the ${sum.dynamoRequests} row writes`);
+    console.log(`all S3 calls, tidemark: ${total(s3A)} (${describeCounts(s3A)})`);
+    console.log(
+      `planning: ${planning.microsPerEvent.toFixed(2)} µs/event (${Math.round(planning.eventsPerSecond).toLocaleString('en-US')} events/s on one core); ` +
+        `${planning.bigBatchEvents.toLocaleString('en-US')}-event batch planned in ${planning.bigBatchMs.toFixed(1)} ms`,
+    );
+    for (const [name, check] of [['tidemark', checkA], ['baseline', checkB]] as const) {
+      console.log(`state matches (${name}): ${check.matches ? 'yes' : 'no'} (${check.items} items, ${check.expected} keys expected)`);
+      for (const diff of check.differences) console.log(`  ${diff}`);
+    }
+    failed = !checkA.matches;
+  } finally {
+    await target.close();
+  }
+  return failed ? 1 : 0;
+}
+
+const isolated = process.platform === 'linux' && process.getuid?.() === 0 && process.env.TIDEMARK_NETNS === undefined;
+process.exitCode = isolated ? await reexecIsolated() : await main();
