@@ -1,0 +1,112 @@
+/**
+ * History: a Glue database and table over raw, so Athena can query every delivered change.
+ *
+ * Layout written by the runtime's raw writer:
+ * `<raw prefix>table=<source table>/dt=YYYY-MM-DD/hr=HH/<shard>-<firstSeq>-<lastSeq>.jsonl.gz`,
+ * one JSON object per line. Partitions are projected (no crawler, no MSCK REPAIR): `source_table`
+ * is injected, so queries must name it: `WHERE source_table = 'public.orders'`. The partition key
+ * is not called `table` because `table` is already a data column.
+ */
+import { Stack } from 'aws-cdk-lib';
+import * as glue from 'aws-cdk-lib/aws-glue';
+import type * as s3 from 'aws-cdk-lib/aws-s3';
+import { Construct } from 'constructs';
+import type { TidemarkConfig } from '../functions/commons/config.js';
+
+export interface HistoryProps {
+  readonly config: TidemarkConfig;
+  readonly bucket: s3.IBucket;
+  /**
+   * Glue database name (lowercase, underscores).
+   * @default "tidemark_<pipeline name with - as _>"
+   */
+  readonly databaseName?: string;
+  /**
+   * First day partition projection covers.
+   * @default "2024-01-01"
+   */
+  readonly firstDay?: string;
+}
+
+/** Columns of one raw line; `key`, `position` and `message` hold JSON-encoded strings. */
+export const RAW_COLUMNS: readonly glue.CfnTable.ColumnProperty[] = [
+  { name: 'op', type: 'string', comment: 'c, u, d, r, t, or a non-row kind' },
+  { name: 'table', type: 'string', comment: 'source table' },
+  { name: 'key', type: 'string', comment: 'JSON: source primary-key columns' },
+  { name: 'position', type: 'string', comment: 'JSON: ordered source log position' },
+  { name: 'commitTs', type: 'bigint', comment: 'source commit time, epoch ms' },
+  { name: 'txid', type: 'string' },
+  { name: 'snapshot', type: 'boolean' },
+  {
+    name: 'transport',
+    type: 'struct<kind:string,stream:string,shard:string,sequence:string,partitionKey:string,arrivalTime:bigint>',
+    comment: 'stream or topic, shard or partition, sequence or offset, arrival time (epoch ms)',
+  },
+  { name: 'message', type: 'string', comment: 'JSON: the original message, untouched' },
+];
+
+/** The partition key names of the raw table. */
+export const RAW_PARTITION_KEYS = ['source_table', 'dt', 'hr'] as const;
+
+export class History extends Construct {
+  readonly databaseName: string;
+  readonly tableName = 'raw_events';
+  readonly database: glue.CfnDatabase;
+  readonly table: glue.CfnTable;
+
+  constructor(scope: Construct, id: string, props: HistoryProps) {
+    super(scope, id);
+    const { config, bucket } = props;
+    const account = Stack.of(this).account;
+    this.databaseName = props.databaseName ?? `tidemark_${config.name.replace(/-/g, '_')}`;
+    const root = `s3://${bucket.bucketName}/${config.raw.prefix}`;
+
+    this.database = new glue.CfnDatabase(this, 'Database', {
+      catalogId: account,
+      databaseInput: { name: this.databaseName, description: `tidemark ${config.name}: raw change history` },
+    });
+
+    this.table = new glue.CfnTable(this, 'RawEvents', {
+      catalogId: account,
+      databaseName: this.databaseName,
+      tableInput: {
+        name: this.tableName,
+        description: 'Every delivered change, as landed in raw (gzip JSON Lines)',
+        tableType: 'EXTERNAL_TABLE',
+        partitionKeys: [
+          { name: 'source_table', type: 'string', comment: 'source table, e.g. public.orders' },
+          { name: 'dt', type: 'string', comment: 'arrival date, yyyy-MM-dd (UTC)' },
+          { name: 'hr', type: 'int', comment: 'arrival hour, 0-23 (UTC)' },
+        ],
+        parameters: {
+          classification: 'json',
+          compressionType: 'gzip',
+          EXTERNAL: 'TRUE',
+          'projection.enabled': 'true',
+          'projection.source_table.type': 'injected',
+          'projection.dt.type': 'date',
+          'projection.dt.format': 'yyyy-MM-dd',
+          'projection.dt.range': `${props.firstDay ?? '2024-01-01'},NOW`,
+          'projection.dt.interval': '1',
+          'projection.dt.interval.unit': 'DAYS',
+          'projection.hr.type': 'integer',
+          'projection.hr.range': '0,23',
+          'projection.hr.digits': '2',
+          'storage.location.template': `${root}table=\${source_table}/dt=\${dt}/hr=\${hr}/`,
+        },
+        storageDescriptor: {
+          location: root,
+          inputFormat: 'org.apache.hadoop.mapred.TextInputFormat',
+          outputFormat: 'org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat',
+          compressed: true,
+          serdeInfo: {
+            serializationLibrary: 'org.openx.data.jsonserde.JsonSerDe',
+            parameters: { 'case.insensitive': 'TRUE', 'dots.in.keys': 'FALSE' },
+          },
+          columns: [...RAW_COLUMNS],
+        },
+      },
+    });
+    this.table.addResourceDependency(this.database);
+  }
+}
