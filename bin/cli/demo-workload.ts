@@ -13,8 +13,8 @@ export interface DemoMessage {
 const PLACEHOLDER = '__debezium_unavailable_value';
 const STATUSES = ['placed', 'paid', 'packed', 'shipped', 'delivered', 'refunded'];
 
-/** Deterministic PRNG (mulberry32), so every demo run streams the same history. */
-function rng(seed: number): () => number {
+/** Deterministic PRNG (mulberry32, floats in [0, 1)), so every demo and bench run streams the same history. */
+export function prng(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
@@ -26,7 +26,7 @@ function rng(seed: number): () => number {
 }
 
 export function demoWorkload(opts: { customers: number; orders: number; changes: number; seed?: number }) {
-  const rand = rng(opts.seed ?? 42);
+  const rand = prng(opts.seed ?? 42);
   const pick = <T>(xs: readonly T[]) => xs[Math.floor(rand() * xs.length)]!;
   const customers = new Map<number, JsonObject>();
   const orders = new Map<number, JsonObject>();

@@ -35,17 +35,9 @@ export interface Workload {
   readonly avgRowBytes: number;
 }
 
-/** mulberry32: a small, fast, seedable 32-bit PRNG returning floats in [0, 1). */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
+import { prng } from '../../bin/cli/demo-workload.js';
+
+export { prng };
 
 /** A sampler of ranks 0..n-1 with P(rank k) ∝ 1 / (k+1)^s, by binary search over the CDF. */
 export function zipfSampler(n: number, s: number, random: () => number): () => number {
