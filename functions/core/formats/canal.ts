@@ -16,16 +16,11 @@
 import { DecodeError } from '../errors.js';
 import { isJsonObject, isLosslessNumber, type JsonObject, type JsonValue } from '../json.js';
 import { transportPosition } from '../position.js';
+import { transportSequence } from './shared.js';
 import type { ChangeEvent, ControlEvent, FormatDecoder, InboundMessage, Key, NormalizedEvent, RowOp } from '../types.js';
 
 const FORMAT = 'canal';
 const ROW_OPS: Readonly<Record<string, RowOp>> = { INSERT: 'c', UPDATE: 'u', DELETE: 'd' };
-
-function sequenceOf(message: InboundMessage): bigint {
-  const seq = message.transport.sequence;
-  if (!/^\d+$/.test(seq)) throw new DecodeError('bad-position', `transport sequence must be a decimal string, got "${seq}"`);
-  return BigInt(seq);
-}
 
 function msOf(v: JsonValue | undefined): number | null {
   if (typeof v === 'number') return v;
@@ -68,7 +63,7 @@ export const canal: FormatDecoder = {
       throw new DecodeError('missing-field', 'canal message must have string "database" and "type"');
     }
     const table = typeof tableName === 'string' && tableName !== '' ? `${database}.${tableName}` : null;
-    const seq = sequenceOf(message);
+    const seq = transportSequence(message);
     const commitTs = msOf(value.es);
     const txid = typeof value.gtid === 'string' && value.gtid !== '' ? value.gtid : null;
 

@@ -20,7 +20,8 @@
  */
 import { DecodeError, PositionError } from '../errors.js';
 import { isJsonObject, type JsonObject, type JsonValue } from '../json.js';
-import { type Position, parseHlc, sourcePosition, transportPosition } from '../position.js';
+import { parseHlc, sourcePosition } from '../position.js';
+import { transportOrder } from './shared.js';
 import type { ChangeEvent, ControlEvent, DecodeContext, FormatDecoder, InboundMessage, Key, NormalizedEvent, RowOp } from '../types.js';
 
 const FORMAT = 'cockroachdb';
@@ -36,12 +37,6 @@ function hlc(text: JsonValue | undefined, field: string): [bigint, bigint] | nul
     if (err instanceof PositionError) throw new DecodeError('bad-position', `cockroachdb "${field}": ${err.message}`, { cause: err });
     throw err;
   }
-}
-
-function transport(message: InboundMessage, index: number | null): Position {
-  const seq = message.transport.sequence;
-  if (!/^\d+$/.test(seq)) throw new DecodeError('bad-position', `transport sequence must be a decimal string, got "${seq}"`);
-  return index === null ? transportPosition(BigInt(seq)) : transportPosition(BigInt(seq), BigInt(index));
 }
 
 /** Wall time of an HLC in epoch milliseconds (integer division, no float on the nanoseconds). */
@@ -155,7 +150,7 @@ function rowEvent(message: InboundMessage, value: JsonObject, ctx: DecodeContext
     after: op === 'd' ? null : p.after,
     patch: null,
     placeholders: [],
-    position: order === null ? transport(message, index) : sourcePosition(order[0], order[1]),
+    position: order === null ? (index === null ? transportOrder(message) : transportOrder(message, BigInt(index))) : sourcePosition(order[0], order[1]),
     txid: null,
     commitTs: commit === null ? null : wallMs(commit),
     snapshot: false,

@@ -5,6 +5,7 @@ import { DecodeError } from '../errors.js';
 import { isJsonObject, type JsonObject, type JsonValue, toBigInt } from '../json.js';
 import type { DecodeContext, InboundMessage, Key, Row } from '../types.js';
 import { decodeRow } from './debezium-types.js';
+import { keyFromImages } from './shared.js';
 
 /** A short description of a JSON value for error messages (never the row contents). */
 export function describe(value: JsonValue | undefined): string {
@@ -61,15 +62,5 @@ export function rowOrNull(value: JsonValue | undefined, what: string): Row | nul
  */
 export function bestKey(message: InboundMessage, ctx: DecodeContext, table: string, rows: readonly (Row | null)[]): Key {
   if (isJsonObject(message.key)) return message.keySchema ? decodeRow(message.key, message.keySchema) : message.key;
-  const key: Key = {};
-  for (const column of ctx.keyColumns(table) ?? []) {
-    for (const row of rows) {
-      const v = row?.[column];
-      if (v !== undefined && v !== null) {
-        key[column] = v;
-        break;
-      }
-    }
-  }
-  return key;
+  return keyFromImages(table, ctx, rows);
 }

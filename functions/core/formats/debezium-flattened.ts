@@ -9,7 +9,8 @@
  */
 import { DecodeError } from '../errors.js';
 import { isJsonObject, type JsonObject, type JsonValue } from '../json.js';
-import { type Position, sourcePosition, transportPosition } from '../position.js';
+import { type Position, sourcePosition } from '../position.js';
+import { transportOrder } from './shared.js';
 import type { ChangeEvent, DecodeContext, FormatDecoder, InboundMessage, Row, RowOp } from '../types.js';
 import { bestKey, describe, epochMsOrNull, idText, isSnapshotMarker } from './debezium-fields.js';
 import { placeholderColumns } from './debezium-placeholders.js';
@@ -74,11 +75,7 @@ function positionOf(value: JsonObject, message: InboundMessage): Position {
     const row = meta(value, 'row');
     return sourcePosition(fileNo, readUnsigned(meta(value, 'pos'), '__pos', '154'), row === undefined || row === null ? 0n : readUnsigned(row, '__row', '0'));
   }
-  const offset = message.transport.sequence;
-  if (!/^\d+$/.test(offset)) {
-    throw new DecodeError('bad-position', `expected the transport sequence to be a decimal integer for a flattened record without __lsn, got ${describe(offset)}`);
-  }
-  return transportPosition(BigInt(offset));
+  return transportOrder(message);
 }
 
 /** The row image without the `__` metadata columns, decoded by the value schema when present. */

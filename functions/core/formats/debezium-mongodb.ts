@@ -24,7 +24,7 @@
  */
 import { DecodeError } from '../errors.js';
 import { cloneJson, isJsonObject, isLosslessNumber, type JsonObject, type JsonValue } from '../json.js';
-import { type Position, transportPosition } from '../position.js';
+import { transportOrder } from './shared.js';
 import type { ChangeEvent, FormatDecoder, InboundMessage, Key, NormalizedEvent, RowOp } from '../types.js';
 import { parseExtJson, parseExtJsonDocument, toPlain } from './mongo-extjson.js';
 
@@ -37,12 +37,6 @@ interface UpdateOps {
   readonly unsets: string[];
   readonly truncs: { path: string; size: number }[];
   readonly opaque: string[];
-}
-
-function transport(message: InboundMessage): Position {
-  const seq = message.transport.sequence;
-  if (!/^\d+$/.test(seq)) throw new DecodeError('bad-position', `transport sequence must be a decimal string, got "${seq}"`);
-  return transportPosition(BigInt(seq));
 }
 
 function textOf(v: JsonValue | undefined): string | null {
@@ -259,7 +253,7 @@ function decodeEvent(message: InboundMessage, value: JsonObject): ChangeEvent {
     after: rowOp === 'd' ? null : after,
     patch,
     placeholders,
-    position: transport(message),
+    position: transportOrder(message),
     txid,
     commitTs: msOf(source.ts_ms),
     snapshot: snapshotOf(rowOp, source.snapshot),

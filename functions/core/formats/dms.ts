@@ -18,18 +18,12 @@
  */
 import { DecodeError } from '../errors.js';
 import { isJsonObject, isLosslessNumber, type JsonObject, type JsonValue } from '../json.js';
-import { type Position, transportPosition } from '../position.js';
-import type { ChangeEvent, ControlEvent, DecodeContext, FormatDecoder, InboundMessage, Key, NormalizedEvent, RowOp } from '../types.js';
+import { keyFromImages, transportOrder } from './shared.js';
+import type { ChangeEvent, ControlEvent, DecodeContext, FormatDecoder, InboundMessage, NormalizedEvent, RowOp } from '../types.js';
 
 const FORMAT = 'dms';
 const DATA_OPS: Readonly<Record<string, RowOp>> = { load: 'r', insert: 'c', update: 'u', delete: 'd' };
 const TRUNCATE_OPS = new Set(['truncate-table', 'TruncateTable', 'truncate']);
-
-function transport(message: InboundMessage): Position {
-  const seq = message.transport.sequence;
-  if (!/^\d+$/.test(seq)) throw new DecodeError('bad-position', `transport sequence must be a decimal string, got "${seq}"`);
-  return transportPosition(BigInt(seq));
-}
 
 function textOf(v: JsonValue | undefined): string | null {
   if (v === undefined || v === null || v === '') return null;
@@ -61,20 +55,6 @@ function tableOf(meta: JsonObject): string {
   return typeof schema === 'string' && schema !== '' ? `${schema}.${table}` : table;
 }
 
-function keyOf(table: string, ctx: DecodeContext, ...images: (JsonObject | null)[]): Key {
-  const key: Key = {};
-  for (const col of ctx.keyColumns(table) ?? []) {
-    for (const image of images) {
-      const v = image?.[col];
-      if (v !== undefined && v !== null) {
-        key[col] = v;
-        break;
-      }
-    }
-  }
-  return key;
-}
-
 function commitTsOf(meta: JsonObject): number | null {
   const ts = meta['commit-timestamp'];
   if (ts === undefined || ts === null) return null;
@@ -98,7 +78,7 @@ function controlEvent(message: InboundMessage, value: JsonObject, meta: JsonObje
       after: null,
       patch: null,
       placeholders: [],
-      position: transport(message),
+      position: transportOrder(message),
       txid,
       commitTs: commitTsOf(meta),
       snapshot: false,
@@ -115,7 +95,7 @@ function controlEvent(message: InboundMessage, value: JsonObject, meta: JsonObje
     format: FORMAT,
     control: 'schema',
     table,
-    position: transport(message),
+    position: transportOrder(message),
     txid,
     commitTs: commitTsOf(meta),
     detail,
@@ -158,12 +138,12 @@ export const dms: FormatDecoder = {
       format: FORMAT,
       op,
       table,
-      key: keyOf(table, ctx, after, before),
+      key: keyFromImages(table, ctx, [after, before]),
       before,
       after,
       patch: null,
       placeholders: [],
-      position: transport(message),
+      position: transportOrder(message),
       txid: textOf(meta['transaction-id']),
       commitTs: commitTsOf(meta),
       snapshot: op === 'r',

@@ -19,19 +19,14 @@
  */
 import { DecodeError, PositionError } from '../errors.js';
 import { isJsonObject, isLosslessNumber, type JsonObject, type JsonValue, toBigInt } from '../json.js';
-import { binlogFileNumber, NO_POSITION, type Position, sourcePosition, transportPosition } from '../position.js';
+import { binlogFileNumber, NO_POSITION, type Position, sourcePosition } from '../position.js';
+import { transportOrder } from './shared.js';
 import type { ChangeEvent, ControlEvent, FormatDecoder, InboundMessage, Key, NormalizedEvent, RowOp } from '../types.js';
 
 const FORMAT = 'maxwell';
 const ROW_OPS: Readonly<Record<string, RowOp>> = { insert: 'c', update: 'u', delete: 'd', 'bootstrap-insert': 'r' };
 const BOOTSTRAP_CONTROL = new Set(['bootstrap-start', 'bootstrap-complete']);
 const DDL_TYPE = /^(table|database|view)-[a-z]+$/;
-
-function transport(message: InboundMessage): Position {
-  const seq = message.transport.sequence;
-  if (!/^\d+$/.test(seq)) throw new DecodeError('bad-position', `transport sequence must be a decimal string, got "${seq}"`);
-  return transportPosition(BigInt(seq));
-}
 
 /** Source position `(file#, offset, xoffset)` from `position: "master.000006:800911"`, or null when absent. */
 function binlogPosition(value: JsonObject): Position | null {
@@ -124,7 +119,7 @@ export const maxwell: FormatDecoder = {
         format: FORMAT,
         control: BOOTSTRAP_CONTROL.has(type) ? 'control' : 'schema',
         table,
-        position: binlogPosition(value) ?? transport(message),
+        position: binlogPosition(value) ?? transportOrder(message),
         txid,
         commitTs,
         detail: { type },
@@ -156,7 +151,7 @@ export const maxwell: FormatDecoder = {
       // Bootstrap rows carry no binlog position. A transport offset would be compared against the
       // live rows' binlog tuples and could beat a newer row, so they get no position at all: they
       // only fill keys the stream has not touched (the same rule as Debezium incremental snapshots).
-      position: op === 'r' ? NO_POSITION : (binlogPosition(value) ?? transport(message)),
+      position: op === 'r' ? NO_POSITION : (binlogPosition(value) ?? transportOrder(message)),
       txid,
       commitTs,
       snapshot: op === 'r',
