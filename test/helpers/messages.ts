@@ -4,7 +4,9 @@
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { isJsonObject, type JsonObject, type JsonValue, parseJson } from '../../functions/core/json.js';
+import type { JsonObject, JsonValue } from '../../functions/core/json.js';
+import { parseJson } from '../../functions/core/json.js';
+import { unwrapSchema } from '../../functions/core/normalize.js';
 import type { ChangeEvent, ControlEvent, DecodeContext, InboundMessage, NormalizedEvent, TransportMeta } from '../../functions/core/types.js';
 
 export interface InboundOptions {
@@ -17,19 +19,8 @@ export interface InboundOptions {
   readonly sequence?: string;
 }
 
-/**
- * Splits JsonConverter wrapping the way the pipeline does: a value whose top-level keys are exactly
- * `schema` and `payload`, with `schema.type === "struct"`, becomes its payload plus its schema.
- */
-export function unwrapSchema(value: JsonValue | null): { payload: JsonValue | null; schema: JsonObject | null } {
-  if (isJsonObject(value)) {
-    const keys = Object.keys(value).sort();
-    if (keys.length === 2 && keys[0] === 'payload' && keys[1] === 'schema' && isJsonObject(value.schema) && value.schema.type === 'struct') {
-      return { payload: value.payload ?? null, schema: value.schema };
-    }
-  }
-  return { payload: value, schema: null };
-}
+/** The pipeline's own JsonConverter unwrapping, so decoder tests see exactly what the pipeline passes on. */
+export { unwrapSchema };
 
 /**
  * Builds an InboundMessage from a (possibly schema-wrapped) Kafka value and options, unwrapping
