@@ -4,7 +4,7 @@
  * `record` lines, which carry a key and topic), against whatever endpoints are configured.
  */
 import { handleEvent } from '../../functions/ingest.js';
-import { type BatchSummary, emptySummary, type IngestDeps } from '../../functions/ingest/process-batch.js';
+import { addSummary, type BatchSummary, emptySummary, type IngestDeps } from '../../functions/ingest/process-batch.js';
 import { type InputProblem, type InputShape, readMessages } from './input.js';
 import { kinesisEvent, mskEvent } from './kinesis-shape.js';
 
@@ -43,7 +43,7 @@ export async function runApply(deps: IngestDeps, opts: ApplyOptions): Promise<{ 
     } catch {
       failedAt = 0;
     }
-    for (const k of Object.keys(totals) as (keyof BatchSummary)[]) totals[k] += summary[k];
+    addSummary(totals, summary);
     if (failedAt !== undefined && failedAt >= 0) {
       retries++;
       if (retries > opts.maxRetries * Math.ceil(messages.length / opts.batchSize)) throw new Error(`giving up after ${retries} retries at line ${batch[failedAt]?.line}`);

@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { GetRecordsCommand, GetShardIteratorCommand, type KinesisClient, ListShardsCommand, type _Record } from '@aws-sdk/client-kinesis';
 import { handleEvent } from '../../functions/ingest.js';
-import { type BatchSummary, emptySummary, type IngestDeps } from '../../functions/ingest/process-batch.js';
+import { addSummary, type BatchSummary, emptySummary, type IngestDeps } from '../../functions/ingest/process-batch.js';
 import { kinesisEvent } from './kinesis-shape.js';
 
 export interface RunnerOptions {
@@ -29,10 +29,6 @@ export interface RunnerOptions {
 }
 
 type Checkpoints = Record<string, string>;
-
-function addInto(total: BatchSummary, s: BatchSummary): void {
-  for (const k of Object.keys(total) as (keyof BatchSummary)[]) total[k] += s[k];
-}
 
 export async function runPoller(opts: RunnerOptions): Promise<BatchSummary> {
   const checkpointFile = join(opts.stateDir, 'checkpoints', `${opts.streamName}.json`);
@@ -86,7 +82,7 @@ export async function runPoller(opts: RunnerOptions): Promise<BatchSummary> {
         failedFrom = records[0]!.SequenceNumber!;
         opts.deps.log.error('handler invocation failed', { shard: shardId, error: (err as Error).message });
       }
-      addInto(totals, summary);
+      addSummary(totals, summary);
       if (failedFrom === undefined) {
         checkpoints[shardId] = records[records.length - 1]!.SequenceNumber!;
         attempts.delete(shardId);

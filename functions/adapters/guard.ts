@@ -116,13 +116,9 @@ export function markMissingCommand(
   missing: readonly string[],
   partial: boolean,
 ): UpdateItemCommandInput {
-  const sets = [`#p = :partial`];
   const values: Record<string, AttributeValue> = { ':pos': { S: w.encodedPosition }, ':partial': { BOOL: partial } };
-  let update: string;
-  if (missing.length > 0) {
-    values[':missing'] = { SS: [...missing] };
-    update = `SET ${sets.join(', ')}, #m = :missing`;
-  } else update = `SET ${sets.join(', ')} REMOVE #m`;
+  if (missing.length > 0) values[':missing'] = { SS: [...missing] };
+  const update = missing.length > 0 ? 'SET #p = :partial, #m = :missing' : 'SET #p = :partial REMOVE #m';
   return {
     TableName: targetTable,
     Key: keyAttributes(ctx.table, w.key),

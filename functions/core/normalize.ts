@@ -6,7 +6,7 @@
  * column names). Nothing here throws for bad input: every failure is a {@link Rejection} with a
  * specific reason, which the caller quarantines. Nothing is dropped silently.
  */
-import type { TidemarkConfig } from '../commons/config.js';
+import type { TableConfig, TidemarkConfig } from '../commons/config.js';
 import { DecodeError } from './errors.js';
 import { FORMATS, formatByName } from './formats/index.js';
 import { isJsonObject, type JsonObject, type JsonValue, parseJson } from './json.js';
@@ -87,6 +87,7 @@ function parseKey(bytes: Uint8Array | null): JsonValue | null {
 export class Normalizer {
   private readonly decoders: readonly FormatDecoder[];
   private readonly ctx: DecodeContext;
+  private readonly tables: ReadonlyMap<string, TableConfig>;
 
   constructor(private readonly config: TidemarkConfig) {
     if (config.format === 'auto') this.decoders = FORMATS;
@@ -96,6 +97,7 @@ export class Normalizer {
       this.decoders = [only];
     }
     const tables = new Map(config.tables.map((t) => [t.source, t]));
+    this.tables = tables;
     this.ctx = {
       keyColumns: (table) => tables.get(table)?.key,
       placeholder: config.placeholder,
@@ -155,7 +157,7 @@ export class Normalizer {
 
   /** Checks a change against the config and returns it with its key normalized. */
   private validate(event: ChangeEvent): ChangeEvent {
-    const table = this.config.tables.find((t) => t.source === event.table);
+    const table = this.tables.get(event.table);
     if (!table) {
       const known = this.config.tables.map((t) => t.source).join(', ');
       throw new DecodeError('unknown-table', `table "${event.table}" is not configured (configured: ${known})`);
@@ -179,7 +181,7 @@ export class Normalizer {
 
   /** The canonical key text of a validated change, for grouping. */
   keyIdOf(event: ChangeEvent): string {
-    const table = this.config.tables.find((t) => t.source === event.table);
+    const table = this.tables.get(event.table);
     return table ? keyId(table, event.key) : JSON.stringify(event.key);
   }
 }

@@ -10,7 +10,7 @@ import { planBatch, type PlannedWrite, type TableCounts } from '../core/plan.js'
 import type { ChangeEvent } from '../core/types.js';
 import type { DynamoWriter, WriteResult } from '../adapters/dynamo-writer.js';
 import type { QuarantineLine, RawLine, RawStore } from '../adapters/raw-store.js';
-import { type Counter, type StatusRow, type StatusStore, UNKNOWN_TABLE } from '../adapters/status-store.js';
+import { type Counter, type StatusStore, UNKNOWN_TABLE } from '../adapters/status-store.js';
 import { type Log, type MetricSink, MetricUnit } from '../adapters/telemetry.js';
 import { mapLimit } from './concurrency.js';
 import { quarantineLineFor, rawLinesFor } from './raw-lines.js';
@@ -77,6 +77,11 @@ export const emptySummary = (): BatchSummary => ({
   s3Puts: 0,
   rawBytes: 0,
 });
+
+/** Adds one batch's summary into running totals. */
+export function addSummary(total: BatchSummary, s: BatchSummary): void {
+  for (const k of Object.keys(total) as (keyof BatchSummary)[]) total[k] += s[k];
+}
 
 interface TableTally {
   counters: Partial<Record<Counter, number>>;
@@ -186,15 +191,14 @@ export async function processBatch(records: readonly RawRecord[], deps: IngestDe
       tally(truncate.table).lastError = (err as Error).message;
     }
   }
-  const watermark = (table: string): string | undefined => {
-    const fromBatch = plan.truncates.find((t) => t.table === table)?.encodedPosition;
-    const stored = (statusRows.get(table) as StatusRow | undefined)?.truncateWatermark;
-    return [fromBatch, stored].filter((x): x is string => x !== undefined).sort().pop();
-  };
+  // The highest truncate watermark per table: recorded before, or raised by this batch.
+  const watermarks = new Map<string, string>();
+  for (const [table, row] of statusRows) if (row.truncateWatermark) watermarks.set(table, row.truncateWatermark);
+  for (const t of plan.truncates) if (t.encodedPosition > (watermarks.get(t.table) ?? '')) watermarks.set(t.table, t.encodedPosition);
 
   // 4. One guarded write per key, bounded concurrency.
   const results = await mapLimit(plan.writes, deps.config.apply.concurrency, async (w): Promise<WriteResult> => {
-    const wm = watermark(w.table);
+    const wm = watermarks.get(w.table);
     if (wm !== undefined && w.encodedPosition < wm) return { outcome: 'stale', writeUnits: 0, requests: 0, missing: [], spilled: false };
     return deps.writer.write(w);
   });
