@@ -76,6 +76,8 @@ export interface LandResult {
   readonly objects: number;
   readonly bytes: number;
   readonly keys: readonly string[];
+  /** Compressed bytes landed per source table (control messages under `_control`). */
+  readonly bytesByTable: ReadonlyMap<string, number>;
 }
 
 export class RawStore {
@@ -88,11 +90,15 @@ export class RawStore {
 
   /** Lands a batch: one object per source table (control messages under `_control`). Throws if any PUT fails. */
   async land(batch: BatchCoordinates, linesByTable: ReadonlyMap<string, readonly RawLine[]>, quarantined: readonly QuarantineLine[]): Promise<LandResult> {
-    const puts: Promise<{ key: string; bytes: number }>[] = [];
-    for (const [table, lines] of linesByTable) if (lines.length > 0) puts.push(this.put(rawObjectKey(this.rawPrefix, table, batch), lines));
-    if (quarantined.length > 0) puts.push(this.put(quarantineObjectKey(this.quarantinePrefix, batch), quarantined));
+    const puts: Promise<{ table: string | null; key: string; bytes: number }>[] = [];
+    for (const [table, lines] of linesByTable) {
+      if (lines.length > 0) puts.push(this.put(rawObjectKey(this.rawPrefix, table, batch), lines).then((d) => ({ ...d, table })));
+    }
+    if (quarantined.length > 0) puts.push(this.put(quarantineObjectKey(this.quarantinePrefix, batch), quarantined).then((d) => ({ ...d, table: null })));
     const done = await Promise.all(puts);
-    return { objects: done.length, bytes: done.reduce((n, d) => n + d.bytes, 0), keys: done.map((d) => d.key) };
+    const bytesByTable = new Map<string, number>();
+    for (const d of done) if (d.table !== null) bytesByTable.set(d.table, d.bytes);
+    return { objects: done.length, bytes: done.reduce((n, d) => n + d.bytes, 0), keys: done.map((d) => d.key), bytesByTable };
   }
 
   /** Stores a row too large for DynamoDB; returns its s3:// URI. */

@@ -165,6 +165,7 @@ export async function processBatch(records: readonly RawRecord[], deps: IngestDe
     );
     summary.s3Puts += landed.objects;
     summary.rawBytes += landed.bytes;
+    for (const [table, bytes] of landed.bytesByTable) if (tallies.has(table)) bump(table, 'rawBytes', bytes);
   } catch (err) {
     deps.log.error('raw landing failed; batch will be retried', { error: (err as Error).message, shard: first.transport.shard, firstSequence: first.transport.sequence });
     summary.failed = records.length;
@@ -334,7 +335,6 @@ function emitMetrics(m: MetricSink, table: string, t: TableTally): void {
   count('Quarantined', c.quarantined);
   count('SnapshotEvents', c.snapshotEvents);
   count('BeforeImageNullUpdates', c.beforeNullUpdates);
-  count('UpdateEvents', c.opU);
   count('Resnapshots', c.resnapshots);
   count('Spilled', c.spilled);
   count('WriteErrors', c.errors);
@@ -344,5 +344,6 @@ function emitMetrics(m: MetricSink, table: string, t: TableTally): void {
   count('EventsSnapshotRead', c.opR);
   count('EventsTruncate', c.opT);
   count('WriteUnits', c.writeUnits);
+  if (c.rawBytes) m.add(table, 'RawBytes', MetricUnit.Bytes, c.rawBytes);
   for (const lag of t.lags) m.add(table, 'FreshnessLagMs', MetricUnit.Milliseconds, lag);
 }

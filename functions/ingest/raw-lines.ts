@@ -9,7 +9,6 @@ const b64 = (bytes: Uint8Array | null) => (bytes && bytes.length > 0 ? Buffer.fr
 
 export function rawLinesFor(record: RawRecord, result: Normalized & { ok: true }): { table: string; line: RawLine }[] {
   return result.events.map((e) => {
-    const table = e.table ?? CONTROL_TABLE;
     const line: RawLine = {
       kind: e.kind,
       format: e.format,
@@ -28,7 +27,7 @@ export function rawLinesFor(record: RawRecord, result: Normalized & { ok: true }
       messageKey: text(record.key),
       message: text(record.value),
     };
-    return { table: e.kind === 'change' ? table : CONTROL_TABLE, line };
+    return { table: e.kind === 'change' ? e.table : CONTROL_TABLE, line };
   });
 }
 

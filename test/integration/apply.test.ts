@@ -264,6 +264,8 @@ describe(`apply path on the integration target (${process.env.TIDEMARK_TARGET ??
     assert.equal(ord?.applied, 4);
     assert.equal(ord?.stale, 1);
     assert.equal(ord?.duplicates, 2);
+    // Compressed raw bytes are counted per table: every run landed objects for both tables.
+    assert.ok(Number(cust?.rawBytes) > 0 && Number(ord?.rawBytes) > 0, `rawBytes ${cust?.rawBytes} / ${ord?.rawBytes}`);
   });
 
   it('keeps a deleted row deleted when an older update is redelivered, as a tombstone with a 7-day TTL', async () => {
