@@ -1,11 +1,26 @@
 /**
- * Errors of the pure core. Every error carries enough context (table, key, sequence) to be
- * quarantined or logged without the row values themselves.
+ * Errors of tidemark, under one base class. Every error carries enough context (table, key,
+ * position; stream, shard, sequence) to be quarantined or logged without the row values themselves.
  */
+
+/** Where an error happened. Keys and positions only: never row values. */
+export interface ErrorContext {
+  readonly table?: string;
+  /** Canonical key text (see keys.ts `keyId`). */
+  readonly key?: string;
+  /** Encoded position. */
+  readonly position?: string;
+  readonly stream?: string;
+  readonly shard?: string;
+  readonly sequence?: string;
+}
+
 export class TidemarkError extends Error {
-  constructor(message: string, options?: ErrorOptions) {
+  readonly context: ErrorContext;
+  constructor(message: string, options?: ErrorOptions & { context?: ErrorContext }) {
     super(message, options);
     this.name = 'TidemarkError';
+    this.context = options?.context ?? {};
   }
 }
 
@@ -13,7 +28,7 @@ export class TidemarkError extends Error {
 export class DecodeError extends TidemarkError {
   /** A short machine-readable reason code, e.g. `invalid-json`, `unknown-format`, `missing-key`. */
   readonly reason: string;
-  constructor(reason: string, message: string, options?: ErrorOptions) {
+  constructor(reason: string, message: string, options?: ErrorOptions & { context?: ErrorContext }) {
     super(message, options);
     this.name = 'DecodeError';
     this.reason = reason;
@@ -31,8 +46,35 @@ export class ConfigError extends TidemarkError {
 }
 
 export class PositionError extends TidemarkError {
-  constructor(message: string, options?: ErrorOptions) {
+  constructor(message: string, options?: ErrorOptions & { context?: ErrorContext }) {
     super(message, options);
     this.name = 'PositionError';
   }
+}
+
+/** A write to current state that failed for a reason other than its guard (table, key, position). */
+export class WriteError extends TidemarkError {
+  constructor(message: string, options?: ErrorOptions & { context?: ErrorContext }) {
+    super(message, options);
+    this.name = 'WriteError';
+  }
+}
+
+/** A batch that cannot complete (raw landing, status, transport): stream, shard and sequence. */
+export class BatchError extends TidemarkError {
+  constructor(message: string, options?: ErrorOptions & { context?: ErrorContext }) {
+    super(message, options);
+    this.name = 'BatchError';
+  }
+}
+
+/** The message of anything thrown, without casting: `catch (err) { log(errorMessage(err)) }`. */
+export function errorMessage(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  return typeof err === 'string' ? err : String(err);
+}
+
+/** Anything thrown, as an Error (non-Error throwables are wrapped). */
+export function asError(err: unknown): Error {
+  return err instanceof Error ? err : new Error(errorMessage(err));
 }
