@@ -161,22 +161,36 @@ export const DYNAMO = {
  * 400-digit or 1e-400 values are judged exactly, never through a float.
  */
 export function numberProblem(text: string): string | null {
-  const m = /^[-+]?(\d*)(?:\.(\d*))?(?:[eE]([-+]?\d+))?$/.exec(text.trim());
-  if (!m || (m[1] === '' && (m[2] ?? '') === '')) return 'is not a decimal number';
-  const intPart = m[1] ?? '';
-  const fracPart = m[2] ?? '';
-  let digits = (intPart + fracPart).replace(/^0+/, '');
-  if (digits === '') return null; // zero, in any spelling
-  // value = digits × 10^exp once leading zeros are gone; trailing zeros only move the exponent.
-  let exp = BigInt(m[3] ?? '0') - BigInt(fracPart.length);
-  const trimmed = digits.replace(/0+$/, '');
-  exp += BigInt(digits.length - trimmed.length);
-  digits = trimmed;
-  if (digits.length > DYNAMO.numberDigits) return `has ${digits.length} significant digits; DynamoDB keeps at most ${DYNAMO.numberDigits}`;
-  const leading = exp + BigInt(digits.length - 1);
+  const n = decimalParts(text);
+  if (n === null) return 'is not a decimal number';
+  if (n.digits === '0') return null; // zero, in any spelling
+  if (n.digits.length > DYNAMO.numberDigits) return `has ${n.digits.length} significant digits; DynamoDB keeps at most ${DYNAMO.numberDigits}`;
+  const leading = n.exponent + BigInt(n.digits.length - 1);
   if (leading > BigInt(DYNAMO.numberMaxExponent)) return `is too large in magnitude for DynamoDB (at most 9.99…E+${DYNAMO.numberMaxExponent})`;
   if (leading < BigInt(DYNAMO.numberMinExponent)) return `is too small in magnitude for DynamoDB (at least 1E${DYNAMO.numberMinExponent}, or 0)`;
   return null;
+}
+
+/**
+ * A decimal's exact parts: value = sign × digits × 10^exponent, with no leading or trailing zeros
+ * in `digits` (zero is digits "0", exponent 0). Null when the text is not a decimal number.
+ */
+export function decimalParts(text: string): { negative: boolean; digits: string; exponent: bigint } | null {
+  const m = /^([-+]?)(\d*)(?:\.(\d*))?(?:[eE]([-+]?\d+))?$/.exec(text.trim());
+  if (!m || ((m[2] ?? '') === '' && (m[3] ?? '') === '')) return null;
+  const fracPart = m[3] ?? '';
+  const digits = ((m[2] ?? '') + fracPart).replace(/^0+/, '');
+  if (digits === '') return { negative: false, digits: '0', exponent: 0n };
+  const trimmed = digits.replace(/0+$/, '');
+  const exponent = BigInt(m[4] ?? '0') - BigInt(fracPart.length) + BigInt(digits.length - trimmed.length);
+  return { negative: m[1] === '-', digits: trimmed, exponent };
+}
+
+/** One spelling per number: `1E+2`, `100` and `100.0` all give `1e2`. For comparing values exactly. */
+export function canonicalDecimal(text: string): string {
+  const n = decimalParts(text);
+  if (n === null) throw new RangeError(`not a decimal number: ${text}`);
+  return `${n.negative && n.digits !== '0' ? '-' : ''}${n.digits}e${n.exponent}`;
 }
 
 /** True when a string has a UTF-16 surrogate without its pair: it cannot be written as UTF-8. */
@@ -290,6 +304,12 @@ export function checkChange(event: ChangeEvent, table: Pick<TableConfig, 'key' |
   if (event.op === 't') return;
   // A row op with no image at all is reported as `missing-after` by the caller.
   if (event.op !== 'd' && event.after === null && event.patch === null) return;
+  // Names and values first: a `__proto__` column is the cause even when it also hides the key.
+  if (event.after !== null) checkRow(event.after, 'after image');
+  if (event.patch !== null) {
+    checkRow(event.patch.set, 'patch');
+    for (const name of event.patch.unset) checkName(name, 'a removed column');
+  }
   const forms = placeholderForms(placeholder);
   for (const col of table.key) {
     const v = keySource(table, event, col);
@@ -303,11 +323,6 @@ export function checkChange(event: ChangeEvent, table: Pick<TableConfig, 'key' |
     if (v !== undefined) merged[col] = v;
   }
   checkKeyLimits(table, normalizeKey(table, merged));
-  if (event.after !== null) checkRow(event.after, 'after image');
-  if (event.patch !== null) {
-    checkRow(event.patch.set, 'patch');
-    for (const name of event.patch.unset) checkName(name, 'a removed column');
-  }
   if (!hasPlainPrototype(event.key)) throw new DecodeError('reserved-column', 'the message key had a "__proto__" field that replaced its prototype');
   for (const name of Object.keys(event.key)) checkName(name, 'a key field');
 }

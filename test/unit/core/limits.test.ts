@@ -8,7 +8,7 @@ import fc from 'fast-check';
 import { DecodeError } from '../../../functions/core/errors.js';
 import { FORMATS } from '../../../functions/core/formats/index.js';
 import { LosslessNumber, parseJson, type JsonObject, type JsonValue } from '../../../functions/core/json.js';
-import { checkChange, checkCommitTs, checkPosition, checkValue, DYNAMO, hasLoneSurrogate, MAX_COMMIT_TS, numberProblem, POSITION_RANGES } from '../../../functions/core/limits.js';
+import { canonicalDecimal, checkChange, checkCommitTs, checkPosition, checkValue, DYNAMO, hasLoneSurrogate, MAX_COMMIT_TS, numberProblem, POSITION_RANGES } from '../../../functions/core/limits.js';
 import { sourcePosition, transportPosition } from '../../../functions/core/position.js';
 import { change } from '../../helpers/events.js';
 
@@ -126,9 +126,16 @@ describe('keys', () => {
     assert.equal(reason(() => checkChange(ev({ a: 'x'.repeat(1000), b: 'y'.repeat(1000), c: 'z'.repeat(100) }), three, PLACEHOLDER)), 'key-too-large');
   });
 
-  it('rejects a number key DynamoDB cannot hold as bad-key', () => {
-    assert.equal(reason(() => checkChange(ev({ id: new LosslessNumber('1e400') }), table, PLACEHOLDER)), 'bad-key');
-    assert.equal(reason(() => checkChange(ev({ id: new LosslessNumber('123456789012345678901234567890123456789') }), table, PLACEHOLDER)), 'bad-key');
+  it('rejects a number key DynamoDB cannot hold: by its value rule in a row, as bad-key when only the message key has it', () => {
+    assert.equal(reason(() => checkChange(ev({ id: new LosslessNumber('1e400') }), table, PLACEHOLDER)), 'number-range');
+    assert.equal(reason(() => checkChange(ev({ id: new LosslessNumber('123456789012345678901234567890123456789') }), table, PLACEHOLDER)), 'number-precision');
+    assert.equal(reason(() => checkChange(ev({ name: 'x' }, { id: new LosslessNumber('1e400') }), table, PLACEHOLDER)), 'bad-key');
+  });
+
+  it('spells every decimal one way', () => {
+    assert.equal(canonicalDecimal('1E+2'), canonicalDecimal('100.0'));
+    assert.equal(canonicalDecimal('-0.00'), '0e0');
+    assert.equal(canonicalDecimal('9.9E+125'), canonicalDecimal(`99${'0'.repeat(124)}`));
   });
 
   it('rejects the placeholder in a string or number key column as placeholder-key', () => {
