@@ -80,7 +80,7 @@ export function ownValue(row: Readonly<Record<string, JsonValue>> | null | undef
  * Where a key column's value comes from: the decoder's key, then the after image, the patch, and
  * the before image, the first that has the column non-null (own properties only).
  */
-export function keySource(_table: Pick<TableConfig, 'key'>, event: Pick<ChangeEvent, 'key' | 'after' | 'patch' | 'before'>, column: string): JsonValue | undefined {
+export function keySource(event: Pick<ChangeEvent, 'key' | 'after' | 'patch' | 'before'>, column: string): JsonValue | undefined {
   for (const image of [event.key, event.after, event.patch?.set, event.before]) {
     const v = ownValue(image, column);
     if (v !== undefined && v !== null) return v;

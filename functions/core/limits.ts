@@ -312,14 +312,14 @@ export function checkChange(event: ChangeEvent, table: Pick<TableConfig, 'key' |
   }
   const forms = placeholderForms(placeholder);
   for (const col of table.key) {
-    const v = keySource(table, event, col);
+    const v = keySource(event, col);
     if (v !== undefined && v !== null && isPlaceholderValue(v, forms)) {
       throw new DecodeError('placeholder-key', `key column "${col}" holds the unchanged-value placeholder, not a key; the source must send the key (e.g. REPLICA IDENTITY or the message key)`);
     }
   }
   const merged: Key = {};
   for (const col of table.key) {
-    const v = keySource(table, event, col);
+    const v = keySource(event, col);
     if (v !== undefined) merged[col] = v;
   }
   checkKeyLimits(table, normalizeKey(table, merged));

@@ -175,7 +175,7 @@ export class Normalizer {
     }
     const merged: JsonObject = {};
     for (const col of table.key) {
-      const v = keySource(table, event, col);
+      const v = keySource(event, col);
       if (v !== undefined) merged[col] = v;
     }
     return { ...event, key: normalizeKey(table, merged) };
