@@ -24,7 +24,9 @@ import { canonicalJson, isLosslessNumber, type JsonObject } from '../../function
 import { canonicalDecimal } from '../../functions/core/limits.js';
 import { handleEvent } from '../../functions/ingest.js';
 import type { BatchSummary, IngestDeps } from '../../functions/ingest/process-batch.js';
+import type { WriteResult } from '../../functions/adapters/dynamo-writer.js';
 import type { Log } from '../../functions/adapters/telemetry.js';
+import type { PlannedWrite } from '../../functions/core/plan.js';
 import { BAD_KINDS, type BadKind, corpusConfig, type GoodRecord, goodRecords } from '../corpus/bad-input.js';
 import { openTarget, type Target, uniqueConfig } from '../helpers/target.js';
 
@@ -302,6 +304,41 @@ describe(`bad-input corpus through handleEvent (${process.env.TIDEMARK_TARGET ??
       for (const g of goods) {
         const stored = await getRow(target.clients.dynamodb, tableOrThrow(config, g.table), g.key);
         assert.equal(exact(columns(stored)), exact(g.row));
+      }
+    });
+
+    it('reports a line whose write keeps failing, with its line number, and applies the rest of the file (record shape)', async () => {
+      const config = uniqueConfig(corpusConfig);
+      configs.push(config);
+      await target.setup(config);
+      const dir = mkdtempSync(join(tmpdir(), 'tidemark-bad-apply-'));
+      dirs.push(dir);
+      const goods = goodRecords(5).slice(0, 5);
+      const path = join(dir, 'records.jsonl');
+      const binaryKey = Buffer.from([0x00, 0xff, 0xfe, 0x80, 0x41]);
+      const lines = goods.map((g) => JSON.stringify({ valueBase64: Buffer.from(g.value).toString('base64'), keyBase64: binaryKey.toString('base64'), topic: 'corpus' }));
+      writeFileSync(path, `${lines.join('\n')}\n`);
+      const deps: IngestDeps = { ...localDeps(config, target.clients), log: quietLog() };
+      const write = deps.writer.write.bind(deps.writer);
+      let attempts = 0;
+      deps.writer.write = async (w: PlannedWrite): Promise<WriteResult> => {
+        if (w.table === 'public.customers' && String(w.key.id) === '3') {
+          attempts++;
+          return { outcome: 'failed', writeUnits: 0, requests: 1, missing: [], spilled: false, error: new Error('injected: persistent write error') };
+        }
+        return write(w);
+      };
+      const result = await runApply(deps, { path, shape: 'record', batchSize: 2, maxRetries: 2 });
+      assert.equal(attempts, 3, 'the first try and two retries');
+      assert.deepEqual(
+        result.problems.map((p) => p.line),
+        [3],
+      );
+      assert.match(result.problems[0]?.reason ?? '', /not applied after 3 attempts/);
+      for (const g of goods) {
+        const stored = await getRow(target.clients.dynamodb, tableOrThrow(config, g.table), g.key);
+        if (String(g.key.id) === '3') assert.equal(stored, null);
+        else assert.equal(exact(columns(stored)), exact(g.row), g.name);
       }
     });
   });
