@@ -193,9 +193,24 @@ export function canonicalDecimal(text: string): string {
   return `${n.negative && n.digits !== '0' ? '-' : ''}${n.digits}e${n.exponent}`;
 }
 
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+/** `String.prototype.isWellFormed` (Node 20+), typed here because the compiler's lib is ES2023. */
+const isWellFormed = (String.prototype as { isWellFormed?: (this: string) => boolean }).isWellFormed;
+
 /** True when a string has a UTF-16 surrogate without its pair: it cannot be written as UTF-8. */
 export function hasLoneSurrogate(s: string): boolean {
-  return /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(s);
+  return isWellFormed ? !isWellFormed.call(s) : LONE_SURROGATE.test(s);
+}
+
+/**
+ * A JS number (the parser keeps only numbers that round-trip, so at most 17 significant digits)
+ * well inside DynamoDB's range needs no text check; the rest are judged on their decimal text.
+ */
+function plainNumberProblem(v: number): string | null {
+  if (!Number.isFinite(v)) return 'is not finite';
+  const abs = Math.abs(v);
+  if (abs === 0 || (abs >= 1e-129 && abs < 1e125)) return null;
+  return numberProblem(String(v));
 }
 
 const utf8Bytes = (s: string) => Buffer.byteLength(s, 'utf8');
@@ -206,7 +221,8 @@ const PROTOTYPE_KEY = '__proto__';
 function checkName(name: string, where: string): void {
   if (name === '') throw new DecodeError('bad-column-name', `${where} has an empty name; DynamoDB attribute names must have at least one character`);
   if (hasLoneSurrogate(name)) throw new DecodeError('bad-column-name', `${where} has a name with an unpaired UTF-16 surrogate, which has no UTF-8 form`);
-  const bytes = utf8Bytes(name);
+  // A UTF-16 code unit is at most 3 UTF-8 bytes: short names need no count.
+  const bytes = name.length * 3 <= DYNAMO.nameBytes ? 0 : utf8Bytes(name);
   if (bytes > DYNAMO.nameBytes) throw new DecodeError('bad-column-name', `${where} has a ${bytes}-byte name; DynamoDB allows at most ${DYNAMO.nameBytes} bytes`);
   if (name === PROTOTYPE_KEY) throw new DecodeError('reserved-column', `${where} is named "__proto__", which is reserved (it would change an object's prototype)`);
 }
@@ -227,7 +243,7 @@ export function checkValue(column: string, value: JsonValue): void {
   for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
     const { v, level } = item;
     if (typeof v === 'number') {
-      const problem = Number.isFinite(v) ? numberProblem(String(v)) : 'is not finite';
+      const problem = plainNumberProblem(v);
       if (problem) throw new DecodeError(numberReason(problem), `a number in column "${column}" ${problem}`);
     } else if (typeof v === 'string') {
       if (hasLoneSurrogate(v)) throw new DecodeError('invalid-string', `a string in column "${column}" has an unpaired UTF-16 surrogate (a \\uD800-\\uDFFF escape alone), which has no UTF-8 form`);

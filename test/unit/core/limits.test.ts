@@ -70,6 +70,18 @@ describe('numbers against DynamoDB limits', () => {
     );
   });
 
+  it('checks a JS number exactly as its decimal text (fast path agrees, property)', () => {
+    fc.assert(
+      fc.property(fc.double({ noNaN: true, noDefaultInfinity: true }), (d) => {
+        assert.equal(reason(() => checkValue('c', d)) === null, numberProblem(String(d)) === null, String(d));
+      }),
+      { numRuns: 5000 },
+    );
+    for (const d of [1e-130, 1e-129, 9.999999999999999e125, 1e125, 1e126, -1e-131]) {
+      assert.equal(reason(() => checkValue('c', d)) === null, numberProblem(String(d)) === null, String(d));
+    }
+  });
+
   it('rejects numbers inside nested values with number-range / number-precision', () => {
     assert.equal(reason(() => checkValue('c', { a: [new LosslessNumber('1e400')] })), 'number-range');
     assert.equal(reason(() => checkValue('c', [new LosslessNumber('1234567890123456789012345678901234567890')])), 'number-precision');
