@@ -2,10 +2,17 @@
  * `tidemark apply`: pushes a file of messages through the handler's own code path, in batches
  * shaped like the Lambda event source would deliver them (Kinesis for `value` lines, MSK for
  * `record` lines, which carry a key and topic), against whatever endpoints are configured.
+ *
+ * Bad lines never stop a file: the pipeline quarantines them. A line whose write keeps failing is
+ * retried `maxRetries` times, then reported as a problem (it is already in raw) and the run goes on;
+ * only a batch that cannot land in raw at all stops the run, since skipping it would lose records.
  */
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { errorMessage } from '../../functions/core/errors.js';
 import { handleEvent } from '../../functions/ingest.js';
 import { addSummary, type BatchSummary, emptySummary, type IngestDeps } from '../../functions/ingest/process-batch.js';
-import { type InputProblem, type InputShape, readMessages } from './input.js';
+import { type InputProblem, type InputShape, parseMessages } from './input.js';
 import { kinesisEvent, mskEvent } from './kinesis-shape.js';
 
 export interface ApplyOptions {
@@ -17,41 +24,64 @@ export interface ApplyOptions {
 }
 
 export async function runApply(deps: IngestDeps, opts: ApplyOptions): Promise<{ totals: BatchSummary; problems: InputProblem[]; retries: number }> {
-  const { messages, problems } = readMessages(opts.path, opts.shape);
+  const bytes = readFileSync(opts.path);
+  const { messages, problems } = parseMessages(bytes, opts.shape);
+  // The shard id names raw objects: derived from the file's content, so two different files never
+  // share raw object keys and a re-run of the same file rewrites the same objects.
+  const shardId = `shardId-apply-${createHash('sha256').update(bytes).digest('hex').slice(0, 16)}`;
   const totals = emptySummary();
   let retries = 0;
+  const attempts = new Map<number, number>();
   const seq = (line: number) => String(line).padStart(12, '0');
   for (let start = 0; start < messages.length; ) {
     const batch = messages.slice(start, start + opts.batchSize);
     let summary = emptySummary();
     const withSummary: IngestDeps = { ...deps, onSummary: (s) => (summary = s) };
     let failedAt: number | undefined;
+    let error = 'the write failed (see the log)';
     try {
       if (opts.shape === 'value') {
         const event = kinesisEvent(
           'tidemark-apply',
-          'shardId-000000000000',
+          shardId,
           batch.map((m) => ({ data: m.value ?? new Uint8Array(), partitionKey: String(m.line), sequenceNumber: seq(m.line), arrival: new Date() })),
         );
         const res = await handleEvent(event, withSummary);
         const failed = res.batchItemFailures?.[0]?.itemIdentifier;
-        if (failed !== undefined) failedAt = batch.findIndex((m) => seq(m.line) === failed);
+        if (failed !== undefined) failedAt = Math.max(0, batch.findIndex((m) => seq(m.line) === failed));
       } else {
         const now = Date.now();
         await handleEvent(mskEvent(batch.map((m) => ({ topic: m.topic ?? 'tidemark-apply', partition: 0, offset: m.line, key: m.key, value: m.value, timestamp: now }))), withSummary);
       }
-    } catch {
-      failedAt = 0;
+    } catch (err) {
+      // An MSK batch fails as a whole; its error names the first failed offset, which is the line number.
+      error = errorMessage(err);
+      const offset = /from offset (\d+)/.exec(error)?.[1];
+      const at = offset === undefined ? -1 : batch.findIndex((m) => m.line === Number(offset));
+      failedAt = Math.max(0, at);
     }
     addSummary(totals, summary);
-    if (failedAt !== undefined && failedAt >= 0) {
+    if (failedAt !== undefined) {
       retries++;
-      if (retries > opts.maxRetries * Math.ceil(messages.length / opts.batchSize)) throw new Error(`giving up after ${retries} retries at line ${batch[failedAt]?.line}`);
-      start += failedAt;
+      const failed = batch[failedAt];
+      const line = failed?.line ?? -1;
+      const n = (attempts.get(line) ?? 0) + 1;
+      attempts.set(line, n);
+      // No summary (the handler threw before finishing) or nothing landed in raw: skipping would lose
+      // the record, so the run stops here instead.
+      const rawFailed = summary.records === 0 || (summary.s3Puts === 0 && summary.failed === summary.records);
+      if (n > opts.maxRetries && rawFailed) throw new Error(`giving up at line ${line}: raw landing failed ${n} times; nothing from this line on was applied`);
+      if (n > opts.maxRetries) {
+        problems.push({ line, reason: `not applied after ${n} attempts: ${error}; the record is in raw, apply it again once the cause is fixed` });
+        start += failedAt + 1;
+      } else {
+        start += failedAt;
+      }
       continue;
     }
     start += batch.length;
     opts.onBatch?.(start, messages.length, totals);
   }
+  problems.sort((a, b) => a.line - b.line);
   return { totals, problems, retries };
 }

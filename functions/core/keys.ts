@@ -6,7 +6,7 @@
 import type { KeyType, TableConfig } from '../commons/config.js';
 import { DecodeError } from './errors.js';
 import { isLosslessNumber, type JsonValue, LosslessNumber } from './json.js';
-import type { Key } from './types.js';
+import type { ChangeEvent, Key } from './types.js';
 
 export const COMPOSITE_KEY_ATTRIBUTE = '__key';
 
@@ -24,14 +24,16 @@ export interface KeyLayout {
 }
 
 const dynamoType = (t: KeyType | undefined): 'S' | 'N' => (t === 'number' ? 'N' : 'S');
+/** The declared type of a key column; own properties only, so a column named `constructor` is not a function. */
+const declaredType = (table: Pick<TableConfig, 'keyTypes'>, col: string): KeyType | undefined => (Object.hasOwn(table.keyTypes, col) ? table.keyTypes[col] : undefined);
 
 export function keyLayout(table: Pick<TableConfig, 'key' | 'keyTypes'>): KeyLayout {
   const [first, second] = table.key;
-  if (table.key.length === 1) return { partitionKey: { name: first!, type: dynamoType(table.keyTypes[first!]) }, sortKey: null, composite: false };
-  if (table.key.length === 2) {
+  if (table.key.length === 1 && first !== undefined) return { partitionKey: { name: first, type: dynamoType(declaredType(table, first)) }, sortKey: null, composite: false };
+  if (table.key.length === 2 && first !== undefined && second !== undefined) {
     return {
-      partitionKey: { name: first!, type: dynamoType(table.keyTypes[first!]) },
-      sortKey: { name: second!, type: dynamoType(table.keyTypes[second!]) },
+      partitionKey: { name: first, type: dynamoType(declaredType(table, first)) },
+      sortKey: { name: second, type: dynamoType(declaredType(table, second)) },
       composite: false,
     };
   }
@@ -60,13 +62,37 @@ export function coerceKeyValue(column: string, value: JsonValue | undefined, typ
   }
   if (typeof value === 'number' || typeof value === 'boolean') return String(value);
   if (isLosslessNumber(value)) return value.value;
-  throw new DecodeError('bad-key', `key column "${column}" holds a ${Array.isArray(value) ? 'array' : 'object'}, not a scalar`);
+  throw new DecodeError('bad-key', `key column "${column}" holds an ${Array.isArray(value) ? 'array' : 'object'}, not a scalar`);
 }
 
-/** The key with every column coerced to its declared type, in configured column order. */
+/**
+ * A column of an object, own properties only: `row.constructor` on a row without a `constructor`
+ * column is Object's constructor function, which must read as "missing", never as a value.
+ */
+export function ownValue(row: Readonly<Record<string, JsonValue>> | null | undefined, column: string): JsonValue | undefined {
+  if (row === null || row === undefined || !Object.hasOwn(row, column)) return undefined;
+  const v = row[column];
+  // A decoder that read an image through its prototype may have copied a built-in function here.
+  return typeof v === 'function' ? undefined : v;
+}
+
+/**
+ * Where a key column's value comes from: the decoder's key, then the after image, the patch, and
+ * the before image, the first that has the column non-null (own properties only).
+ */
+export function keySource(event: Pick<ChangeEvent, 'key' | 'after' | 'patch' | 'before'>, column: string): JsonValue | undefined {
+  for (const image of [event.key, event.after, event.patch?.set, event.before]) {
+    const v = ownValue(image, column);
+    if (v !== undefined && v !== null) return v;
+  }
+  for (const image of [event.key, event.after, event.patch?.set, event.before]) if (ownValue(image, column) === null) return null;
+  return undefined;
+}
+
+/** The key with every column coerced to its declared type, in configured column order (own properties only). */
 export function normalizeKey(table: Pick<TableConfig, 'key' | 'keyTypes'>, key: Key): Key {
   const out: Key = {};
-  for (const col of table.key) out[col] = coerceKeyValue(col, key[col], table.keyTypes[col]);
+  for (const col of table.key) out[col] = coerceKeyValue(col, ownValue(key, col), declaredType(table, col));
   return out;
 }
 

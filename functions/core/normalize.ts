@@ -10,7 +10,8 @@ import type { TableConfig, TidemarkConfig } from '../commons/config.js';
 import { DecodeError } from './errors.js';
 import { FORMATS, formatByName } from './formats/index.js';
 import { isJsonObject, type JsonObject, type JsonValue, parseJson } from './json.js';
-import { keyId, normalizeKey } from './keys.js';
+import { keyId, keySource, normalizeKey } from './keys.js';
+import { checkChange } from './limits.js';
 import type { ChangeEvent, DecodeContext, FormatDecoder, InboundMessage, NormalizedEvent, TransportMeta } from './types.js';
 
 /** A delivered record as the transport gives it. `value === null` (or empty) is a Kafka tombstone. */
@@ -162,6 +163,7 @@ export class Normalizer {
       const known = this.config.tables.map((t) => t.source).join(', ');
       throw new DecodeError('unknown-table', `table "${event.table}" is not configured (configured: ${known})`);
     }
+    checkChange(event, table, this.config.placeholder);
     if (event.op === 't') return event;
     if ((event.op === 'c' || event.op === 'r' || event.op === 'u') && event.after === null && event.patch === null) {
       throw new DecodeError('missing-after', `${event.op} event for "${event.table}" carries no after image and no patch`);
@@ -173,7 +175,7 @@ export class Normalizer {
     }
     const merged: JsonObject = {};
     for (const col of table.key) {
-      const v = event.key[col] ?? event.after?.[col] ?? event.patch?.set[col] ?? event.before?.[col];
+      const v = keySource(event, col);
       if (v !== undefined) merged[col] = v;
     }
     return { ...event, key: normalizeKey(table, merged) };
