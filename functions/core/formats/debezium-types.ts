@@ -49,7 +49,7 @@ function floorDiv(a: bigint, b: bigint): bigint {
 export function bytesToBigInt(bytes: Uint8Array): bigint {
   if (bytes.length === 0) return 0n;
   const unsigned = BigInt(`0x${Buffer.from(bytes).toString('hex')}`);
-  return (bytes[0]! & 0x80) === 0 ? unsigned : unsigned - (1n << BigInt(bytes.length * 8));
+  return ((bytes[0] ?? 0) & 0x80) === 0 ? unsigned : unsigned - (1n << BigInt(bytes.length * 8));
 }
 
 /** Writes an unscaled integer with `scale` fraction digits: (1250n, 2) → "12.50", (-5n, 3) → "-0.005". */

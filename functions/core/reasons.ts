@@ -1,0 +1,39 @@
+/**
+ * The closed vocabulary of quarantine reasons: every reason a record can be quarantined with is
+ * listed here once, with the one-line description that docs/formats.md repeats (a unit test checks
+ * that the table there lists every reason from this map, and nothing else).
+ *
+ * A decoder throws `decodeError('bad-field', '…')` (formats/kit.ts), which only accepts these
+ * names; the Normalizer returns them as `Rejection.reason`.
+ */
+
+export const QUARANTINE_REASONS = {
+  'invalid-utf8': 'The value (or key) bytes are not valid UTF-8.',
+  'invalid-json': 'The value is not valid JSON.',
+  'unknown-format': 'The message matches none of the configured formats (the detail lists what each expects).',
+  'unsupported-envelope': 'A recognized connector shape that cannot be applied as rows (e.g. CockroachDB `envelope=key_only`).',
+  'unknown-table': 'The message names a source table that is not configured.',
+  'missing-field': 'A field the format requires is absent or has the wrong JSON type.',
+  'missing-after': 'An insert, update or snapshot read carries neither an after image nor a patch.',
+  'missing-key': 'A configured primary-key column is absent or null in every image and in the message key.',
+  'bad-key': 'A key value cannot be a key of its declared type (object, array, empty string, non-numeric text for a number key).',
+  'unmapped-key': 'A positional key (CockroachDB key array) does not match the configured key columns.',
+  'bad-op': 'The operation field holds a value the format does not define.',
+  'bad-field': 'A field holds a value of the wrong shape (e.g. Decimal-schema text that is neither base64 nor a decimal).',
+  'bad-value': 'A typed value (MongoDB Extended JSON wrapper) holds something its type cannot represent.',
+  'bad-shape': 'The message value is not a JSON object, or a batch element is not one.',
+  'bad-position': 'The source position is not an unsigned integer tuple of the format (LSN, binlog file and offset, HLC, SCN).',
+  'reserved-column': 'A source column starts with `__`, which is reserved for tidemark metadata.',
+  'tombstone-table-unknown': 'A Kafka tombstone to apply as a delete names no table: the topic is not `<prefix>.<schema>.<table>` of a configured table and more than one table is configured.',
+  'tombstone-key-missing': 'A Kafka tombstone to apply as a delete has no JSON object key to delete.',
+  'decoder-error': 'A decoder failed in an unexpected way; the detail names the failure (please report it).',
+} as const satisfies Readonly<Record<string, string>>;
+
+export type QuarantineReason = keyof typeof QUARANTINE_REASONS;
+
+/** Every reason, in the order of {@link QUARANTINE_REASONS}. */
+export const QUARANTINE_REASON_NAMES = Object.keys(QUARANTINE_REASONS) as readonly QuarantineReason[];
+
+export function isQuarantineReason(value: string): value is QuarantineReason {
+  return Object.hasOwn(QUARANTINE_REASONS, value);
+}
