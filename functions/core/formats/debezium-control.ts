@@ -87,9 +87,13 @@ export function decodeMessageEvent(format: string, value: JsonObject, source: Js
   });
 }
 
-/** True for a schema-change record: `{source, ddl, databaseName | tableChanges, …}` with no `op`. */
+/**
+ * True for a schema-change record: `{source, ddl, databaseName | tableChanges, …}` with no `op`.
+ * SQL Server writes `ddl: null` (it has no DDL text), MySQL and Oracle the statement.
+ */
 export function isSchemaChange(value: JsonValue | null): value is JsonObject {
-  return isJsonObject(value) && isJsonObject(value.source) && typeof value.ddl === 'string' && !('op' in value) && ('databaseName' in value || 'tableChanges' in value);
+  if (!isJsonObject(value) || !isJsonObject(value.source) || 'op' in value) return false;
+  return (typeof value.ddl === 'string' || value.ddl === null) && ('databaseName' in value || Array.isArray(value.tableChanges));
 }
 
 /**
