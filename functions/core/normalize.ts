@@ -156,7 +156,8 @@ export class Normalizer {
     const mode = (table === null ? undefined : this.tables.get(table)?.kafkaTombstones) ?? this.tombstones;
     if (mode === 'ignore') return { ok: true, message, events: [ignoredTombstone(message, table)], format: 'kafka' };
     if (table === null) unknownTombstoneTable(message, [...this.tables.keys()]);
-    return { ok: true, message, events: this.validate(tombstoneDelete(message, table)), format: 'kafka' };
+    const keyColumns = this.tables.get(table)?.key ?? [];
+    return { ok: true, message, events: this.validate(tombstoneDelete(message, table, keyColumns)), format: 'kafka' };
   }
 
   private detect(message: InboundMessage): FormatDecoder {

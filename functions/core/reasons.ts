@@ -25,7 +25,7 @@ export const QUARANTINE_REASONS = {
   'bad-position': 'The source position is not an unsigned integer tuple of the format (LSN, binlog file and offset, HLC, SCN).',
   'reserved-column': 'A source column starts with `__`, which is reserved for tidemark metadata.',
   'tombstone-table-unknown': 'A Kafka tombstone to apply as a delete names no table: the topic is not `<prefix>.<schema>.<table>` of a configured table and more than one table is configured.',
-  'tombstone-key-missing': 'A Kafka tombstone to apply as a delete has no JSON object key to delete.',
+  'tombstone-key-missing': 'A Kafka tombstone to apply as a delete has no key to delete (a JSON object, or an array of the key values).',
   'decoder-error': 'A decoder failed in an unexpected way; the detail names the failure (please report it).',
 } as const satisfies Readonly<Record<string, string>>;
 

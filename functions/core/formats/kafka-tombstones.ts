@@ -11,12 +11,13 @@
  *   re-insert of the key still wins. When the transform also sends its position fields as headers
  *   (`add.headers=lsn` / `source.sequence` / …), they order it instead, like the rows they come with.
  *
- * The table is the topic's `<prefix>.<schema>.<table>` (or the whole topic) when that is configured,
+ * The key is the record key: a JSON object, or (CockroachDB) the array of key values in the
+ * configured column order. The table is the topic's `<prefix>.<schema>.<table>` (or the whole topic) when that is configured,
  * else the only configured table. When neither names a configured table the tombstone is
  * quarantined as `tombstone-table-unknown`: it is never dropped.
  */
 import { isJsonObject } from '../json.js';
-import type { ChangeEvent, ControlEvent, InboundMessage } from '../types.js';
+import type { ChangeEvent, ControlEvent, InboundMessage, Key } from '../types.js';
 import { flattenedPosition } from './debezium-flattened.js';
 import { decodeRow } from './debezium-types.js';
 import { changeEvent, controlEvent, decodeError, describe, epochMsOrNull, transportOrder } from './kit.js';
@@ -49,12 +50,27 @@ export function unknownTombstoneTable(message: InboundMessage, configured: reado
   );
 }
 
-/** A tombstone applied as a delete of the record key at the record's position. */
-export function tombstoneDelete(message: InboundMessage, table: string): ChangeEvent {
-  if (!isJsonObject(message.key)) {
-    throw decodeError('tombstone-key-missing', `a Kafka tombstone for "${table}" to apply as a delete needs a JSON object key (e.g. {"id": 1}), got ${describe(message.key)}`);
+/** The key of a tombstone: a JSON object (Debezium), or an array of values in key-column order (CockroachDB). */
+function tombstoneKey(message: InboundMessage, table: string, keyColumns: readonly string[]): Key {
+  const raw = message.key;
+  if (isJsonObject(raw)) return message.keySchema ? decodeRow(raw, message.keySchema) : raw;
+  if (Array.isArray(raw) && raw.length === keyColumns.length && raw.length > 0) {
+    const key: Key = {};
+    keyColumns.forEach((column, i) => {
+      const v = raw[i];
+      if (v !== undefined) key[column] = v;
+    });
+    return key;
   }
-  const key = message.keySchema ? decodeRow(message.key, message.keySchema) : message.key;
+  throw decodeError(
+    'tombstone-key-missing',
+    `a Kafka tombstone for "${table}" to apply as a delete needs a JSON object key (e.g. {"id": 1}) or an array of the ${keyColumns.length} key values, got ${describe(raw)}`,
+  );
+}
+
+/** A tombstone applied as a delete of the record key at the record's position. */
+export function tombstoneDelete(message: InboundMessage, table: string, keyColumns: readonly string[]): ChangeEvent {
+  const key = tombstoneKey(message, table, keyColumns);
   const headers = message.headers;
   const meta = (name: string) => headers[`__${name}`] ?? headers[`__source_${name}`];
   return changeEvent({

@@ -59,6 +59,15 @@ describe('kafkaTombstones: "delete" (the default for debezium-flattened)', () =>
     assert.equal(result.reason, 'tombstone-key-missing');
   });
 
+  it('maps a CockroachDB array key onto the key columns (envelope=row deletes are null values)', () => {
+    const crdb = normalizerFor([{ source: 'users', key: ['city', 'id'], kafkaTombstones: 'delete' }]);
+    const [e] = changesOf(crdb.normalize(kafkaRecord(null, { topic: 'users', key: ['seattle', '09265ab7-5f3a-40cb-a543-d37c8c893793'], sequence: '8' })));
+    assert.deepEqual(e?.key, { city: 'seattle', id: '09265ab7-5f3a-40cb-a543-d37c8c893793' });
+    const short = crdb.normalize(kafkaRecord(null, { topic: 'users', key: ['seattle'] }));
+    assert.ok(!short.ok);
+    assert.equal(short.reason, 'tombstone-key-missing');
+  });
+
   it('orders a tombstone by the position headers the transform adds (add.headers=source.sequence)', () => {
     const [e] = changesOf(n.normalize(kafkaRecord(null, { topic: TOPIC, key: { id: 1004 }, headers: { __source_sequence: '["33228056","33228232"]' } })));
     assert.deepEqual(e?.position, { tuple: [33228056n, 33228232n], strength: 'source' });
