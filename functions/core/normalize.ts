@@ -12,7 +12,7 @@ import type { TableConfig, TidemarkConfig } from '../commons/config.js';
 import { DecodeError, errorMessage } from './errors.js';
 import { FORMATS, formatByName } from './formats/index.js';
 import { ignoredTombstone, type TombstoneMode, tombstoneDelete, tombstoneTable, unknownTombstoneTable } from './formats/kafka-tombstones.js';
-import { decodeError, significantDigits } from './formats/kit.js';
+import { decodeError, put, significantDigits } from './formats/kit.js';
 import { isJsonObject, isLosslessNumber, type JsonObject, type JsonValue, parseJson } from './json.js';
 import { keyId, normalizeKey } from './keys.js';
 import { isQuarantineReason, type QuarantineReason } from './reasons.js';
@@ -246,9 +246,9 @@ export function withDecimalText(event: ChangeEvent): ChangeEvent {
     const out: Row = {};
     for (const [column, v] of Object.entries(row)) {
       if (isLosslessNumber(v) && isLongDecimal(v)) {
-        out[column] = v.value;
+        put(out, column, v.value);
         columns.add(column);
-      } else out[column] = v;
+      } else put(out, column, v);
     }
     return out;
   };

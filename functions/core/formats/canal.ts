@@ -19,7 +19,7 @@
 import { isJsonObject, type JsonObject, type JsonValue } from '../json.js';
 import { NO_POSITION, transportPosition } from '../position.js';
 import type { ChangeEvent, FormatDecoder, InboundMessage, Key, NormalizedEvent, RowOp } from '../types.js';
-import { changeEvent, controlEvent, decimalNumber, decodeError, describe, isDecimalText, lookup, msOf, transportSequence, truncateEvent } from './kit.js';
+import { changeEvent, controlEvent, decimalNumber, decodeError, describe, isDecimalText, lookup, msOf, put, transportSequence, truncateEvent } from './kit.js';
 
 const FORMAT = 'canal';
 const ROW_OPS: Readonly<Record<string, RowOp>> = { INSERT: 'c', UPDATE: 'u', DELETE: 'd', INIT: 'r' };
@@ -31,7 +31,7 @@ function keyOf(pkNames: JsonValue | undefined, row: JsonObject): Key {
   if (!Array.isArray(pkNames)) return key;
   for (const col of pkNames) {
     const v = typeof col === 'string' && Object.hasOwn(row, col) ? row[col] : undefined;
-    if (typeof col === 'string' && v !== undefined) key[col] = v;
+    if (typeof col === 'string' && v !== undefined) put(key, col, v);
   }
   return key;
 }
@@ -57,7 +57,7 @@ function numericColumns(mysqlType: JsonValue | undefined): ReadonlySet<string> {
 function typedRow(row: JsonObject, numeric: ReadonlySet<string>): JsonObject {
   if (numeric.size === 0) return row;
   const out: JsonObject = {};
-  for (const [column, v] of Object.entries(row)) out[column] = numeric.has(column) && typeof v === 'string' && isDecimalText(v.trim()) ? decimalNumber(v.trim()) : v;
+  for (const [column, v] of Object.entries(row)) put(out, column, numeric.has(column) && typeof v === 'string' && isDecimalText(v.trim()) ? decimalNumber(v.trim()) : v);
   return out;
 }
 

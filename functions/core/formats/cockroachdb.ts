@@ -32,7 +32,7 @@ import { isJsonObject, type JsonObject, type JsonValue } from '../json.js';
 import { parseHlc, sourcePosition } from '../position.js';
 import { isQuarantineReason } from '../reasons.js';
 import type { ChangeEvent, ControlEvent, DecodeContext, FormatDecoder, InboundMessage, Key, NormalizedEvent, RowOp } from '../types.js';
-import { changeEvent, controlEvent, decodeError, describe, transportOrder } from './kit.js';
+import { changeEvent, controlEvent, decodeError, describe, put, transportOrder } from './kit.js';
 
 const FORMAT = 'cockroachdb';
 const WRAPPED_KEYS = new Set(['after', 'before', 'key', 'topic', 'updated', 'mvcc_timestamp']);
@@ -102,7 +102,7 @@ function partsOf(value: JsonObject): Parts {
   const meta = value.__crdb__;
   if (isJsonObject(meta)) {
     const columns: JsonObject = {};
-    for (const [k, v] of Object.entries(value)) if (k !== '__crdb__') columns[k] = v;
+    for (const [k, v] of Object.entries(value)) if (k !== '__crdb__') put(columns, k, v);
     const empty = Object.keys(columns).length === 0;
     return {
       after: empty ? null : columns,

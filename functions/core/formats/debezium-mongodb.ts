@@ -30,7 +30,7 @@
 import { cloneJson, isJsonObject, type JsonObject, type JsonValue, toBigInt } from '../json.js';
 import { type Position, sourcePosition } from '../position.js';
 import { type ChangeEvent, type FormatDecoder, type InboundMessage, isRowOp, type Key, type NormalizedEvent, type RowOp } from '../types.js';
-import { changeEvent, decodeError, msOf, textOf, transportOrder } from './kit.js';
+import { changeEvent, decodeError, msOf, own, put, textOf, transportOrder } from './kit.js';
 import { parseExtJson, parseExtJsonDocument, toPlain } from './mongo-extjson.js';
 
 const FORMAT = 'debezium-mongodb';
@@ -128,11 +128,11 @@ type Container = JsonObject | JsonValue[];
 function parentOf(doc: JsonObject, parts: readonly string[], create: boolean): Container | null {
   let cur: Container = doc;
   for (const part of parts.slice(0, -1)) {
-    const next: JsonValue | undefined = Array.isArray(cur) ? cur[Number(part)] : cur[part];
+    const next: JsonValue | undefined = Array.isArray(cur) ? cur[Number(part)] : own(cur, part);
     if (next === undefined || next === null) {
       if (!create || Array.isArray(cur)) return null;
       const created: JsonObject = {};
-      cur[part] = created;
+      put(cur, part, created);
       cur = created;
     } else if (Array.isArray(next) || isJsonObject(next)) cur = next;
     else return null;
@@ -148,7 +148,7 @@ function applyOps(before: JsonObject, ops: UpdateOps): JsonObject | null {
     const parts = path.split('.');
     const parent = parentOf(doc, parts, false);
     const last = parts[parts.length - 1] ?? '';
-    const arr = parent === null ? undefined : Array.isArray(parent) ? parent[Number(last)] : parent[last];
+    const arr = parent === null ? undefined : Array.isArray(parent) ? parent[Number(last)] : own(parent, last);
     if (!Array.isArray(arr)) return null;
     arr.length = Math.min(arr.length, size);
   }
@@ -162,7 +162,7 @@ function applyOps(before: JsonObject, ops: UpdateOps): JsonObject | null {
       if (!Number.isInteger(i) || i < 0) return null;
       while (parent.length < i) parent.push(null);
       parent[i] = value;
-    } else parent[last] = value;
+    } else put(parent, last, value);
   }
   for (const path of ops.unsets) {
     const parts = path.split('.');
@@ -182,7 +182,7 @@ function toPatch(ops: UpdateOps): Pick<ChangeEvent, 'patch' | 'placeholders'> {
   const partial = new Set<string>(ops.opaque);
   for (const [path, value] of ops.sets) {
     if (path.includes('.')) partial.add(topLevel(path));
-    else set[path] = value;
+    else put(set, path, value);
   }
   for (const path of ops.unsets) {
     if (path.includes('.')) partial.add(topLevel(path));

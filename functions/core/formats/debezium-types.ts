@@ -14,7 +14,7 @@
  * A date or time outside what `Date` can represent is kept as delivered.
  */
 import { isJsonObject, type JsonObject, type JsonValue, toBigInt } from '../json.js';
-import { decimalNumber, decodeError, isDecimalText } from './kit.js';
+import { decimalNumber, decodeError, isDecimalText, put } from './kit.js';
 
 const DECIMAL = 'org.apache.kafka.connect.data.Decimal';
 const VARIABLE_SCALE_DECIMAL = 'io.debezium.data.VariableScaleDecimal';
@@ -208,7 +208,7 @@ export function decodeRow(row: JsonObject, schema: JsonObject, skip: readonly st
   const out: JsonObject = {};
   for (const [column, value] of Object.entries(row)) {
     const field = fields.get(column);
-    out[column] = field && !skip.includes(column) ? decodeValue(value, field, column) : value;
+    put(out, column, field && !skip.includes(column) ? decodeValue(value, field, column) : value);
   }
   return out;
 }

@@ -202,3 +202,18 @@ export function significantDigits(text: string): string {
 export function lookup<T>(table: Readonly<Record<string, T>>, name: unknown): T | undefined {
   return typeof name === 'string' && Object.hasOwn(table, name) ? table[name] : undefined;
 }
+
+/**
+ * Sets `obj[name] = value` as an own data property, also for `__proto__`, which plain assignment
+ * would turn into a prototype change and silently drop. The column then reaches validation and is
+ * quarantined as `reserved-column` instead of vanishing.
+ */
+export function put(obj: JsonObject, name: string, value: JsonValue): void {
+  if (name === '__proto__') Object.defineProperty(obj, name, { value, writable: true, enumerable: true, configurable: true });
+  else obj[name] = value;
+}
+
+/** `obj[name]` when it is an own property: never `Object.prototype` members for `__proto__` or `constructor`. */
+export function own(obj: JsonObject, name: string): JsonValue | undefined {
+  return Object.hasOwn(obj, name) ? obj[name] : undefined;
+}

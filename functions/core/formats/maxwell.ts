@@ -21,7 +21,7 @@ import { PositionError } from '../errors.js';
 import { isJsonObject, type JsonObject, type JsonValue, toBigInt } from '../json.js';
 import { binlogFileNumber, NO_POSITION, type Position, sourcePosition } from '../position.js';
 import type { FormatDecoder, InboundMessage, Key, NormalizedEvent, RowOp } from '../types.js';
-import { changeEvent, controlEvent, decodeError, lookup, msOf, textOf, transportOrder } from './kit.js';
+import { changeEvent, controlEvent, decodeError, lookup, msOf, put, textOf, transportOrder } from './kit.js';
 
 const FORMAT = 'maxwell';
 const ROW_OPS: Readonly<Record<string, RowOp>> = { insert: 'c', update: 'u', delete: 'd', 'bootstrap-insert': 'r' };
@@ -66,18 +66,18 @@ function keyOf(value: JsonObject, messageKey: JsonValue | null): Key {
     const key: Key = {};
     cols.forEach((c, i) => {
       const v = vals[i];
-      if (typeof c === 'string' && v !== undefined) key[c] = v;
+      if (typeof c === 'string' && v !== undefined) put(key, c, v);
     });
     return key;
   }
   if (isJsonObject(messageKey)) {
     const key: Key = {};
-    for (const [k, v] of Object.entries(messageKey)) if (k.startsWith('pk.')) key[k.slice(3)] = v;
+    for (const [k, v] of Object.entries(messageKey)) if (k.startsWith('pk.')) put(key, k.slice(3), v);
     return key;
   }
   if (Array.isArray(messageKey) && Array.isArray(messageKey[2])) {
     const key: Key = {};
-    for (const part of messageKey[2]) if (isJsonObject(part)) Object.assign(key, part);
+    for (const part of messageKey[2]) if (isJsonObject(part)) for (const [k, v] of Object.entries(part)) put(key, k, v);
     return key;
   }
   return {};

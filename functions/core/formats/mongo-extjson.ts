@@ -26,7 +26,7 @@
  */
 import { isJsonObject, isLosslessNumber, type JsonObject, type JsonValue, LosslessNumber, parseJson } from '../json.js';
 import { errorMessage } from '../errors.js';
-import { decodeError, describe } from './kit.js';
+import { decodeError, describe, put } from './kit.js';
 
 const MAX_DATE_MS = 8_640_000_000_000_000n;
 
@@ -131,7 +131,7 @@ export function toPlain(value: JsonValue): JsonValue {
   const wrapped = convertWrapper(value);
   if (wrapped !== undefined) return wrapped;
   const out: JsonObject = {};
-  for (const [k, v] of Object.entries(value)) out[k] = toPlain(v);
+  for (const [k, v] of Object.entries(value)) put(out, k, toPlain(v));
   return out;
 }
 
