@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { keyId } from '../../../functions/core/keys.js';
-import { applyBatches, changesOf, fixtureRecord, normalizerFor } from './normalizer-kit.js';
+import { applyBatches, changesOf, fixtureRecord, kafkaRecord, normalizerFor } from './normalizer-kit.js';
 
 const summary = (events: ReturnType<typeof changesOf>) => events.map((e) => [e.op, e.key, e.position.tuple]);
 
@@ -67,6 +67,29 @@ describe('key-changing updates tombstone the old key at the same position, then 
       ],
     );
     assert.deepEqual(events[0]?.position, events[1]?.position);
+  });
+
+  it('takes key columns the before image does not carry from the new key (Oracle changed-columns-only before images)', () => {
+    // DMS with an Oracle source puts only the changed columns in the before image.
+    const n = normalizerFor([{ source: 'HR.JOBS', key: ['REGION', 'ID'], keyTypes: { ID: 'number' } }]);
+    const record = kafkaRecord({
+      data: { REGION: 'EU', ID: 8, TITLE: 'clerk' },
+      'before-image': { ID: 7 },
+      metadata: { timestamp: '2024-07-29T00:59:07.686557Z', 'record-type': 'data', operation: 'update', 'partition-key-type': 'schema-table', 'schema-name': 'HR', 'table-name': 'JOBS' },
+    });
+    assert.deepEqual(
+      changesOf(n.normalize(record)).map((e) => [e.op, e.key]),
+      [
+        ['d', { REGION: 'EU', ID: 7 }],
+        ['u', { REGION: 'EU', ID: 8 }],
+      ],
+    );
+    const unchanged = kafkaRecord({
+      data: { REGION: 'EU', ID: 8, TITLE: 'clerk' },
+      'before-image': { TITLE: 'typist' },
+      metadata: { timestamp: '2024-07-29T00:59:07.686557Z', 'record-type': 'data', operation: 'update', 'partition-key-type': 'schema-table', 'schema-name': 'HR', 'table-name': 'JOBS' },
+    });
+    assert.equal(changesOf(n.normalize(unchanged)).length, 1);
   });
 
   it('leaves an update whose before image holds the same key (or no key column) as one event', () => {
