@@ -12,7 +12,7 @@ import type { TableConfig, TidemarkConfig } from '../commons/config.js';
 import { DecodeError, errorMessage } from './errors.js';
 import { FORMATS, formatByName } from './formats/index.js';
 import { ignoredTombstone, type TombstoneMode, tombstoneDelete, tombstoneTable, unknownTombstoneTable } from './formats/kafka-tombstones.js';
-import { decodeError, put, significantDigits } from './formats/kit.js';
+import { decodeError, own, put, significantDigits } from './formats/kit.js';
 import { isJsonObject, isLosslessNumber, type JsonObject, type JsonValue, parseJson } from './json.js';
 import { keyId, normalizeKey } from './keys.js';
 import { isQuarantineReason, type QuarantineReason } from './reasons.js';
@@ -187,10 +187,12 @@ export class Normalizer {
       const reserved = Object.keys(image).find((c) => c.startsWith(RESERVED));
       if (reserved) throw decodeError('reserved-column', `column "${reserved}" of "${event.table}" starts with "${RESERVED}", which is reserved for tidemark metadata`);
     }
+    // Own properties only: a key column named `constructor` must not read Object.prototype's.
     const merged: JsonObject = {};
     for (const col of table.key) {
-      const v = event.key[col] ?? event.after?.[col] ?? event.patch?.set[col] ?? event.before?.[col];
-      if (v !== undefined) merged[col] = v;
+      const v = firstPresent(col, [event.key, event.after, event.patch?.set ?? null, event.before]);
+      if (v === undefined) throw decodeError('missing-key', `key column "${col}" of "${event.table}" is missing or null in the message key and in every image`);
+      merged[col] = v;
     }
     const validated = withDecimalText({ ...event, key: normalizeKey(table, merged) });
     return splitKeyChange(table, validated);
@@ -212,11 +214,10 @@ export class Normalizer {
  */
 export function splitKeyChange(table: Pick<TableConfig, 'key' | 'keyTypes'>, event: ChangeEvent): ChangeEvent[] {
   const before = event.before;
-  if (event.op !== 'u' || before === null || !table.key.some((col) => isPresent(before[col]))) return [event];
+  if (event.op !== 'u' || before === null || !table.key.some((col) => isPresent(own(before, col)))) return [event];
   const old: Key = {};
   for (const col of table.key) {
-    const v = before[col];
-    const value = isPresent(v) ? v : event.key[col];
+    const value = firstPresent(col, [before, event.key]);
     if (value !== undefined) old[col] = value;
   }
   const oldKey = normalizeKey(table, old);
@@ -227,6 +228,15 @@ export function splitKeyChange(table: Pick<TableConfig, 'key' | 'keyTypes'>, eve
 
 function isPresent(value: JsonValue | undefined): value is JsonValue {
   return value !== undefined && value !== null;
+}
+
+/** The first non-null own value of `column` among the rows, or undefined. */
+function firstPresent(column: string, rows: readonly (Row | null)[]): JsonValue | undefined {
+  for (const row of rows) {
+    const v = row === null ? undefined : own(row, column);
+    if (isPresent(v)) return v;
+  }
+  return undefined;
 }
 
 /** A decimal DynamoDB cannot hold exactly: a number with more than 38 significant digits. */

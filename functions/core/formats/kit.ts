@@ -164,7 +164,7 @@ export function keyFromImages(table: string, ctx: DecodeContext, images: readonl
   const key: Key = {};
   for (const column of ctx.keyColumns(table) ?? []) {
     for (const image of images) {
-      const v = image?.[column];
+      const v = image === null ? undefined : own(image, column);
       if (v !== undefined && v !== null) {
         key[column] = v;
         break;

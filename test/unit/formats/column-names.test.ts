@@ -63,3 +63,24 @@ describe('column names that are Object.prototype members', () => {
     });
   }
 });
+
+describe('key columns named like Object.prototype members', () => {
+  it('reports a missing "constructor" key column as missing-key, not as a bad key holding a function', () => {
+    const n = normalizerFor([{ source: 'inventory.customers', key: ['constructor'] }]);
+    // The Maxwell insert of maxwells-daemon.io/dataformat, without the key column.
+    const result = n.normalize(
+      kafkaRecord({ database: 'inventory', table: 'customers', type: 'insert', ts: 1477053217, xid: 23396, commit: true, data: { id: 1, name: 'x' } }),
+    );
+    assert.ok(!result.ok);
+    assert.equal(result.reason, 'missing-key');
+    assert.match(result.detail, /"constructor"/);
+  });
+
+  it('reads a present "constructor" key column', () => {
+    const n = normalizerFor([{ source: 'inventory.customers', key: ['constructor'] }]);
+    const [e] = changesOf(
+      n.normalize(kafkaRecord({ database: 'inventory', table: 'customers', type: 'insert', ts: 1477053217, xid: 23396, commit: true, data: { constructor: 'k1', name: 'x' } })),
+    );
+    assert.deepEqual(e?.key, { constructor: 'k1' });
+  });
+});
