@@ -97,6 +97,8 @@ export class Normalizer {
   private readonly tables: ReadonlyMap<string, TableConfig>;
   /** What a Kafka tombstone means when its table's config does not say. */
   private readonly tombstones: TombstoneMode;
+  /** The context plain-row fallbacks see: under `auto` without `onlyTable`, so they need a named table. */
+  private readonly fallbackCtx: DecodeContext;
 
   constructor(private readonly config: TidemarkConfig) {
     if (config.format === 'auto') this.decoders = FORMATS;
@@ -116,6 +118,7 @@ export class Normalizer {
       dmsBeforeImageField: config.dms.beforeImageField,
       ...(only === undefined ? {} : { onlyTable: only }),
     };
+    this.fallbackCtx = config.format === 'auto' ? { ...this.ctx, onlyTable: undefined } : this.ctx;
   }
 
   /** Builds the inbound message for a record: parsed, unwrapped, not yet interpreted. */
@@ -161,7 +164,7 @@ export class Normalizer {
   }
 
   private detect(message: InboundMessage): FormatDecoder {
-    const found = this.decoders.find((d) => d.detect(message)) ?? this.decoders.find((d) => d.fallback?.(message) === true);
+    const found = this.decoders.find((d) => d.detect(message)) ?? this.decoders.find((d) => d.fallback?.(message, this.fallbackCtx) === true);
     if (found) return found;
     const expected = this.decoders.map((d) => `${d.name} (${d.shape})`).join('; ');
     const top = isJsonObject(message.value) ? `an object with fields [${Object.keys(message.value).slice(0, 12).join(', ')}]` : `a JSON ${Array.isArray(message.value) ? 'array' : typeof message.value}`;

@@ -127,8 +127,12 @@ export interface FormatDecoder {
   /**
    * Claims, as a last resort, a message no decoder's `detect` claimed: the plain-row envelopes
    * (Debezium `ExtractNewRecordState` default output, CockroachDB `envelope=row`), which have no
-   * field of their own and are told apart by their key. Cheap and never throws.
+   * field of their own and are told apart by their key. A plain row is claimed only when it names
+   * a configured table (by its topic or schema), or, when `ctx.onlyTable` is given, for that one
+   * table: the Normalizer passes `onlyTable` only when the format is configured explicitly, so
+   * that under `auto` an unknown object with a JSON key is `unknown-format`, not a row.
+   * Cheap and never throws.
    */
-  fallback?(message: InboundMessage): boolean;
+  fallback?(message: InboundMessage, ctx: DecodeContext): boolean;
   decode(message: InboundMessage, ctx: DecodeContext): NormalizedEvent[];
 }

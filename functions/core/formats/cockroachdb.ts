@@ -169,6 +169,12 @@ function isRowEnvelope(message: InboundMessage): boolean {
   return Array.isArray(key) && key.length > 0 && key.every((v) => v !== null && !isJsonObject(v) && !Array.isArray(v));
 }
 
+/** A row envelope on the topic of a configured table (or for the only table, when the format is configured explicitly). */
+function claimsRowEnvelope(message: InboundMessage, ctx: DecodeContext): boolean {
+  if (!isRowEnvelope(message)) return false;
+  return (message.topic !== null && ctx.keyColumns(message.topic) !== undefined) || ctx.onlyTable !== undefined;
+}
+
 function rowEnvelopeEvent(message: InboundMessage, value: JsonObject, ctx: DecodeContext): ChangeEvent {
   const table = message.topic ?? ctx.onlyTable ?? null;
   if (table === null || table === '') {
@@ -241,7 +247,7 @@ export const cockroachdb: FormatDecoder = {
     if (!('op' in v) || !('ts_ns' in v) || !keys.every((k) => ENRICHED_KEYS.has(k))) return false;
     return !isJsonObject(v.source) || v.source.origin === 'cockroachdb' || 'ts_hlc' in v.source;
   },
-  fallback: isRowEnvelope,
+  fallback: claimsRowEnvelope,
   decode(message: InboundMessage, ctx: DecodeContext): NormalizedEvent[] {
     const value = message.value;
     if (!isJsonObject(value)) throw decodeError('bad-shape', `cockroachdb message value must be a JSON object, got ${describe(value)}`);

@@ -62,6 +62,19 @@ function isPlainRow(message: InboundMessage): boolean {
   return isJsonObject(message.key) || schemaTable(message.valueSchema) !== null;
 }
 
+/** The table the topic `<prefix>.<schema>.<table>` or the `….Value` schema name gives, or null. */
+function namedTable(message: InboundMessage): string | null {
+  const parts = message.topic?.split('.') ?? [];
+  return parts.length >= 3 ? parts.slice(-2).join('.') : schemaTable(message.valueSchema);
+}
+
+/** A plain row of a configured table (or of the only table, when the format is configured explicitly). */
+function claimsPlainRow(message: InboundMessage, ctx: DecodeContext): boolean {
+  if (!isPlainRow(message)) return false;
+  const table = namedTable(message);
+  return (table !== null && ctx.keyColumns(table) !== undefined) || ctx.onlyTable !== undefined;
+}
+
 function readDeleted(value: JsonValue | undefined): boolean {
   if (value === undefined || value === null || value === false || value === 'false') return false;
   if (value === true || value === 'true') return true;
@@ -157,6 +170,6 @@ export const debeziumFlattened: FormatDecoder = {
   detect(message: InboundMessage): boolean {
     return isFlattened(message.value);
   },
-  fallback: isPlainRow,
+  fallback: claimsPlainRow,
   decode: decodeFlattened,
 };

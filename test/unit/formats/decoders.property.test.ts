@@ -124,7 +124,7 @@ function decodeOrReason(format: FormatName, sample: Sample): void {
   const message = inboundFrom(sample.value, { key: sample.key, topic: sample.topic, sequence: '7' });
   // detect and fallback are cheap guesses and never throw, not even a DecodeError.
   assert.equal(typeof decoder.detect(message), 'boolean');
-  assert.equal(typeof (decoder.fallback?.(message) ?? false), 'boolean');
+  assert.equal(typeof (decoder.fallback?.(message, ctx) ?? false), 'boolean');
   try {
     for (const e of decoder.decode(message, ctx)) assertEvent(e);
   } catch (err) {

@@ -79,6 +79,19 @@ describe('formats seen in the wild', () => {
     }
   });
 
+  it('claims a plain row under auto only for a configured table its topic names; else it is unknown-format', () => {
+    const auto = normalizerFor([{ source: 'inventory.customers', key: ['id'], keyTypes: { id: 'number' } }]);
+    const noTopic = auto.normalize(fixtureRecord('debezium', 'flattened-default-no-metadata', { topic: null }));
+    assert.ok(!noTopic.ok);
+    assert.equal(noTopic.reason, 'unknown-format');
+    const otherTable = auto.normalize(fixtureRecord('debezium', 'flattened-default-no-metadata', { topic: 'dbserver1.inventory.orders' }));
+    assert.ok(!otherTable.ok);
+    assert.equal(otherTable.reason, 'unknown-format');
+    const explicit = normalizerFor([{ source: 'inventory.customers', key: ['id'], keyTypes: { id: 'number' } }], { format: 'debezium-flattened' });
+    const [e] = changesOf(explicit.normalize(fixtureRecord('debezium', 'flattened-default-no-metadata', { topic: null })));
+    assert.equal(e?.table, 'inventory.customers', 'an explicit format on a single-table stream names the table');
+  });
+
   it('reads CockroachDB envelope=row: the row keyed by its primary-key array, table from the topic', () => {
     const n = normalizerFor([{ source: 'users', key: ['city', 'id'] }]);
     const result = n.normalize(fixtureRecord('cockroachdb', 'row-envelope', { sequence: '3' }));
