@@ -28,7 +28,7 @@
  * - Deletes without a pre-image carry neither image: op `d` with the key from the message key or `filter`.
  */
 import { cloneJson, isJsonObject, type JsonObject, type JsonValue, toBigInt } from '../json.js';
-import { type Position, sourcePosition } from '../position.js';
+import { NO_POSITION, type Position, sourcePosition } from '../position.js';
 import { type ChangeEvent, type FormatDecoder, type InboundMessage, isRowOp, type Key, type NormalizedEvent, type RowOp } from '../types.js';
 import { changeEvent, decodeError, msOf, own, put, textOf, transportOrder } from './kit.js';
 import { parseExtJson, parseExtJsonDocument, toPlain } from './mongo-extjson.js';
@@ -46,8 +46,13 @@ export function isBeforeDebezium34(version: JsonValue | undefined): boolean {
   return major < 3 || (major === 3 && Number(m[2]) < 4);
 }
 
-/** The position of an event: `[ts_ms / 1000, ord]` before Debezium 3.4, else `[2^32, offset]` (transport). */
+/**
+ * The position of an event: `[ts_ms / 1000, ord]` before Debezium 3.4, else `[2^32, offset]`
+ * (transport). Incremental-snapshot reads get no position, as for the relational connectors: their
+ * chunks are read outside the log order, so they only fill keys the stream has not touched.
+ */
 export function mongoPosition(source: JsonObject, message: InboundMessage): Position {
+  if (source.snapshot === 'incremental') return NO_POSITION;
   const ms = toBigInt(source.ts_ms);
   const ord = toBigInt(source.ord);
   if (isBeforeDebezium34(source.version) && ms !== undefined && ms >= 0n && ord !== undefined && ord >= 0n) return sourcePosition(ms / 1000n, ord);

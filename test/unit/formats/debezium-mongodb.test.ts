@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { DecodeError } from '../../../functions/core/errors.js';
 import { debeziumMongo } from '../../../functions/core/formats/debezium-mongodb.js';
 import { canonicalJson, isLosslessNumber, type JsonObject } from '../../../functions/core/json.js';
-import { comparePositions } from '../../../functions/core/position.js';
+import { comparePositions, NO_POSITION } from '../../../functions/core/position.js';
 import type { ChangeEvent, InboundMessage } from '../../../functions/core/types.js';
 import { context, fixture, inbound, inboundFixture } from '../../helpers/inbound.js';
 
@@ -73,6 +73,12 @@ describe('debezium-mongodb decoder', () => {
     assert.deepEqual(e.position, { tuple: [1558965508n, 31n], strength: 'source' });
     const oplog = decodeOne(inboundFixture(DIR, 'oplog-1x-update-patch-filter', { sequence: '5' }));
     assert.deepEqual(oplog.position, { tuple: [1558965508n, 6n], strength: 'source' });
+  });
+
+  it('gives incremental-snapshot reads no position, so they only fill keys the stream has not touched', () => {
+    const e = decodeOne(withSource('snapshot-read', { version: '2.7.0.Final', snapshot: 'incremental', ts_ms: 1558965508000, ord: 3 }));
+    assert.deepEqual(e.position, NO_POSITION);
+    assert.equal(e.snapshot, true);
   });
 
   it('keeps a window redelivered after a 2.x connector restart from regressing rows: its positions are older', () => {
