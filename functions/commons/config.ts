@@ -21,6 +21,12 @@ const bucketName = z
 export const KeyType = z.enum(['string', 'number']);
 export type KeyType = z.infer<typeof KeyType>;
 
+/**
+ * What a Kafka tombstone (a null value) means: `ignore` (a compaction marker) or `delete` (delete
+ * the record key). @default "delete" for format `debezium-flattened`, else "ignore"; see docs/formats.md
+ */
+export const KafkaTombstones = z.enum(['ignore', 'delete']);
+
 export const TableConfigSchema = z.object({
   /** Source table as the decoders name it, e.g. `public.orders` (Debezium: `<schema>.<table>`). */
   source: identifier,
@@ -32,6 +38,8 @@ export const TableConfigSchema = z.object({
   keyTypes: z.record(z.string(), KeyType).default({}),
   /** How long tombstones are kept. @default 7 */
   tombstoneTtlDays: z.number().positive().max(3650).default(7),
+  /** Kafka tombstones of this table. @default the pipeline's `kafkaTombstones` */
+  kafkaTombstones: KafkaTombstones.optional(),
 });
 export type TableConfig = z.infer<typeof TableConfigSchema>;
 
@@ -61,6 +69,8 @@ export const ConfigSchema = z.object({
   /** Wire format of the messages, or `auto` to detect per message. @default "auto" */
   format: z.enum(FORMATS).default('auto'),
   tables: z.array(TableConfigSchema).min(1, 'must list at least one table'),
+  /** Kafka tombstones of every table. @default "delete" for format `debezium-flattened`, else "ignore" */
+  kafkaTombstones: KafkaTombstones.optional(),
   raw: z.object({
     bucket: bucketName,
     /** @default "raw/" */

@@ -7,7 +7,7 @@
  * The rules and reasons are documented in docs/limits.md; keep the two in step.
  */
 import type { TableConfig } from '../commons/config.js';
-import { DecodeError } from './errors.js';
+import { decodeError } from './formats/kit.js';
 import { isPlaceholderValue, placeholderForms } from './formats/debezium-placeholders.js';
 import { isLosslessNumber, type JsonValue } from './json.js';
 import { COMPOSITE_KEY_ATTRIBUTE, keyId, keyLayout, keySource, normalizeKey } from './keys.js';
@@ -81,7 +81,12 @@ export const POSITION_RANGES: Readonly<Record<string, FormatPositions>> = {
   'debezium-flattened': {
     source: [[pgLsn('__sequence[0]'), pgLsn('__sequence[1]')], [pgLsn('__lsn')], [BINLOG_FILE, binlogPos('__pos'), range('__row', I31)]],
   },
-  'debezium-mongodb': { source: [] },
+  // Before Debezium 3.4: the oplog clusterTime [seconds, increment]; from 3.4: transport order behind a
+  // constant 2^32 first element (see debezium-mongodb.ts), so 3.3 keys stay updatable after an upgrade.
+  'debezium-mongodb': {
+    source: [[range('clusterTime seconds (source.ts_ms / 1000, 32-bit unsigned)', pow2(32n)), range('source.ord (oplog increment, 32-bit unsigned)', pow2(32n))]],
+    transport: [...TRANSPORT_SHAPES, ...TRANSPORT_SHAPES.map((shape) => [range('constant 2^32', 1n << 32n, 1n << 32n), ...shape])],
+  },
   generic: { source: [[pgLsn('source.lsn')]] },
   cockroachdb: { source: [[HLC_WALL, HLC_LOGICAL]] },
   maxwell: { source: [[BINLOG_FILE, binlogPos('position offset'), range('xoffset (row within the transaction)', I63)]] },
@@ -96,14 +101,14 @@ export const DEFAULT_POSITIONS: FormatPositions = { source: [[range('position el
 export function checkPosition(format: string, position: Position): void {
   if (position.strength === 'none') {
     if (position.tuple.length === 0) return;
-    throw new DecodeError('bad-position', `a position without ordering must be empty, got ${position.tuple.length} elements`);
+    throw decodeError('bad-position', `a position without ordering must be empty, got ${position.tuple.length} elements`);
   }
   const spec = POSITION_RANGES[format] ?? DEFAULT_POSITIONS;
   const shapes = position.strength === 'source' ? spec.source : (spec.transport ?? TRANSPORT_SHAPES);
   const tuple = position.tuple;
   const candidates = shapes.filter((s) => s.length === tuple.length);
   if (candidates.length === 0) {
-    throw new DecodeError('bad-position', `a ${format} position of ${position.strength} strength has ${shapes.map((s) => s.length).join(' or ') || 'no'} elements, got ${tuple.length}`);
+    throw decodeError('bad-position', `a ${format} position of ${position.strength} strength has ${shapes.map((s) => s.length).join(' or ') || 'no'} elements, got ${tuple.length}`);
   }
   let detail = '';
   for (const shape of candidates) {
@@ -115,7 +120,7 @@ export function checkPosition(format: string, position: Position): void {
     const r = shape[bad] as ElementRange;
     detail ||= `${format} position element ${bad + 1}, the ${r.name}, must be between ${r.min} and ${r.max}; got a ${String(tuple[bad]).length}-digit value`;
   }
-  throw new DecodeError('bad-position', detail);
+  throw decodeError('bad-position', detail);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -130,7 +135,7 @@ export function checkCommitTs(commitTs: number | null): void {
   if (commitTs === null) return;
   if (!Number.isSafeInteger(commitTs) || commitTs < 0 || commitTs > MAX_COMMIT_TS) {
     const what = Number.isFinite(commitTs) ? (Number.isInteger(commitTs) ? 'out of range' : 'not a whole number') : 'not finite';
-    throw new DecodeError('bad-timestamp', `commit time must be epoch milliseconds between 0 and ${MAX_COMMIT_TS} (year 9999); the value is ${what}`);
+    throw decodeError('bad-timestamp', `commit time must be epoch milliseconds between 0 and ${MAX_COMMIT_TS} (year 9999); the value is ${what}`);
   }
 }
 
@@ -219,12 +224,12 @@ const utf8Bytes = (s: string) => Buffer.byteLength(s, 'utf8');
 const PROTOTYPE_KEY = '__proto__';
 
 function checkName(name: string, where: string): void {
-  if (name === '') throw new DecodeError('bad-column-name', `${where} has an empty name; DynamoDB attribute names must have at least one character`);
-  if (hasLoneSurrogate(name)) throw new DecodeError('bad-column-name', `${where} has a name with an unpaired UTF-16 surrogate, which has no UTF-8 form`);
+  if (name === '') throw decodeError('bad-column-name', `${where} has an empty name; DynamoDB attribute names must have at least one character`);
+  if (hasLoneSurrogate(name)) throw decodeError('bad-column-name', `${where} has a name with an unpaired UTF-16 surrogate, which has no UTF-8 form`);
   // A UTF-16 code unit is at most 3 UTF-8 bytes: short names need no count.
   const bytes = name.length * 3 <= DYNAMO.nameBytes ? 0 : utf8Bytes(name);
-  if (bytes > DYNAMO.nameBytes) throw new DecodeError('bad-column-name', `${where} has a ${bytes}-byte name; DynamoDB allows at most ${DYNAMO.nameBytes} bytes`);
-  if (name === PROTOTYPE_KEY) throw new DecodeError('reserved-column', `${where} is named "__proto__", which is reserved (it would change an object's prototype)`);
+  if (bytes > DYNAMO.nameBytes) throw decodeError('bad-column-name', `${where} has a ${bytes}-byte name; DynamoDB allows at most ${DYNAMO.nameBytes} bytes`);
+  if (name === PROTOTYPE_KEY) throw decodeError('reserved-column', `${where} is named "__proto__", which is reserved (it would change an object's prototype)`);
 }
 
 /** An object built by the lossless parser or a decoder: a plain or null prototype, nothing inherited. */
@@ -244,20 +249,20 @@ export function checkValue(column: string, value: JsonValue): void {
     const { v, level } = item;
     if (typeof v === 'number') {
       const problem = plainNumberProblem(v);
-      if (problem) throw new DecodeError(numberReason(problem), `a number in column "${column}" ${problem}`);
+      if (problem) throw decodeError(numberReason(problem), `a number in column "${column}" ${problem}`);
     } else if (typeof v === 'string') {
-      if (hasLoneSurrogate(v)) throw new DecodeError('invalid-string', `a string in column "${column}" has an unpaired UTF-16 surrogate (a \\uD800-\\uDFFF escape alone), which has no UTF-8 form`);
+      if (hasLoneSurrogate(v)) throw decodeError('invalid-string', `a string in column "${column}" has an unpaired UTF-16 surrogate (a \\uD800-\\uDFFF escape alone), which has no UTF-8 form`);
     } else if (isLosslessNumber(v)) {
       const problem = numberProblem(v.value);
-      if (problem) throw new DecodeError(numberReason(problem), `a number in column "${column}" ${problem}`);
+      if (problem) throw decodeError(numberReason(problem), `a number in column "${column}" ${problem}`);
     } else if (v !== null && typeof v === 'object') {
       if (level >= DYNAMO.nestingLevels) {
-        throw new DecodeError('too-deep', `column "${column}" nests maps and lists more than ${DYNAMO.nestingLevels - 1} deep; DynamoDB allows ${DYNAMO.nestingLevels} levels counting the attribute itself`);
+        throw decodeError('too-deep', `column "${column}" nests maps and lists more than ${DYNAMO.nestingLevels - 1} deep; DynamoDB allows ${DYNAMO.nestingLevels} levels counting the attribute itself`);
       }
       if (Array.isArray(v)) {
         for (const e of v) stack.push({ v: e, level: level + 1 });
       } else {
-        if (!hasPlainPrototype(v)) throw new DecodeError('reserved-column', `a map in column "${column}" had a "__proto__" key that replaced its prototype`);
+        if (!hasPlainPrototype(v)) throw decodeError('reserved-column', `a map in column "${column}" had a "__proto__" key that replaced its prototype`);
         for (const k of Object.keys(v)) {
           checkName(k, `a map key in column "${column}"`);
           stack.push({ v: v[k] as JsonValue, level: level + 1 });
@@ -271,7 +276,7 @@ const numberReason = (problem: string) => (problem.includes('significant digits'
 
 /** Checks every column name and value of a row image. */
 export function checkRow(row: Readonly<Record<string, JsonValue>>, what: string): void {
-  if (!hasPlainPrototype(row)) throw new DecodeError('reserved-column', `the ${what} had a "__proto__" column that replaced its prototype`);
+  if (!hasPlainPrototype(row)) throw decodeError('reserved-column', `the ${what} had a "__proto__" column that replaced its prototype`);
   for (const column of Object.keys(row)) {
     checkName(column, `a column of the ${what}`);
     checkValue(column, row[column] as JsonValue);
@@ -284,23 +289,23 @@ export function checkKeyLimits(table: Pick<TableConfig, 'key' | 'keyTypes'>, key
   if (layout.composite) {
     const bytes = utf8Bytes(keyId(table, key));
     if (bytes > DYNAMO.partitionKeyBytes) {
-      throw new DecodeError('key-too-large', `the encoded ${COMPOSITE_KEY_ATTRIBUTE} of columns ${table.key.join(', ')} is ${bytes} bytes; a DynamoDB partition key holds at most ${DYNAMO.partitionKeyBytes}`);
+      throw decodeError('key-too-large', `the encoded ${COMPOSITE_KEY_ATTRIBUTE} of columns ${table.key.join(', ')} is ${bytes} bytes; a DynamoDB partition key holds at most ${DYNAMO.partitionKeyBytes}`);
     }
   }
   for (const col of table.key) {
     const v = key[col];
     const text = isLosslessNumber(v) ? v.value : typeof v === 'number' ? String(v) : typeof v === 'string' ? v : '';
     if (typeof v === 'string') {
-      if (hasLoneSurrogate(v)) throw new DecodeError('bad-key', `key column "${col}" has an unpaired UTF-16 surrogate, which has no UTF-8 form`);
+      if (hasLoneSurrogate(v)) throw decodeError('bad-key', `key column "${col}" has an unpaired UTF-16 surrogate, which has no UTF-8 form`);
       const isSort = layout.sortKey?.name === col;
       const limit = isSort ? DYNAMO.sortKeyBytes : DYNAMO.partitionKeyBytes;
       const bytes = utf8Bytes(v);
       if (!layout.composite && bytes > limit) {
-        throw new DecodeError('key-too-large', `key column "${col}" is ${bytes} bytes; a DynamoDB ${isSort ? 'sort' : 'partition'} key holds at most ${limit}`);
+        throw decodeError('key-too-large', `key column "${col}" is ${bytes} bytes; a DynamoDB ${isSort ? 'sort' : 'partition'} key holds at most ${limit}`);
       }
     } else {
       const problem = numberProblem(text);
-      if (problem) throw new DecodeError('bad-key', `key column "${col}" is a number that ${problem}`);
+      if (problem) throw decodeError('bad-key', `key column "${col}" is a number that ${problem}`);
     }
   }
 }
@@ -330,7 +335,7 @@ export function checkChange(event: ChangeEvent, table: Pick<TableConfig, 'key' |
   for (const col of table.key) {
     const v = keySource(event, col);
     if (v !== undefined && v !== null && isPlaceholderValue(v, forms)) {
-      throw new DecodeError('placeholder-key', `key column "${col}" holds the unchanged-value placeholder, not a key; the source must send the key (e.g. REPLICA IDENTITY or the message key)`);
+      throw decodeError('placeholder-key', `key column "${col}" holds the unchanged-value placeholder, not a key; the source must send the key (e.g. REPLICA IDENTITY or the message key)`);
     }
   }
   const merged: Key = {};
@@ -339,6 +344,6 @@ export function checkChange(event: ChangeEvent, table: Pick<TableConfig, 'key' |
     if (v !== undefined) merged[col] = v;
   }
   checkKeyLimits(table, normalizeKey(table, merged));
-  if (!hasPlainPrototype(event.key)) throw new DecodeError('reserved-column', 'the message key had a "__proto__" field that replaced its prototype');
+  if (!hasPlainPrototype(event.key)) throw decodeError('reserved-column', 'the message key had a "__proto__" field that replaced its prototype');
   for (const name of Object.keys(event.key)) checkName(name, 'a key field');
 }

@@ -1,18 +1,23 @@
 /**
  * From delivered bytes to validated normalized events, or a quarantine reason.
  *
- * decode → parse losslessly → unwrap `{schema, payload}` → detect the format → decode →
- * check against the config (table configured, key columns present and typed, no reserved
- * column names). Nothing here throws for bad input: every failure is a {@link Rejection} with a
- * specific reason, which the caller quarantines. Nothing is dropped silently.
+ * decode → parse losslessly → unwrap `{schema, payload}` → detect the format (then the plain-row
+ * fallbacks) → decode → check against the config (table configured, key columns present and
+ * typed, no reserved column names) → split key-changing updates → map long decimals to text.
+ * A null value (Kafka tombstone) is ignored or applied as a delete, as `kafkaTombstones` says.
+ * Nothing here throws: every failure is a {@link Rejection} with a reason from reasons.ts, which
+ * the caller quarantines. Nothing is dropped silently.
  */
 import type { TableConfig, TidemarkConfig } from '../commons/config.js';
-import { DecodeError } from './errors.js';
+import { DecodeError, errorMessage } from './errors.js';
 import { FORMATS, formatByName } from './formats/index.js';
-import { isJsonObject, type JsonObject, type JsonValue, parseJson } from './json.js';
-import { keyId, keySource, normalizeKey } from './keys.js';
+import { ignoredTombstone, type TombstoneMode, tombstoneDelete, tombstoneTable, unknownTombstoneTable } from './formats/kafka-tombstones.js';
+import { decodeError, own, put, significantDigits } from './formats/kit.js';
+import { isJsonObject, isLosslessNumber, type JsonObject, type JsonValue, parseJson } from './json.js';
+import { keyId, normalizeKey } from './keys.js';
 import { checkChange } from './limits.js';
-import type { ChangeEvent, DecodeContext, FormatDecoder, InboundMessage, NormalizedEvent, TransportMeta } from './types.js';
+import { isQuarantineReason, type QuarantineReason } from './reasons.js';
+import type { ChangeEvent, DecodeContext, FormatDecoder, InboundMessage, Key, NormalizedEvent, Row, TransportMeta } from './types.js';
 
 /** A delivered record as the transport gives it. `value === null` (or empty) is a Kafka tombstone. */
 export interface RawRecord {
@@ -34,8 +39,8 @@ export interface Accepted {
 
 export interface Rejection {
   readonly ok: false;
-  /** Machine-readable reason: invalid-json, unknown-format, unknown-table, missing-key, … */
-  readonly reason: string;
+  /** Machine-readable reason from the closed vocabulary in reasons.ts. */
+  readonly reason: QuarantineReason;
   /** Human-readable detail naming what was expected. Never contains row values. */
   readonly detail: string;
   readonly message: InboundMessage | null;
@@ -45,6 +50,8 @@ export type Normalized = Accepted | Rejection;
 
 const RESERVED = '__';
 const utf8 = new TextDecoder('utf-8', { fatal: true });
+/** DynamoDB numbers hold 38 significant digits exactly; longer decimals are stored as their text. */
+const DYNAMO_NUMBER_DIGITS = 38;
 
 /** Splits JsonConverter `{schema, payload}` wrapping; anything else passes through. */
 export function unwrapSchema(value: JsonValue | null): { payload: JsonValue | null; schema: JsonObject | null } {
@@ -66,12 +73,12 @@ function parseBytes(bytes: Uint8Array, what: string): JsonValue {
   try {
     text = utf8.decode(bytes);
   } catch (err) {
-    throw new DecodeError('invalid-utf8', `${what} is not valid UTF-8`, { cause: err });
+    throw decodeError('invalid-utf8', `${what} is not valid UTF-8`, { cause: err });
   }
   try {
     return parseJson(text);
   } catch (err) {
-    throw new DecodeError('invalid-json', `${what} is not valid JSON: ${(err as Error).message}`, { cause: err });
+    throw decodeError('invalid-json', `${what} is not valid JSON: ${errorMessage(err)}`, { cause: err });
   }
 }
 
@@ -89,21 +96,30 @@ export class Normalizer {
   private readonly decoders: readonly FormatDecoder[];
   private readonly ctx: DecodeContext;
   private readonly tables: ReadonlyMap<string, TableConfig>;
+  /** What a Kafka tombstone means when its table's config does not say. */
+  private readonly tombstones: TombstoneMode;
+  /** The context plain-row fallbacks see: under `auto` without `onlyTable`, so they need a named table. */
+  private readonly fallbackCtx: DecodeContext;
 
   constructor(private readonly config: TidemarkConfig) {
     if (config.format === 'auto') this.decoders = FORMATS;
     else {
       const only = formatByName(config.format);
-      if (!only) throw new DecodeError('unknown-format', `format "${config.format}" is not known`);
+      if (!only) throw decodeError('unknown-format', `format "${config.format}" is not known`);
       this.decoders = [only];
     }
     const tables = new Map(config.tables.map((t) => [t.source, t]));
     this.tables = tables;
+    // Flattened Debezium deletes reach the topic only as tombstones; elsewhere a tombstone follows a delete event.
+    this.tombstones = config.kafkaTombstones ?? (config.format === 'debezium-flattened' ? 'delete' : 'ignore');
+    const only = config.tables.length === 1 ? config.tables[0]?.source : undefined;
     this.ctx = {
       keyColumns: (table) => tables.get(table)?.key,
       placeholder: config.placeholder,
       dmsBeforeImageField: config.dms.beforeImageField,
+      ...(only === undefined ? {} : { onlyTable: only }),
     };
+    this.fallbackCtx = config.format === 'auto' ? { ...this.ctx, onlyTable: undefined } : this.ctx;
   }
 
   /** Builds the inbound message for a record: parsed, unwrapped, not yet interpreted. */
@@ -122,63 +138,71 @@ export class Normalizer {
     };
   }
 
+  /** Never throws: returns the events of the record, or a rejection with its reason. */
   normalize(record: RawRecord): Normalized {
     let message: InboundMessage | null = null;
     try {
       message = this.inbound(record);
-      if (message.value === null) {
-        const tombstone: NormalizedEvent = {
-          kind: 'control',
-          format: 'kafka',
-          control: 'kafka-tombstone',
-          table: null,
-          position: null,
-          txid: null,
-          commitTs: null,
-          detail: {},
-        };
-        return { ok: true, message, events: [tombstone], format: 'kafka' };
-      }
+      if (message.value === null) return this.tombstone(message);
       const decoder = this.detect(message);
-      const events = decoder.decode(message, this.ctx).map((e) => (e.kind === 'change' ? this.validate(e) : e));
+      const events = decoder.decode(message, this.ctx).flatMap((e): NormalizedEvent[] => (e.kind === 'change' ? this.validate(e) : [e]));
       return { ok: true, message, events, format: decoder.name };
     } catch (err) {
-      if (err instanceof DecodeError) return { ok: false, reason: err.reason, detail: err.message, message };
-      return { ok: false, reason: 'decoder-error', detail: `unexpected decoder failure: ${(err as Error).message}`, message };
+      if (err instanceof DecodeError && isQuarantineReason(err.reason)) return { ok: false, reason: err.reason, detail: err.message, message };
+      const code = err instanceof DecodeError ? `${err.reason}: ` : '';
+      return { ok: false, reason: 'decoder-error', detail: `unexpected decoder failure: ${code}${errorMessage(err)}`, message };
     }
+  }
+
+  /** A Kafka tombstone: a control event, or a delete of the record key, as `kafkaTombstones` says. */
+  private tombstone(message: InboundMessage): Normalized {
+    const table = tombstoneTable(message.topic, (t) => this.tables.has(t), this.ctx.onlyTable);
+    const mode = (table === null ? undefined : this.tables.get(table)?.kafkaTombstones) ?? this.tombstones;
+    if (mode === 'ignore') return { ok: true, message, events: [ignoredTombstone(message, table)], format: 'kafka' };
+    if (table === null) unknownTombstoneTable(message, [...this.tables.keys()]);
+    const keyColumns = this.tables.get(table)?.key ?? [];
+    return { ok: true, message, events: this.validate(tombstoneDelete(message, table, keyColumns)), format: 'kafka' };
   }
 
   private detect(message: InboundMessage): FormatDecoder {
-    const found = this.decoders.find((d) => d.detect(message));
+    const found = this.decoders.find((d) => d.detect(message)) ?? this.decoders.find((d) => d.fallback?.(message, this.fallbackCtx) === true);
     if (found) return found;
     const expected = this.decoders.map((d) => `${d.name} (${d.shape})`).join('; ');
     const top = isJsonObject(message.value) ? `an object with fields [${Object.keys(message.value).slice(0, 12).join(', ')}]` : `a JSON ${Array.isArray(message.value) ? 'array' : typeof message.value}`;
-    throw new DecodeError('unknown-format', `message is ${top}, which matches no known format; expected ${expected}`);
+    throw decodeError('unknown-format', `message is ${top}, which matches no known format; expected ${expected}`);
   }
 
-  /** Checks a change against the config and returns it with its key normalized. */
-  private validate(event: ChangeEvent): ChangeEvent {
-    const table = this.tables.get(event.table);
+  /**
+   * Checks a change against the config and returns it with its key normalized: one event, or two
+   * for an update that changes the primary key (see {@link splitKeyChange}).
+   */
+  private validate(decoded: ChangeEvent): ChangeEvent[] {
+    const table = this.tables.get(decoded.table);
     if (!table) {
       const known = this.config.tables.map((t) => t.source).join(', ');
-      throw new DecodeError('unknown-table', `table "${event.table}" is not configured (configured: ${known})`);
+      throw decodeError('unknown-table', `table "${decoded.table}" is not configured (configured: ${known})`);
     }
+    // Long decimals become text first (a documented mapping, key columns excepted); what DynamoDB
+    // still cannot hold is refused before anything else reads the event.
+    const event = withDecimalText(decoded, table.key);
     checkChange(event, table, this.config.placeholder);
-    if (event.op === 't') return event;
+    if (event.op === 't') return [event];
     if ((event.op === 'c' || event.op === 'r' || event.op === 'u') && event.after === null && event.patch === null) {
-      throw new DecodeError('missing-after', `${event.op} event for "${event.table}" carries no after image and no patch`);
+      throw decodeError('missing-after', `${event.op} event for "${event.table}" carries no after image and no patch`);
     }
     for (const image of [event.after, event.patch?.set ?? null]) {
       if (image === null) continue;
       const reserved = Object.keys(image).find((c) => c.startsWith(RESERVED));
-      if (reserved) throw new DecodeError('reserved-column', `column "${reserved}" of "${event.table}" starts with "${RESERVED}", which is reserved for tidemark metadata`);
+      if (reserved) throw decodeError('reserved-column', `column "${reserved}" of "${event.table}" starts with "${RESERVED}", which is reserved for tidemark metadata`);
     }
+    // Own properties only: a key column named `constructor` must not read Object.prototype's.
     const merged: JsonObject = {};
     for (const col of table.key) {
-      const v = keySource(event, col);
-      if (v !== undefined) merged[col] = v;
+      const v = firstPresent(col, [event.key, event.after, event.patch?.set ?? null, event.before]);
+      if (v === undefined) throw decodeError('missing-key', `key column "${col}" of "${event.table}" is missing or null in the message key and in every image`);
+      merged[col] = v;
     }
-    return { ...event, key: normalizeKey(table, merged) };
+    return splitKeyChange(table, { ...event, key: normalizeKey(table, merged) });
   }
 
   /** The canonical key text of a validated change, for grouping. */
@@ -186,4 +210,68 @@ export class Normalizer {
     const table = this.tables.get(event.table);
     return table ? keyId(table, event.key) : JSON.stringify(event.key);
   }
+}
+
+/**
+ * An update whose before image holds another primary key than its after image (DMS before image,
+ * Maxwell and Canal `old`, CockroachDB `diff` `before`) moves the row: the old key gets a delete at
+ * the same position, then the new key the row. A key column the before image does not carry (or
+ * carries as null) is unchanged. Debezium sends a key change as delete + create instead, which
+ * needs nothing here.
+ */
+export function splitKeyChange(table: Pick<TableConfig, 'key' | 'keyTypes'>, event: ChangeEvent): ChangeEvent[] {
+  const before = event.before;
+  if (event.op !== 'u' || before === null || !table.key.some((col) => isPresent(own(before, col)))) return [event];
+  const old: Key = {};
+  for (const col of table.key) {
+    const value = firstPresent(col, [before, event.key]);
+    if (value !== undefined) old[col] = value;
+  }
+  const oldKey = normalizeKey(table, old);
+  if (keyId(table, oldKey) === keyId(table, event.key)) return [event];
+  const tombstone: ChangeEvent = { ...event, op: 'd', key: oldKey, after: null, patch: null, placeholders: [], decimalText: [] };
+  return [tombstone, event];
+}
+
+function isPresent(value: JsonValue | undefined): value is JsonValue {
+  return value !== undefined && value !== null;
+}
+
+/** The first non-null own value of `column` among the rows, or undefined. */
+function firstPresent(column: string, rows: readonly (Row | null)[]): JsonValue | undefined {
+  for (const row of rows) {
+    const v = row === null ? undefined : own(row, column);
+    if (isPresent(v)) return v;
+  }
+  return undefined;
+}
+
+/** A decimal DynamoDB cannot hold exactly: a number with more than 38 significant digits. */
+function isLongDecimal(value: JsonValue | undefined): boolean {
+  return isLosslessNumber(value) && significantDigits(value.value).length > DYNAMO_NUMBER_DIGITS;
+}
+
+/**
+ * Stores decimals of more than 38 significant digits as their exact text, and lists those columns
+ * in `decimalText`, so that one logical type lands as one DynamoDB type from every source: N when
+ * it fits, S (flagged) when it does not. docs/formats.md, "Decimals".
+ */
+export function withDecimalText(event: ChangeEvent, keyColumns: readonly string[] = []): ChangeEvent {
+  const columns = new Set<string>();
+  const keys = new Set(keyColumns);
+  const map = (row: Row | null): Row | null => {
+    if (row === null || !Object.values(row).some(isLongDecimal)) return row;
+    const out: Row = {};
+    for (const [column, v] of Object.entries(row)) {
+      if (isLosslessNumber(v) && isLongDecimal(v) && !keys.has(column)) {
+        put(out, column, v.value);
+        columns.add(column);
+      } else put(out, column, v);
+    }
+    return out;
+  };
+  const after = map(event.after);
+  const set = event.patch === null ? null : map(event.patch.set);
+  if (columns.size === 0) return event;
+  return { ...event, after, patch: event.patch === null || set === null ? event.patch : { ...event.patch, set }, decimalText: [...columns] };
 }

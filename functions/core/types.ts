@@ -1,23 +1,23 @@
 /**
  * The normalized change event: every wire format is turned into this shape before anything else
- * touches it (PIPELINE.md, "Normalized change event").
+ * touches it. docs/formats.md describes how each format maps onto it.
  */
 import type { JsonObject, JsonValue } from './json.js';
+import type { FormatName } from './formats/names.js';
 import type { OrderingStrength, Position } from './position.js';
 
-/** `c` insert, `u` update, `d` delete, `r` snapshot read, `t` truncate. */
-export type RowOp = 'c' | 'u' | 'd' | 'r' | 't';
+/** `c` insert, `u` update, `d` delete, `r` snapshot read, `t` truncate: the row ops, listed once. */
+export const ROW_OPS = ['c', 'u', 'd', 'r', 't'] as const;
+export type RowOp = (typeof ROW_OPS)[number];
+
+/** Narrows a string to a row op without a cast: `isRowOp(value.op) ? value.op : …`. */
+export function isRowOp(value: unknown): value is RowOp {
+  return typeof value === 'string' && (ROW_OPS as readonly string[]).includes(value);
+}
 
 /** Non-row messages: kept in raw, never applied as rows. */
-export type ControlKind =
-  | 'tx-begin'
-  | 'tx-end'
-  | 'heartbeat'
-  | 'resolved'
-  | 'schema'
-  | 'message'
-  | 'kafka-tombstone'
-  | 'control';
+export const CONTROL_KINDS = ['tx-begin', 'tx-end', 'heartbeat', 'resolved', 'schema', 'message', 'kafka-tombstone', 'control'] as const;
+export type ControlKind = (typeof CONTROL_KINDS)[number];
 
 export type Row = JsonObject;
 export type Key = JsonObject;
@@ -42,6 +42,12 @@ export interface ChangeEvent {
   readonly after: Row | null;
   /** Set when the event carries only changed columns; `after` is then null or a partial image. */
   readonly patch: Patch | null;
+  /**
+   * Columns of `after` (or `patch.set`) holding a decimal with more than 38 significant digits,
+   * which DynamoDB numbers cannot hold exactly: the value is its exact decimal text (a string).
+   * Absent or empty when there are none. See docs/formats.md, "Decimals".
+   */
+  readonly decimalText?: readonly string[];
   /** Columns of `after` whose value is an "unchanged, not carried" marker. They are not nulls. */
   readonly placeholders: readonly string[];
   readonly position: Position;
@@ -103,6 +109,8 @@ export interface DecodeContext {
   readonly placeholder: string;
   /** The field name DMS uses for its before image (BeforeImageSettings.FieldName). */
   readonly dmsBeforeImageField: string;
+  /** The only configured table, when exactly one is configured: names rows whose message does not. */
+  readonly onlyTable?: string;
 }
 
 /**
@@ -110,11 +118,21 @@ export interface DecodeContext {
  * (with a specific reason) for a message it recognizes but cannot use.
  */
 export interface FormatDecoder {
-  readonly name: string;
+  readonly name: FormatName;
   /** The ordering strength this format normally gives; events carry their own. */
   readonly ordering: OrderingStrength;
   /** One line for docs and error messages: what a message of this format looks like. */
   readonly shape: string;
   detect(message: InboundMessage): boolean;
+  /**
+   * Claims, as a last resort, a message no decoder's `detect` claimed: the plain-row envelopes
+   * (Debezium `ExtractNewRecordState` default output, CockroachDB `envelope=row`), which have no
+   * field of their own and are told apart by their key. A plain row is claimed only when it names
+   * a configured table (by its topic or schema), or, when `ctx.onlyTable` is given, for that one
+   * table: the Normalizer passes `onlyTable` only when the format is configured explicitly, so
+   * that under `auto` an unknown object with a JSON key is `unknown-format`, not a row.
+   * Cheap and never throws.
+   */
+  fallback?(message: InboundMessage, ctx: DecodeContext): boolean;
   decode(message: InboundMessage, ctx: DecodeContext): NormalizedEvent[];
 }

@@ -352,10 +352,12 @@ add('dynamo-value', 'number 1E+200', 'number-range', pgRaw('{"id":1002,"v":1E+20
 add('dynamo-value', 'number -1e400', 'number-range', pgRaw('{"id":1003,"v":-1e400}'));
 add('dynamo-value', 'number 5e-324 (smallest double)', 'number-range', pgRaw('{"id":1004,"v":5e-324}'));
 add('dynamo-value', 'number 1e126', 'number-range', pgRaw('{"id":1005,"v":1e126}'));
-add('dynamo-value', '39 significant digits', 'number-precision', pgRaw('{"id":1006,"v":123456789012345678901234567890123456789}'));
-add('dynamo-value', '400 significant digits', 'number-precision', pgRaw(`{"id":1007,"v":${RANDOM_400}}`));
+// Top-level decimals longer than 38 digits are stored as exact text (flagged in decimalText, see
+// docs/formats.md); inside a map or list there is no column to flag, so they are refused.
+add('dynamo-value', '39 significant digits in a map', 'number-precision', pgRaw('{"id":1006,"v":{"n":123456789012345678901234567890123456789}}'));
+add('dynamo-value', '400 significant digits in a list', 'number-precision', pgRaw(`{"id":1007,"v":[${RANDOM_400}]}`));
 add('dynamo-value', '400-digit power of ten', 'number-range', pgRaw(`{"id":1008,"v":${DIGITS_400}}`));
-add('dynamo-value', 'decimal with 40 significant digits', 'number-precision', pgRaw('{"id":1009,"v":0.1234567890123456789012345678901234567891}'));
+add('dynamo-value', 'decimal with 40 significant digits in a map', 'number-precision', pgRaw('{"id":1009,"v":{"d":0.1234567890123456789012345678901234567891}}'));
 add('dynamo-value', 'out-of-range number in a list', 'number-range', pgRaw('{"id":1010,"v":[1,2,1e400]}'));
 add('dynamo-value', 'out-of-range number in a map', 'number-range', pgRaw('{"id":1011,"v":{"a":{"b":1e-400}}}'));
 add('dynamo-value', 'empty column name', 'bad-column-name', pgRaw('{"id":1012,"":1}'));

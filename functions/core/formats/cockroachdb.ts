@@ -1,6 +1,15 @@
 /**
- * CockroachDB changefeeds (JSON format): `wrapped` (default), `bare`, `enriched` envelopes, the
- * webhook sink's `{payload: [...], length}` batches, and resolved timestamps.
+ * CockroachDB changefeeds (JSON format): `wrapped` (default), `bare`, `enriched` and `row`
+ * envelopes, the webhook sink's `{payload: [...], length}` batches, the Pub/Sub sink's
+ * `{Key, Value, Topic}` wrapper, and resolved timestamps.
+ *
+ * - `envelope=row`: the value is the row itself (no `after`, no timestamps), the key the JSON array
+ *   of primary-key values. It has no field of its own, so it is claimed only as a fallback
+ *   (FormatDecoder.fallback): an object with none of the other formats' fields and an array key.
+ *   It is an upsert (op `u`) in transport order. Deletes are Kafka tombstones (`kafkaTombstones`).
+ * - `envelope=key_only` carries no row and cannot tell a delete from an upsert: refused as
+ *   `unsupported-envelope` (on Kafka its null values are tombstones; leave `kafkaTombstones` at
+ *   `ignore` for such a feed).
  *
  * - Table: the value's `topic`, else `__crdb__.topic`, else the enriched `source.table_name`, else
  *   the Kafka topic. Nothing is stripped: configure the source table as the changefeed topic name
@@ -21,8 +30,9 @@
 import { DecodeError, PositionError } from '../errors.js';
 import { isJsonObject, type JsonObject, type JsonValue } from '../json.js';
 import { parseHlc, sourcePosition } from '../position.js';
-import { transportOrder } from './shared.js';
+import { isQuarantineReason } from '../reasons.js';
 import type { ChangeEvent, ControlEvent, DecodeContext, FormatDecoder, InboundMessage, Key, NormalizedEvent, RowOp } from '../types.js';
+import { changeEvent, controlEvent, decodeError, describe, put, transportOrder } from './kit.js';
 
 const FORMAT = 'cockroachdb';
 const WRAPPED_KEYS = new Set(['after', 'before', 'key', 'topic', 'updated', 'mvcc_timestamp']);
@@ -30,11 +40,11 @@ const ENRICHED_KEYS = new Set(['after', 'before', 'op', 'ts_ns', 'key', 'source'
 
 function hlc(text: JsonValue | undefined, field: string): [bigint, bigint] | null {
   if (text === undefined || text === null) return null;
-  if (typeof text !== 'string') throw new DecodeError('bad-position', `cockroachdb "${field}" must be an HLC string "<wall ns>.<logical>", got ${typeof text}`);
+  if (typeof text !== 'string') throw decodeError('bad-position', `cockroachdb "${field}" must be an HLC string "<wall ns>.<logical>", got ${typeof text}`);
   try {
     return parseHlc(text);
   } catch (err) {
-    if (err instanceof PositionError) throw new DecodeError('bad-position', `cockroachdb "${field}": ${err.message}`, { cause: err });
+    if (err instanceof PositionError) throw decodeError('bad-position', `cockroachdb "${field}": ${err.message}`, { cause: err });
     throw err;
   }
 }
@@ -45,34 +55,27 @@ function wallMs(ts: [bigint, bigint]): number {
 }
 
 function resolvedEvent(text: JsonValue, table: string | null): ControlEvent {
-  const ts = hlc(text, 'resolved')!;
-  return {
-    kind: 'control',
-    format: FORMAT,
-    control: 'resolved',
-    table,
-    position: sourcePosition(ts[0], ts[1]),
-    txid: null,
-    commitTs: null,
-    detail: { resolved: text as string },
-  };
+  const ts = hlc(text, 'resolved');
+  if (ts === null || typeof text !== 'string') throw decodeError('bad-position', `cockroachdb "resolved" must be an HLC string "<wall ns>.<logical>", got ${describe(text)}`);
+  return controlEvent({ format: FORMAT, control: 'resolved', table, position: sourcePosition(ts[0], ts[1]), detail: { resolved: text } });
 }
 
 function mapKey(table: string, raw: JsonValue | undefined, ctx: DecodeContext): Key {
   if (raw === undefined || raw === null) return {};
   if (isJsonObject(raw)) return raw;
-  if (!Array.isArray(raw)) throw new DecodeError('bad-key', `cockroachdb key for "${table}" must be a JSON array of primary-key values`);
+  if (!Array.isArray(raw)) throw decodeError('bad-key', `cockroachdb key for "${table}" must be a JSON array of primary-key values`);
   const cols = ctx.keyColumns(table);
   if (cols === undefined || cols.length !== raw.length) {
     const expected = cols === undefined ? 'no key columns (table not configured)' : `[${cols.join(', ')}]`;
-    throw new DecodeError(
+    throw decodeError(
       'unmapped-key',
       `cockroachdb key ${JSON.stringify(raw.length)}-element array for table "${table}" cannot be mapped: configured key columns are ${expected}`,
     );
   }
   const key: Key = {};
   cols.forEach((col, i) => {
-    key[col] = raw[i]!;
+    const v = raw[i];
+    if (v !== undefined) key[col] = v;
   });
   return key;
 }
@@ -91,7 +94,7 @@ interface Parts {
 function rowImage(v: JsonValue | undefined, field: string): JsonObject | null | undefined {
   if (v === undefined) return undefined;
   if (v === null) return null;
-  if (!isJsonObject(v)) throw new DecodeError('bad-field', `cockroachdb "${field}" must be a row object or null`);
+  if (!isJsonObject(v)) throw decodeError('bad-field', `cockroachdb "${field}" must be a row object or null`);
   return v;
 }
 
@@ -99,7 +102,7 @@ function partsOf(value: JsonObject): Parts {
   const meta = value.__crdb__;
   if (isJsonObject(meta)) {
     const columns: JsonObject = {};
-    for (const [k, v] of Object.entries(value)) if (k !== '__crdb__') columns[k] = v;
+    for (const [k, v] of Object.entries(value)) if (k !== '__crdb__') put(columns, k, v);
     const empty = Object.keys(columns).length === 0;
     return {
       after: empty ? null : columns,
@@ -111,11 +114,14 @@ function partsOf(value: JsonObject): Parts {
       mvcc: meta.mvcc_timestamp,
     };
   }
-  if (!('after' in value)) throw new DecodeError('missing-field', 'cockroachdb row message must have "after" (wrapped/enriched) or "__crdb__" (bare)');
+  if (!('after' in value)) {
+    if ('key' in value) throw decodeError('unsupported-envelope', 'cockroachdb message carries a key and no row (envelope=key_only): it cannot tell a delete from an upsert; use envelope=wrapped');
+    throw decodeError('missing-field', 'cockroachdb row message must have "after" (wrapped/enriched) or "__crdb__" (bare)');
+  }
   const source = isJsonObject(value.source) ? value.source : null;
   const op = value.op;
   if (op !== undefined && op !== 'c' && op !== 'u' && op !== 'd') {
-    throw new DecodeError('bad-op', `cockroachdb enriched "op" must be c, u or d; got ${JSON.stringify(op)}`);
+    throw decodeError('bad-op', `cockroachdb enriched "op" must be c, u or d; got ${JSON.stringify(op)}`);
   }
   const topic = typeof value.topic === 'string' ? value.topic : typeof source?.table_name === 'string' ? source.table_name : null;
   return {
@@ -133,28 +139,64 @@ function rowEvent(message: InboundMessage, value: JsonObject, ctx: DecodeContext
   const p = partsOf(value);
   const table = p.topic ?? message.topic;
   if (table === null || table === '') {
-    throw new DecodeError('missing-field', 'cockroachdb message names no table: expected "topic" in the value, "__crdb__.topic", enriched "source.table_name", or a Kafka topic');
+    throw decodeError('missing-field', 'cockroachdb message names no table: expected "topic" in the value, "__crdb__.topic", enriched "source.table_name", or a Kafka topic');
   }
   const op: RowOp = p.op ?? (p.after === null ? 'd' : p.before === null ? 'c' : 'u');
   const updated = hlc(p.updated, 'updated');
   const mvcc = hlc(p.mvcc, 'mvcc_timestamp');
   const order = updated ?? mvcc;
   const commit = mvcc ?? updated;
-  return {
-    kind: 'change',
+  return changeEvent({
     format: FORMAT,
     op,
     table,
     key: mapKey(table, p.key ?? message.key ?? undefined, ctx),
     before: p.before ?? null,
-    after: op === 'd' ? null : p.after,
-    patch: null,
-    placeholders: [],
+    after: p.after,
     position: order === null ? (index === null ? transportOrder(message) : transportOrder(message, BigInt(index))) : sourcePosition(order[0], order[1]),
-    txid: null,
     commitTs: commit === null ? null : wallMs(commit),
     snapshot: false,
-  };
+  });
+}
+
+/** Fields of other formats' envelopes: a `row` envelope value never has them at the top level. */
+const OTHER_FORMAT_FIELDS = ['op', 'source', 'after', 'before', 'payload', 'metadata', 'data', 'isDdl', '__crdb__', 'resolved', 'ddl', 'status', 'patch', 'filter', '__deleted', '__op', 'Key', 'Value'];
+
+/** An `envelope=row` message: a plain row object keyed by a JSON array of scalar primary-key values. */
+function isRowEnvelope(message: InboundMessage): boolean {
+  const { value, key } = message;
+  if (!isJsonObject(value) || Object.keys(value).length === 0 || OTHER_FORMAT_FIELDS.some((f) => f in value)) return false;
+  return Array.isArray(key) && key.length > 0 && key.every((v) => v !== null && !isJsonObject(v) && !Array.isArray(v));
+}
+
+/** A row envelope on the topic of a configured table (or for the only table, when the format is configured explicitly). */
+function claimsRowEnvelope(message: InboundMessage, ctx: DecodeContext): boolean {
+  if (!isRowEnvelope(message)) return false;
+  return (message.topic !== null && ctx.keyColumns(message.topic) !== undefined) || ctx.onlyTable !== undefined;
+}
+
+function rowEnvelopeEvent(message: InboundMessage, value: JsonObject, ctx: DecodeContext): ChangeEvent {
+  const table = message.topic ?? ctx.onlyTable ?? null;
+  if (table === null || table === '') {
+    throw decodeError('missing-field', 'cockroachdb envelope=row message names no table: expected a Kafka topic, or a single configured table');
+  }
+  return changeEvent({ format: FORMAT, op: 'u', table, key: mapKey(table, message.key ?? undefined, ctx), after: value, position: transportOrder(message) });
+}
+
+/** The Pub/Sub sink's `{Key, Value, Topic}` wrapper (Topic optional). */
+function isPubSubWrapper(value: JsonObject): boolean {
+  const keys = Object.keys(value);
+  return 'Key' in value && 'Value' in value && keys.every((k) => k === 'Key' || k === 'Value' || k === 'Topic');
+}
+
+/** The message inside a `{Key, Value, Topic}` wrapper, as if it had come from Kafka. */
+function unwrapPubSub(message: InboundMessage, value: JsonObject): InboundMessage {
+  const inner = value.Value ?? null;
+  if (inner === null) {
+    throw decodeError('unsupported-envelope', 'cockroachdb {Key, Value, Topic} message has a null Value (envelope=key_only): it cannot tell a delete from an upsert; use envelope=wrapped');
+  }
+  const topic = typeof value.Topic === 'string' && value.Topic !== '' ? value.Topic : message.topic;
+  return { ...message, key: value.Key ?? null, value: inner, topic };
 }
 
 function isResolved(value: JsonObject): JsonValue | undefined {
@@ -165,40 +207,53 @@ function isResolved(value: JsonObject): JsonValue | undefined {
 }
 
 /** Decoder for CockroachDB changefeed JSON messages (wrapped, bare, enriched, webhook batches, resolved). */
+/** Decodes one message value: resolved, webhook batch, wrapped/bare/enriched row, or row envelope. */
+function decodeValue(message: InboundMessage, value: JsonObject, ctx: DecodeContext): NormalizedEvent[] {
+  const resolved = isResolved(value);
+  if (resolved !== undefined) return [resolvedEvent(resolved, message.topic)];
+  if (Array.isArray(value.payload)) {
+    return value.payload.map((element, i) => {
+      if (!isJsonObject(element)) throw decodeError('bad-shape', `cockroachdb webhook payload[${i}] must be a JSON object`);
+      const r = isResolved(element);
+      if (r !== undefined) return resolvedEvent(r, null);
+      try {
+        return rowEvent(message, element, ctx, i);
+      } catch (err) {
+        if (err instanceof DecodeError && isQuarantineReason(err.reason)) throw decodeError(err.reason, `webhook payload[${i}]: ${err.message}`, { cause: err });
+        throw err;
+      }
+    });
+  }
+  if (!('after' in value) && !isJsonObject(value.__crdb__) && isRowEnvelope(message)) return [rowEnvelopeEvent(message, value, ctx)];
+  return [rowEvent(message, value, ctx, null)];
+}
+
+/** Decoder for CockroachDB changefeed JSON messages (wrapped, bare, enriched, row, webhook batches, Pub/Sub wrapper, resolved). */
 export const cockroachdb: FormatDecoder = {
   name: FORMAT,
   ordering: 'source',
-  shape: '{after, before?, key?, topic?, updated?, mvcc_timestamp?} | {<columns>, __crdb__:{…}} | {after, op, ts_ns, source} | {payload:[…], length} | {resolved}',
+  shape:
+    '{after, before?, key?, topic?, updated?, mvcc_timestamp?} | {<columns>, __crdb__:{…}} | {after, op, ts_ns, source} | {payload:[…], length} | {Key, Value, Topic} | {resolved} | a row keyed by a JSON array (envelope=row)',
   detect(message: InboundMessage): boolean {
     const v = message.value;
     if (!isJsonObject(v)) return false;
     if (isJsonObject(v.__crdb__)) return true;
     if (isResolved(v) !== undefined) return true;
     if (Array.isArray(v.payload) && typeof v.length === 'number') return true;
+    if (isPubSubWrapper(v)) return true;
     const keys = Object.keys(v);
     if (!('after' in v)) return false;
     if (keys.every((k) => WRAPPED_KEYS.has(k))) return true;
     if (!('op' in v) || !('ts_ns' in v) || !keys.every((k) => ENRICHED_KEYS.has(k))) return false;
     return !isJsonObject(v.source) || v.source.origin === 'cockroachdb' || 'ts_hlc' in v.source;
   },
+  fallback: claimsRowEnvelope,
   decode(message: InboundMessage, ctx: DecodeContext): NormalizedEvent[] {
     const value = message.value;
-    if (!isJsonObject(value)) throw new DecodeError('bad-shape', 'cockroachdb message value must be a JSON object');
-    const resolved = isResolved(value);
-    if (resolved !== undefined) return [resolvedEvent(resolved, message.topic)];
-    if (Array.isArray(value.payload)) {
-      return value.payload.map((element, i) => {
-        if (!isJsonObject(element)) throw new DecodeError('bad-shape', `cockroachdb webhook payload[${i}] must be a JSON object`);
-        const r = isResolved(element);
-        if (r !== undefined) return resolvedEvent(r, null);
-        try {
-          return rowEvent(message, element, ctx, i);
-        } catch (err) {
-          if (err instanceof DecodeError) throw new DecodeError(err.reason, `webhook payload[${i}]: ${err.message}`, { cause: err });
-          throw err;
-        }
-      });
-    }
-    return [rowEvent(message, value, ctx, null)];
+    if (!isJsonObject(value)) throw decodeError('bad-shape', `cockroachdb message value must be a JSON object, got ${describe(value)}`);
+    if (!isPubSubWrapper(value)) return decodeValue(message, value, ctx);
+    const inner = unwrapPubSub(message, value);
+    if (!isJsonObject(inner.value)) throw decodeError('bad-shape', `cockroachdb {Key, Value, Topic} Value must be a JSON object, got ${describe(inner.value)}`);
+    return decodeValue(inner, inner.value, ctx);
   },
 };

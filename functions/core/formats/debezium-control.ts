@@ -1,12 +1,14 @@
 /**
  * Debezium messages that are not row changes: transaction metadata (BEGIN/END on
- * `<prefix>.transaction`), heartbeats (`__debezium-heartbeat.<prefix>`, value `{ts_ms}`) and
- * PostgreSQL logical-decoding messages (`op:"m"`). They are kept in raw, never applied as rows.
+ * `<prefix>.transaction`), heartbeats (`__debezium-heartbeat.<prefix>`, value `{ts_ms}`),
+ * PostgreSQL logical-decoding messages (`op:"m"`) and schema-change records (the MySQL, SQL Server,
+ * Oracle and Db2 schema-change topic `<prefix>`, value `{source, databaseName, schemaName, ddl,
+ * tableChanges}`). They are kept in raw, never applied as rows.
  */
 import { isJsonObject, type JsonObject, type JsonValue } from '../json.js';
 import type { ControlEvent, InboundMessage } from '../types.js';
-import { epochMsOrNull, idText } from './debezium-fields.js';
 import { pgMessagePosition } from './debezium-positions.js';
+import { controlEvent, epochMsOrNull, idText } from './kit.js';
 
 /** Format name of control messages that do not say which connector wrote them. */
 export const DEBEZIUM_CONTROL_FORMAT = 'debezium';
@@ -38,25 +40,23 @@ export function isHeartbeat(message: InboundMessage): boolean {
  */
 export function transactionGroupId(id: string): string {
   const m = /^(\d+):\d+$/.exec(id);
-  return m ? m[1]! : id;
+  return m?.[1] ?? id;
 }
 
 /** Decodes a BEGIN/END transaction-metadata value into a `tx-begin`/`tx-end` control event. */
 export function decodeTransaction(value: JsonObject): ControlEvent {
-  const id = value.id as string;
-  const detail: JsonObject = { status: value.status as string, id };
+  const id = typeof value.id === 'string' ? value.id : '';
+  const status = value.status === 'BEGIN' ? 'BEGIN' : 'END';
+  const detail: JsonObject = { status, id };
   if (value.event_count !== null && value.event_count !== undefined) detail.eventCount = value.event_count;
   if (Array.isArray(value.data_collections)) detail.dataCollections = value.data_collections;
-  return {
-    kind: 'control',
+  return controlEvent({
     format: DEBEZIUM_CONTROL_FORMAT,
-    control: value.status === 'BEGIN' ? 'tx-begin' : 'tx-end',
-    table: null,
-    position: null,
+    control: status === 'BEGIN' ? 'tx-begin' : 'tx-end',
     txid: transactionGroupId(id),
     commitTs: epochMsOrNull(value.ts_ms),
     detail,
-  };
+  });
 }
 
 /**
@@ -68,16 +68,7 @@ export function decodeHeartbeat(message: InboundMessage): ControlEvent {
   const detail: JsonObject = {};
   if (value.ts_ms !== undefined) detail.tsMs = value.ts_ms;
   if (isJsonObject(message.key)) detail.key = message.key;
-  return {
-    kind: 'control',
-    format: DEBEZIUM_CONTROL_FORMAT,
-    control: 'heartbeat',
-    table: null,
-    position: null,
-    txid: null,
-    commitTs: null,
-    detail,
-  };
+  return controlEvent({ format: DEBEZIUM_CONTROL_FORMAT, control: 'heartbeat', detail });
 }
 
 /** Decodes an `op:"m"` logical-decoding message (`message:{prefix, content}`) into a `message` control event. */
@@ -86,14 +77,58 @@ export function decodeMessageEvent(format: string, value: JsonObject, source: Js
   const detail: JsonObject = {};
   if (message.prefix !== undefined) detail.prefix = message.prefix;
   if (message.content !== undefined) detail.content = message.content;
-  return {
-    kind: 'control',
+  return controlEvent({
     format,
     control: 'message',
-    table: null,
     position: source.connector === 'postgresql' ? pgMessagePosition(source) : null,
     txid: idText(source.txId),
     commitTs: epochMsOrNull(source.ts_ms),
     detail,
-  };
+  });
+}
+
+/**
+ * True for a schema-change record: `{source, ddl, databaseName | tableChanges, …}` with no `op`.
+ * SQL Server writes `ddl: null` (it has no DDL text), MySQL and Oracle the statement.
+ */
+export function isSchemaChange(value: JsonValue | null): value is JsonObject {
+  if (!isJsonObject(value) || !isJsonObject(value.source) || 'op' in value) return false;
+  return (typeof value.ddl === 'string' || value.ddl === null) && ('databaseName' in value || Array.isArray(value.tableChanges));
+}
+
+/**
+ * A table id of `tableChanges[].id`: quoted parts joined by dots, `"inventory"."customers"` (MySQL
+ * `<db>.<table>`), `"testDB"."dbo"."customers"` (SQL Server `<catalog>.<schema>.<table>`). The table
+ * is the last two parts, as the row events name it.
+ */
+export function schemaChangeTable(id: string): string | null {
+  const parts = [...id.matchAll(/"((?:[^"]|"")*)"|([^."]+)/g)].map((m) => (m[1] === undefined ? (m[2] ?? '') : m[1].replaceAll('""', '"')));
+  return parts.length >= 2 ? parts.slice(-2).join('.') : null;
+}
+
+/**
+ * Decodes a schema-change record into one `schema` control event per changed table (the DDL text
+ * and the change type in `detail`), or one with no table when the record lists none (e.g.
+ * `CREATE DATABASE`). The status row keeps the last DDL per table.
+ */
+export function decodeSchemaChange(value: JsonObject): ControlEvent[] {
+  const source = isJsonObject(value.source) ? value.source : {};
+  const base: JsonObject = { ddl: typeof value.ddl === 'string' ? value.ddl : '' };
+  if (typeof value.databaseName === 'string') base.databaseName = value.databaseName;
+  if (typeof value.schemaName === 'string') base.schemaName = value.schemaName;
+  const format = typeof source.connector === 'string' ? `debezium-${source.connector}` : DEBEZIUM_CONTROL_FORMAT;
+  const commitTs = epochMsOrNull(source.ts_ms);
+  const changes = Array.isArray(value.tableChanges) ? value.tableChanges.filter(isJsonObject) : [];
+  const events: ControlEvent[] = [];
+  for (const change of changes) {
+    const table = typeof change.id === 'string' ? schemaChangeTable(change.id) : null;
+    if (table === null) continue;
+    const detail: JsonObject = { ...base };
+    if (typeof change.type === 'string') detail.type = change.type;
+    events.push(controlEvent({ format, control: 'schema', table, commitTs, detail }));
+  }
+  if (events.length > 0) return events;
+  const db = typeof source.db === 'string' ? source.db : null;
+  const table = typeof source.table === 'string' && source.table !== '' && db !== null ? `${db}.${source.table}` : null;
+  return [controlEvent({ format, control: 'schema', table, commitTs, detail: base })];
 }

@@ -1,20 +1,11 @@
 /**
- * Small readers shared by the Debezium decoders (envelope, flattened, control messages).
+ * Readers specific to Debezium, shared by its decoders (envelope, flattened, control messages).
+ * The readers every format uses are in kit.ts.
  */
-import { DecodeError } from '../errors.js';
-import { isJsonObject, type JsonObject, type JsonValue, toBigInt } from '../json.js';
+import { isJsonObject, type JsonValue } from '../json.js';
 import type { DecodeContext, InboundMessage, Key, Row } from '../types.js';
 import { decodeRow } from './debezium-types.js';
-import { keyFromImages } from './shared.js';
-
-/** A short description of a JSON value for error messages (never the row contents). */
-export function describe(value: JsonValue | undefined): string {
-  if (value === undefined) return 'nothing';
-  if (typeof value === 'string') return JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value);
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  return isJsonObject(value) ? 'an object' : String(value);
-}
+import { keyFromImages } from './kit.js';
 
 /** `source.snapshot` values that mean "this row was read by a snapshot" (string enum or boolean). */
 const SNAPSHOT_MARKERS = new Set(['true', 'first', 'last', 'first_in_data_collection', 'last_in_data_collection', 'incremental']);
@@ -23,36 +14,6 @@ const SNAPSHOT_MARKERS = new Set(['true', 'first', 'last', 'first_in_data_collec
 export function isSnapshotMarker(value: JsonValue | undefined): boolean {
   if (value === true) return true;
   return typeof value === 'string' && SNAPSHOT_MARKERS.has(value);
-}
-
-/** Epoch milliseconds from an integer JSON value, or null when absent or not an integer. */
-export function epochMsOrNull(value: JsonValue | undefined): number | null {
-  const n = toBigInt(value);
-  return n === undefined ? null : Number(n);
-}
-
-/** A transaction id as text (numbers keep their exact digits), or null. */
-export function idText(value: JsonValue | undefined): string | null {
-  if (value === null || value === undefined) return null;
-  if (typeof value === 'string') return value;
-  const n = toBigInt(value);
-  return n === undefined ? null : n.toString();
-}
-
-/** Reads a required non-empty string field of `obj`, or throws `missing-field` naming what was expected. */
-export function requireString(obj: JsonObject, field: string, where: string, example: string): string {
-  const value = obj[field];
-  if (typeof value !== 'string' || value === '') {
-    throw new DecodeError('missing-field', `expected ${where}.${field} to be a non-empty string (e.g. ${example}), got ${describe(value)}`);
-  }
-  return value;
-}
-
-/** A row image: an object, or null when absent. Anything else throws `missing-field`. */
-export function rowOrNull(value: JsonValue | undefined, what: string): Row | null {
-  if (value === null || value === undefined) return null;
-  if (!isJsonObject(value)) throw new DecodeError('missing-field', `expected ${what} to be a row object or null, got ${describe(value)}`);
-  return value;
 }
 
 /**

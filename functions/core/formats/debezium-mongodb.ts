@@ -5,10 +5,15 @@
  *   Extended JSON **text**: parsed again and converted to plain values (see `mongo-extjson.ts`).
  * - Table is `<source.db>.<source.collection>`; the key column is `_id`, compared by value
  *   (`1004` and `{"$numberLong":"1004"}` are the same key; an ObjectId becomes its 24-hex string).
- * - Position: **transport order for every event.** Since Debezium 3.4 (DBZ‑9683) `source.ts_ms` is
- *   the wall time and `(ts_ms, ord)` no longer orders events, and the resume token never reaches
- *   the message. So events carry `transportPosition(offset)`: weak ordering, a connector redelivery
- *   after a restart looks newer than it is.
+ * - Position depends on the connector version (`source.version`):
+ *   - **before 3.4**: `source.ts_ms` is the oplog clusterTime seconds × 1000 and `source.ord` its
+ *     increment, MongoDB's own total order. The position is `[ts_ms / 1000, ord]`, source strength,
+ *     so a window redelivered after a connector restart is stale, not newer.
+ *   - **3.4 and later** (DBZ-9683), or no version: `ts_ms` is the wall time when MongoDB 6.0+ gives
+ *     one, and the resume token never reaches the message, so nothing in it orders events. The
+ *     position is `[2^32, offset]`: transport order (weak). The constant first element is above
+ *     every clusterTime second (a 32-bit number), so after an upgrade to 3.4 the new events still
+ *     order after the keys written by the older connector.
  * - Updates:
  *   - `change_streams_update_full` (default): `after` is the full document **as looked up later**;
  *     it may already include later writes. It is applied as a full row.
@@ -22,14 +27,38 @@
  *     a replacement document is a full row.
  * - Deletes without a pre-image carry neither image: op `d` with the key from the message key or `filter`.
  */
-import { DecodeError } from '../errors.js';
-import { cloneJson, isJsonObject, isLosslessNumber, type JsonObject, type JsonValue } from '../json.js';
-import { transportOrder } from './shared.js';
-import type { ChangeEvent, FormatDecoder, InboundMessage, Key, NormalizedEvent, RowOp } from '../types.js';
+import { cloneJson, isJsonObject, type JsonObject, type JsonValue, toBigInt } from '../json.js';
+import { NO_POSITION, type Position, sourcePosition } from '../position.js';
+import { type ChangeEvent, type FormatDecoder, type InboundMessage, isRowOp, type Key, type NormalizedEvent, type RowOp } from '../types.js';
+import { changeEvent, decodeError, msOf, own, put, textOf, transportOrder } from './kit.js';
 import { parseExtJson, parseExtJsonDocument, toPlain } from './mongo-extjson.js';
 
 const FORMAT = 'debezium-mongodb';
-const OPS: readonly RowOp[] = ['c', 'u', 'd', 'r'];
+
+/** Above every MongoDB clusterTime second (a 32-bit number): transport positions sort after source ones. */
+const TRANSPORT_EPOCH = 1n << 32n;
+
+/** True when `source.version` ("2.7.3.Final", "3.3.1.Final") names a connector before 3.4. */
+export function isBeforeDebezium34(version: JsonValue | undefined): boolean {
+  const m = typeof version === 'string' ? /^(\d+)\.(\d+)/.exec(version) : null;
+  if (!m) return false;
+  const major = Number(m[1]);
+  return major < 3 || (major === 3 && Number(m[2]) < 4);
+}
+
+/**
+ * The position of an event: `[ts_ms / 1000, ord]` before Debezium 3.4, else `[2^32, offset]`
+ * (transport). Incremental-snapshot reads get no position, as for the relational connectors: their
+ * chunks are read outside the log order, so they only fill keys the stream has not touched.
+ */
+export function mongoPosition(source: JsonObject, message: InboundMessage): Position {
+  if (source.snapshot === 'incremental') return NO_POSITION;
+  const ms = toBigInt(source.ts_ms);
+  const ord = toBigInt(source.ord);
+  if (isBeforeDebezium34(source.version) && ms !== undefined && ms >= 0n && ord !== undefined && ord >= 0n) return sourcePosition(ms / 1000n, ord);
+  const offset = transportOrder(message);
+  return { tuple: [TRANSPORT_EPOCH, ...offset.tuple], strength: 'transport' };
+}
 
 /** A MongoDB update reduced to dotted-path operations. `opaque` lists columns changed in a way we cannot replay. */
 interface UpdateOps {
@@ -39,27 +68,16 @@ interface UpdateOps {
   readonly opaque: string[];
 }
 
-function textOf(v: JsonValue | undefined): string | null {
-  if (v === undefined || v === null) return null;
-  if (typeof v === 'string') return v;
-  if (typeof v === 'number' || typeof v === 'boolean') return String(v);
-  if (isLosslessNumber(v)) return v.value;
-  return JSON.stringify(v);
-}
-
-function msOf(v: JsonValue | undefined): number | null {
-  if (typeof v === 'number') return v;
-  if (isLosslessNumber(v)) return Number(v.value);
-  return null;
-}
-
 /** A document field: Extended JSON text, an already-parsed object, or null/absent. */
 function documentField(value: JsonObject, field: string): JsonObject | null {
   const v = value[field];
   if (v === undefined || v === null) return null;
   if (typeof v === 'string') return parseExtJsonDocument(v, `"${field}"`);
-  if (isJsonObject(v)) return toPlain(v) as JsonObject;
-  throw new DecodeError('bad-field', `"${field}" must be an Extended JSON string or null, got ${typeof v}`);
+  if (isJsonObject(v)) {
+    const plain = toPlain(v);
+    if (isJsonObject(plain)) return plain;
+  }
+  throw decodeError('bad-field', `"${field}" must be an Extended JSON string or null, got ${typeof v}`);
 }
 
 function topLevel(path: string): string {
@@ -72,7 +90,7 @@ function fromUpdateDescription(desc: JsonObject): UpdateOps {
   const updated = desc.updatedFields;
   if (updated !== undefined && updated !== null) {
     const doc = typeof updated === 'string' ? parseExtJsonDocument(updated, '"updateDescription.updatedFields"') : updated;
-    if (!isJsonObject(doc)) throw new DecodeError('bad-field', '"updateDescription.updatedFields" must be a JSON document string');
+    if (!isJsonObject(doc)) throw decodeError('bad-field', '"updateDescription.updatedFields" must be a JSON document string');
     for (const [k, v] of Object.entries(doc)) ops.sets.push([k, toPlain(v)]);
   }
   const removed = desc.removedFields;
@@ -81,7 +99,7 @@ function fromUpdateDescription(desc: JsonObject): UpdateOps {
   if (Array.isArray(truncated)) {
     for (const t of truncated) {
       if (!isJsonObject(t) || typeof t.field !== 'string' || typeof t.size !== 'number') {
-        throw new DecodeError('bad-field', '"updateDescription.truncatedArrays" entries must be {field: string, size: number}');
+        throw decodeError('bad-field', '"updateDescription.truncatedArrays" entries must be {field: string, size: number}');
       }
       ops.truncs.push({ path: t.field, size: t.size });
     }
@@ -94,7 +112,7 @@ function fromOplogPatch(patch: JsonObject): UpdateOps {
   const ops: UpdateOps = { sets: [], unsets: [], truncs: [], opaque: [] };
   for (const [op, arg] of Object.entries(patch)) {
     if (op === '$v') continue;
-    if (!isJsonObject(arg)) throw new DecodeError('bad-field', `oplog patch operator "${op}" must hold a document`);
+    if (!isJsonObject(arg)) throw decodeError('bad-field', `oplog patch operator "${op}" must hold a document`);
     if (op === '$set') for (const [k, v] of Object.entries(arg)) ops.sets.push([k, v]);
     else if (op === '$unset') ops.unsets.push(...Object.keys(arg));
     else if (op === 'diff') {
@@ -102,9 +120,9 @@ function fromOplogPatch(patch: JsonObject): UpdateOps {
         if ((section === 'u' || section === 'i') && isJsonObject(body)) for (const [k, v] of Object.entries(body)) ops.sets.push([k, v]);
         else if (section === 'd' && isJsonObject(body)) ops.unsets.push(...Object.keys(body));
         else if (section.startsWith('s')) ops.opaque.push(section.slice(1));
-        else throw new DecodeError('bad-field', `oplog patch diff section "${section}" is not understood`);
+        else throw decodeError('bad-field', `oplog patch diff section "${section}" is not understood`);
       }
-    } else throw new DecodeError('bad-field', `oplog patch operator "${op}" is not supported (expected $set, $unset or diff)`);
+    } else throw decodeError('bad-field', `oplog patch operator "${op}" is not supported (expected $set, $unset or diff)`);
   }
   return ops;
 }
@@ -115,11 +133,11 @@ type Container = JsonObject | JsonValue[];
 function parentOf(doc: JsonObject, parts: readonly string[], create: boolean): Container | null {
   let cur: Container = doc;
   for (const part of parts.slice(0, -1)) {
-    const next: JsonValue | undefined = Array.isArray(cur) ? cur[Number(part)] : cur[part];
+    const next: JsonValue | undefined = Array.isArray(cur) ? cur[Number(part)] : own(cur, part);
     if (next === undefined || next === null) {
       if (!create || Array.isArray(cur)) return null;
       const created: JsonObject = {};
-      cur[part] = created;
+      put(cur, part, created);
       cur = created;
     } else if (Array.isArray(next) || isJsonObject(next)) cur = next;
     else return null;
@@ -134,27 +152,27 @@ function applyOps(before: JsonObject, ops: UpdateOps): JsonObject | null {
   for (const { path, size } of ops.truncs) {
     const parts = path.split('.');
     const parent = parentOf(doc, parts, false);
-    const last = parts[parts.length - 1]!;
-    const arr = parent === null ? undefined : Array.isArray(parent) ? parent[Number(last)] : parent[last];
+    const last = parts[parts.length - 1] ?? '';
+    const arr = parent === null ? undefined : Array.isArray(parent) ? parent[Number(last)] : own(parent, last);
     if (!Array.isArray(arr)) return null;
     arr.length = Math.min(arr.length, size);
   }
   for (const [path, value] of ops.sets) {
     const parts = path.split('.');
     const parent = parentOf(doc, parts, true);
-    const last = parts[parts.length - 1]!;
+    const last = parts[parts.length - 1] ?? '';
     if (parent === null) return null;
     if (Array.isArray(parent)) {
       const i = Number(last);
       if (!Number.isInteger(i) || i < 0) return null;
       while (parent.length < i) parent.push(null);
       parent[i] = value;
-    } else parent[last] = value;
+    } else put(parent, last, value);
   }
   for (const path of ops.unsets) {
     const parts = path.split('.');
     const parent = parentOf(doc, parts, false);
-    const last = parts[parts.length - 1]!;
+    const last = parts[parts.length - 1] ?? '';
     if (parent === null) continue;
     if (Array.isArray(parent)) parent[Number(last)] = null;
     else delete parent[last];
@@ -169,7 +187,7 @@ function toPatch(ops: UpdateOps): Pick<ChangeEvent, 'patch' | 'placeholders'> {
   const partial = new Set<string>(ops.opaque);
   for (const [path, value] of ops.sets) {
     if (path.includes('.')) partial.add(topLevel(path));
-    else set[path] = value;
+    else put(set, path, value);
   }
   for (const path of ops.unsets) {
     if (path.includes('.')) partial.add(topLevel(path));
@@ -196,16 +214,15 @@ function snapshotOf(op: RowOp, snapshot: JsonValue | undefined): boolean {
 
 function decodeEvent(message: InboundMessage, value: JsonObject): ChangeEvent {
   const source = value.source;
-  if (!isJsonObject(source)) throw new DecodeError('missing-field', 'debezium-mongodb message has no "source" object');
-  const op = value.op;
-  if (typeof op !== 'string' || !OPS.includes(op as RowOp)) {
-    throw new DecodeError('bad-op', `debezium-mongodb "op" must be one of c, u, d, r; got ${JSON.stringify(op ?? null)}`);
+  if (!isJsonObject(source)) throw decodeError('missing-field', 'debezium-mongodb message has no "source" object');
+  const rowOp = value.op;
+  if (!isRowOp(rowOp) || rowOp === 't') {
+    throw decodeError('bad-op', `debezium-mongodb "op" must be one of c, u, d, r; got ${JSON.stringify(rowOp ?? null)}`);
   }
-  const rowOp = op as RowOp;
   const db = source.db;
   const collection = source.collection;
   if (typeof db !== 'string' || typeof collection !== 'string') {
-    throw new DecodeError('missing-field', 'debezium-mongodb "source.db" and "source.collection" must be strings');
+    throw decodeError('missing-field', 'debezium-mongodb "source.db" and "source.collection" must be strings');
   }
   const before = documentField(value, 'before');
   let after = documentField(value, 'after');
@@ -218,13 +235,13 @@ function decodeEvent(message: InboundMessage, value: JsonObject): ChangeEvent {
     let replacement: JsonObject | null = null;
     if (isJsonObject(value.updateDescription)) ops = fromUpdateDescription(value.updateDescription);
     else if (value.patch !== undefined && value.patch !== null) {
-      const raw = documentField(value, 'patch')!;
-      if (Object.keys(raw).some((k) => k.startsWith('$'))) ops = fromOplogPatch(raw);
+      const raw = documentField(value, 'patch');
+      if (raw !== null && Object.keys(raw).some((k) => k.startsWith('$'))) ops = fromOplogPatch(raw);
       else replacement = raw;
     }
     if (replacement !== null) after = replacement;
     else if (ops === null) {
-      throw new DecodeError('missing-field', 'debezium-mongodb update carries neither "after", "updateDescription" nor "patch"');
+      throw decodeError('missing-field', 'debezium-mongodb update carries neither "after", "updateDescription" nor "patch"');
     } else {
       const composed = before === null ? null : applyOps(before, ops);
       if (composed !== null) after = composed;
@@ -232,32 +249,31 @@ function decodeEvent(message: InboundMessage, value: JsonObject): ChangeEvent {
     }
   }
   if ((rowOp === 'c' || rowOp === 'r') && after === null) {
-    throw new DecodeError('missing-field', `debezium-mongodb op "${rowOp}" must carry an "after" document`);
+    throw decodeError('missing-field', `debezium-mongodb op "${rowOp}" must carry an "after" document`);
   }
 
   const id = keyFromMessage(message) ?? after?._id ?? before?._id ?? filter?._id;
   if (id === undefined) {
-    throw new DecodeError('missing-key', 'debezium-mongodb message has no _id: expected message key {"id": "<extended json>"}, or _id in after/before/filter');
+    throw decodeError('missing-key', 'debezium-mongodb message has no _id: expected message key {"id": "<extended json>"}, or _id in after/before/filter');
   }
   const key: Key = { _id: id };
   const lsid = textOf(source.lsid);
   const txnNumber = textOf(source.txnNumber);
   const txid = lsid !== null && txnNumber !== null ? `${lsid}:${txnNumber}` : textOf(source.stxnid);
-  return {
-    kind: 'change',
+  return changeEvent({
     format: FORMAT,
     op: rowOp,
     table: `${db}.${collection}`,
     key,
     before,
-    after: rowOp === 'd' ? null : after,
+    after,
     patch,
     placeholders,
-    position: transportOrder(message),
+    position: mongoPosition(source, message),
     txid,
     commitTs: msOf(source.ts_ms),
     snapshot: snapshotOf(rowOp, source.snapshot),
-  };
+  });
 }
 
 /** Decoder for Debezium MongoDB change events (change streams, and the 1.x oplog `patch`/`filter` shape). */
@@ -272,7 +288,7 @@ export const debeziumMongo: FormatDecoder = {
     return typeof v.op === 'string' && ('patch' in v || 'filter' in v) && typeof v.source.collection === 'string';
   },
   decode(message: InboundMessage): NormalizedEvent[] {
-    if (!isJsonObject(message.value)) throw new DecodeError('bad-shape', 'debezium-mongodb message value must be a JSON object');
+    if (!isJsonObject(message.value)) throw decodeError('bad-shape', 'debezium-mongodb message value must be a JSON object');
     return [decodeEvent(message, message.value)];
   },
 };

@@ -31,8 +31,8 @@ export interface PlaceholderForms {
  */
 export function nameUuidFromBytes(bytes: Uint8Array): string {
   const md5 = createHash('md5').update(bytes).digest();
-  md5[6] = (md5[6]! & 0x0f) | 0x30;
-  md5[8] = (md5[8]! & 0x3f) | 0x80;
+  md5.writeUInt8((md5.readUInt8(6) & 0x0f) | 0x30, 6);
+  md5.writeUInt8((md5.readUInt8(8) & 0x3f) | 0x80, 8);
   const hex = md5.toString('hex');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
@@ -82,5 +82,7 @@ export function isPlaceholderValue(value: JsonValue, forms: PlaceholderForms): b
 export function placeholderColumns(row: JsonObject | null, placeholder: string): string[] {
   if (!row) return [];
   const forms = placeholderForms(placeholder);
-  return Object.keys(row).filter((column) => isPlaceholderValue(row[column]!, forms));
+  return Object.entries(row)
+    .filter(([, value]) => isPlaceholderValue(value, forms))
+    .map(([column]) => column);
 }

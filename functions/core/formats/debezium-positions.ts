@@ -1,6 +1,6 @@
 /**
  * Source positions of Debezium events, one fixed tuple shape per connector so that any two
- * events of one connector compare element by element (cdc-formats.md §3, §4, §6):
+ * events of one connector compare element by element (docs/formats.md, "Debezium"):
  *
  * | connector  | tuple                                      | strength                        |
  * |------------|--------------------------------------------|---------------------------------|
@@ -13,18 +13,39 @@
  * Every element is read losslessly (BigInt from the JSON text, never through a float).
  * Incremental-snapshot reads get no position at all: see {@link debeziumPosition}.
  */
-import { DecodeError, PositionError } from '../errors.js';
+import { PositionError } from '../errors.js';
 import { isJsonObject, type JsonObject, type JsonValue, parseJson, toBigInt } from '../json.js';
 import { binlogFileNumber, NO_POSITION, type Position, sourcePosition } from '../position.js';
-import { describe } from './debezium-fields.js';
+import { decodeError, describe } from './kit.js';
 
-export type Connector = 'postgresql' | 'mysql' | 'sqlserver' | 'oracle';
+/** The relational connectors the envelope decoder reads (MongoDB has its own decoder). */
+export const CONNECTORS = ['postgresql', 'mysql', 'sqlserver', 'oracle'] as const;
+export type Connector = (typeof CONNECTORS)[number];
+
+function isConnector(value: unknown): value is Connector {
+  return typeof value === 'string' && (CONNECTORS as readonly string[]).includes(value);
+}
+
+/**
+ * The connector of a `source` block: `source.connector`, or, for records of Debezium before 1.0
+ * (no `connector` field, but the logical server `name`), the one whose position fields it carries.
+ * Null when it is neither.
+ */
+export function connectorOf(source: JsonObject): Connector | null {
+  if ('connector' in source) return isConnector(source.connector) ? source.connector : null;
+  if (typeof source.name !== 'string') return null;
+  if (typeof source.file === 'string' && 'pos' in source) return 'mysql';
+  if ('commit_lsn' in source || 'change_lsn' in source) return 'sqlserver';
+  if ('scn' in source) return 'oracle';
+  if ('lsn' in source || 'sequence' in source) return 'postgresql';
+  return null;
+}
 
 /** An unsigned integer from a JSON number, LosslessNumber or decimal string; throws `bad-position`. */
 export function readUnsigned(value: JsonValue | undefined, what: string, example: string): bigint {
   const n = toBigInt(value);
   if (n === undefined || n < 0n) {
-    throw new DecodeError('bad-position', `expected ${what} to be an unsigned integer (e.g. ${example}), got ${describe(value)}`);
+    throw decodeError('bad-position', `expected ${what} to be an unsigned integer (e.g. ${example}), got ${describe(value)}`);
   }
   return n;
 }
@@ -47,7 +68,7 @@ export function parsePgSequence(sequence: string): [bigint, bigint] {
   }
   const example = '\'["33228056","33228232"]\'';
   if (!Array.isArray(parsed) || parsed.length !== 2) {
-    throw new DecodeError('bad-position', `expected source.sequence to be a JSON array of two LSNs (e.g. ${example}), got ${JSON.stringify(sequence)}`);
+    throw decodeError('bad-position', `expected source.sequence to be a JSON array of two LSNs (e.g. ${example}), got ${JSON.stringify(sequence)}`);
   }
   return [readUnsignedOrZero(parsed[0], 'source.sequence[0]', '"33228056"'), readUnsignedOrZero(parsed[1], 'source.sequence[1]', '"33228232"')];
 }
@@ -63,19 +84,19 @@ function pgPosition(source: JsonObject): Position {
   if (source.lsn !== undefined && source.lsn !== null) {
     return { tuple: [0n, readUnsigned(source.lsn, 'source.lsn', '33228232')], strength: 'transport' };
   }
-  throw new DecodeError('missing-field', 'expected source.sequence (e.g. \'["33228056","33228232"]\') or source.lsn on a Debezium PostgreSQL event, found neither');
+  throw decodeError('missing-field', 'expected source.sequence (e.g. \'["33228056","33228232"]\') or source.lsn on a Debezium PostgreSQL event, found neither');
 }
 
 function mysqlPosition(source: JsonObject): Position {
   if (typeof source.file !== 'string' || source.file === '') {
-    throw new DecodeError('missing-field', `expected source.file to be a binlog file name (e.g. "mysql-bin.000003"), got ${describe(source.file)}`);
+    throw decodeError('missing-field', `expected source.file to be a binlog file name (e.g. "mysql-bin.000003"), got ${describe(source.file)}`);
   }
   let fileNo: bigint;
   try {
     fileNo = binlogFileNumber(source.file);
   } catch (e) {
     if (!(e instanceof PositionError)) throw e;
-    throw new DecodeError('bad-position', `expected source.file to end in a number (e.g. "mysql-bin.000003"), got ${JSON.stringify(source.file)}`, { cause: e });
+    throw decodeError('bad-position', `expected source.file to end in a number (e.g. "mysql-bin.000003"), got ${JSON.stringify(source.file)}`, { cause: e });
   }
   return sourcePosition(fileNo, readUnsigned(source.pos, 'source.pos', '154'), readUnsignedOrZero(source.row, 'source.row', '0'));
 }
@@ -86,13 +107,13 @@ function mysqlPosition(source: JsonObject): Position {
  */
 export function parseSqlServerLsn(text: string, what = 'LSN'): bigint {
   const m = /^([0-9a-fA-F]{1,8}):([0-9a-fA-F]{1,8}):([0-9a-fA-F]{1,4})$/.exec(text.trim());
-  if (!m) throw new DecodeError('bad-position', `expected ${what} to be a SQL Server LSN like "00000027:00000758:0003", got ${JSON.stringify(text)}`);
+  if (!m) throw decodeError('bad-position', `expected ${what} to be a SQL Server LSN like "00000027:00000758:0003", got ${JSON.stringify(text)}`);
   return (BigInt(`0x${m[1]}`) << 48n) | (BigInt(`0x${m[2]}`) << 16n) | BigInt(`0x${m[3]}`);
 }
 
 function sqlServerPosition(source: JsonObject): Position {
   if (typeof source.commit_lsn !== 'string') {
-    throw new DecodeError('missing-field', `expected source.commit_lsn to be a SQL Server LSN like "00000027:00000758:0005", got ${describe(source.commit_lsn)}`);
+    throw decodeError('missing-field', `expected source.commit_lsn to be a SQL Server LSN like "00000027:00000758:0005", got ${describe(source.commit_lsn)}`);
   }
   const commit = parseSqlServerLsn(source.commit_lsn, 'source.commit_lsn');
   const change = typeof source.change_lsn === 'string' ? parseSqlServerLsn(source.change_lsn, 'source.change_lsn') : 0n;

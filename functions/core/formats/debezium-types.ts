@@ -3,13 +3,18 @@
  * message (`schemas.enable=true`). Without a schema none of this runs and values stay as delivered.
  *
  * Output forms (all exact, no float anywhere):
- * - decimals → plain decimal text, `"12.50"`, `"-5.00"`;
+ * - decimals (`Decimal`, `VariableScaleDecimal`) → numbers, exactly from their decimal text
+ *   (`"12.50"` → 12.5; a LosslessNumber when a double cannot hold it), as every other source's
+ *   decimals land (docs/formats.md, "Decimals"). A `Decimal` field is base64 of the unscaled
+ *   bytes; text that is not base64 but spells a decimal exactly (`"12.50"`) is read as that
+ *   decimal, anything else is `bad-field`;
  * - timestamps → ISO-8601 UTC with the unit's full precision: ms → 3 fraction digits,
  *   µs → 6, ns → 9 (`2025-01-01T12:00:00.123456Z`), so one column always has one text shape;
  * - dates → `YYYY-MM-DD`; times → `HH:MM:SS.` plus the unit's fraction digits (`12:34:56.789000` for µs).
  * A date or time outside what `Date` can represent is kept as delivered.
  */
 import { isJsonObject, type JsonObject, type JsonValue, toBigInt } from '../json.js';
+import { decimalNumber, decodeError, isDecimalText, put } from './kit.js';
 
 const DECIMAL = 'org.apache.kafka.connect.data.Decimal';
 const VARIABLE_SCALE_DECIMAL = 'io.debezium.data.VariableScaleDecimal';
@@ -49,7 +54,7 @@ function floorDiv(a: bigint, b: bigint): bigint {
 export function bytesToBigInt(bytes: Uint8Array): bigint {
   if (bytes.length === 0) return 0n;
   const unsigned = BigInt(`0x${Buffer.from(bytes).toString('hex')}`);
-  return (bytes[0]! & 0x80) === 0 ? unsigned : unsigned - (1n << BigInt(bytes.length * 8));
+  return ((bytes[0] ?? 0) & 0x80) === 0 ? unsigned : unsigned - (1n << BigInt(bytes.length * 8));
 }
 
 /** Writes an unscaled integer with `scale` fraction digits: (1250n, 2) → "12.50", (-5n, 3) → "-0.005". */
@@ -68,6 +73,26 @@ export function formatScaled(unscaled: bigint, scale: number): string {
  */
 export function decodeDecimal(base64: string, scale: number): string {
   return formatScaled(bytesToBigInt(Buffer.from(base64, 'base64')), scale);
+}
+
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/** True for canonical base64 (padded, standard alphabet), the form Debezium writes bytes in. */
+export function isBase64(text: string): boolean {
+  return BASE64.test(text);
+}
+
+/**
+ * The number a `Decimal` field's text stands for: base64 of the unscaled bytes (what Debezium
+ * writes), else text that spells a decimal exactly (`"12.50"`, from `decimal.handling.mode=string`
+ * behind a stale schema or a hand-written producer), which is never base64-decoded into garbage.
+ * A `.` never occurs in base64, so `"12.50"` is always the decimal; digit-only text of a length
+ * that is a multiple of 4 (`"1250"`) is valid base64 and read as such. Anything else: `bad-field`.
+ */
+export function decimalFieldValue(text: string, scale: number, column: string): JsonValue {
+  if (isDecimalText(text) && (text.includes('.') || !isBase64(text))) return decimalNumber(text);
+  if (!isBase64(text)) throw decodeError('bad-field', `Decimal column "${column}" holds text that is neither base64 nor a decimal number`);
+  return decimalNumber(decodeDecimal(text, scale));
 }
 
 /**
@@ -133,15 +158,21 @@ function decodeTemporal(name: string, n: bigint): string | undefined {
  * Decodes one value by its field schema. Values that do not match the schema's expected JSON
  * shape (e.g. a Decimal sent as a JSON number under `decimal.format=NUMERIC`) are kept as delivered.
  */
-export function decodeValue(value: JsonValue, schema: JsonObject): JsonValue {
+export function decodeValue(value: JsonValue, schema: JsonObject, column = '?'): JsonValue {
   if (value === null) return null;
   const name = typeof schema.name === 'string' ? schema.name : undefined;
   if (name === DECIMAL) {
     const params = isJsonObject(schema.parameters) ? schema.parameters : {};
     const scale = toBigInt(params.scale) ?? 0n;
-    return typeof value === 'string' ? decodeDecimal(value, Number(scale)) : value;
+    return typeof value === 'string' ? decimalFieldValue(value, Number(scale), column) : value;
   }
-  if (name === VARIABLE_SCALE_DECIMAL) return decodeVariableScaleDecimal(value) ?? value;
+  if (name === VARIABLE_SCALE_DECIMAL) {
+    if (isJsonObject(value) && typeof value.value === 'string' && !isBase64(value.value)) {
+      throw decodeError('bad-field', `VariableScaleDecimal column "${column}" holds a value that is not base64`);
+    }
+    const text = decodeVariableScaleDecimal(value);
+    return text === undefined ? value : decimalNumber(text);
+  }
   if (name !== undefined) {
     const n = toBigInt(value);
     if (n !== undefined) {
@@ -152,7 +183,7 @@ export function decodeValue(value: JsonValue, schema: JsonObject): JsonValue {
   }
   if (schema.type === 'array' && Array.isArray(value) && isJsonObject(schema.items)) {
     const items = schema.items;
-    return value.map((v) => decodeValue(v, items));
+    return value.map((v) => decodeValue(v, items, column));
   }
   if (schema.type === 'struct' && isJsonObject(value)) return decodeRow(value, schema);
   return value;
@@ -177,7 +208,7 @@ export function decodeRow(row: JsonObject, schema: JsonObject, skip: readonly st
   const out: JsonObject = {};
   for (const [column, value] of Object.entries(row)) {
     const field = fields.get(column);
-    out[column] = field && !skip.includes(column) ? decodeValue(value, field) : value;
+    put(out, column, field && !skip.includes(column) ? decodeValue(value, field, column) : value);
   }
   return out;
 }

@@ -6,8 +6,9 @@
  * - Ops: `load` → `r` (snapshot), `insert` → `c`, `update` → `u`, `delete` → `d`. For an update
  *   `after` is `data` and `before` is the before-image attribute when enabled: depending on the source
  *   engine it holds only the PK columns (PostgreSQL), only changed columns (Oracle) or the full row
- *   (MySQL). A PK change arrives as one update with the old key only in the before image. For a
- *   delete, `before` is `data` (as complete as the source supplied it).
+ *   (MySQL). A PK change arrives as one update with the old key only in the before image: the
+ *   Normalizer then tombstones the old key at the same position (see normalize.ts). For a delete,
+ *   `before` is `data` (as complete as the source supplied it).
  * - Control records → ControlEvent `schema`; `truncate-table` → a `t` ChangeEvent for that table.
  * - Position: DMS carries no comparable position (`stream-position` is opaque and engine-specific),
  *   so every event takes transport order (shard / partition): weak ordering, duplicates happen.
@@ -16,22 +17,13 @@
  * - Key: built from the configured key columns when the table is configured (values from `data`,
  *   then the before image); DMS messages do not name their PK columns.
  */
-import { DecodeError } from '../errors.js';
-import { isJsonObject, isLosslessNumber, type JsonObject, type JsonValue } from '../json.js';
-import { keyFromImages, transportOrder } from './shared.js';
-import type { ChangeEvent, ControlEvent, DecodeContext, FormatDecoder, InboundMessage, NormalizedEvent, RowOp } from '../types.js';
+import { isJsonObject, type JsonObject } from '../json.js';
+import type { DecodeContext, FormatDecoder, InboundMessage, NormalizedEvent, RowOp } from '../types.js';
+import { changeEvent, controlEvent, decodeError, keyFromImages, lookup, textOf, transportOrder, truncateEvent } from './kit.js';
 
 const FORMAT = 'dms';
 const DATA_OPS: Readonly<Record<string, RowOp>> = { load: 'r', insert: 'c', update: 'u', delete: 'd' };
 const TRUNCATE_OPS = new Set(['truncate-table', 'TruncateTable', 'truncate']);
-
-function textOf(v: JsonValue | undefined): string | null {
-  if (v === undefined || v === null || v === '') return null;
-  if (typeof v === 'string') return v;
-  if (typeof v === 'number' || typeof v === 'boolean') return String(v);
-  if (isLosslessNumber(v)) return v.value;
-  return JSON.stringify(v);
-}
 
 /**
  * Parses a DMS timestamp (`2024-07-29T00:58:17.974340Z`, or with a space and no zone, read as UTC)
@@ -39,10 +31,10 @@ function textOf(v: JsonValue | undefined): string | null {
  */
 export function parseDmsTimestamp(text: string): number {
   const m = /^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:?\d{2})?$/.exec(text.trim());
-  if (!m) throw new DecodeError('bad-field', `dms "metadata.commit-timestamp" must be an ISO-8601 timestamp, got "${text}"`);
+  if (!m) throw decodeError('bad-field', `dms "metadata.commit-timestamp" must be an ISO-8601 timestamp, got "${text}"`);
   const ms = (m[3] ?? '').padEnd(3, '0').slice(0, 3);
   const parsed = Date.parse(`${m[1]}T${m[2]}.${ms}${m[4] ?? 'Z'}`);
-  if (Number.isNaN(parsed)) throw new DecodeError('bad-field', `dms "metadata.commit-timestamp" is not a valid time: "${text}"`);
+  if (Number.isNaN(parsed)) throw decodeError('bad-field', `dms "metadata.commit-timestamp" is not a valid time: "${text}"`);
   return parsed;
 }
 
@@ -50,7 +42,7 @@ function tableOf(meta: JsonObject): string {
   const table = meta['table-name'];
   const schema = meta['schema-name'];
   if (typeof table !== 'string' || table === '') {
-    throw new DecodeError('missing-field', 'dms "metadata.table-name" must be a non-empty string');
+    throw decodeError('missing-field', 'dms "metadata.table-name" must be a non-empty string');
   }
   return typeof schema === 'string' && schema !== '' ? `${schema}.${table}` : table;
 }
@@ -58,49 +50,24 @@ function tableOf(meta: JsonObject): string {
 function commitTsOf(meta: JsonObject): number | null {
   const ts = meta['commit-timestamp'];
   if (ts === undefined || ts === null) return null;
-  if (typeof ts !== 'string') throw new DecodeError('bad-field', 'dms "metadata.commit-timestamp" must be a timestamp string');
+  if (typeof ts !== 'string') throw decodeError('bad-field', 'dms "metadata.commit-timestamp" must be a timestamp string');
   return parseDmsTimestamp(ts);
 }
 
-function controlEvent(message: InboundMessage, value: JsonObject, meta: JsonObject): NormalizedEvent {
+function controlRecord(message: InboundMessage, value: JsonObject, meta: JsonObject): NormalizedEvent {
   const operation = textOf(meta.operation) ?? 'unknown';
   const table = typeof meta['table-name'] === 'string' ? tableOf(meta) : null;
   const txid = textOf(meta['transaction-id']);
   if (TRUNCATE_OPS.has(operation)) {
-    if (table === null) throw new DecodeError('missing-field', 'dms truncate-table control record has no "metadata.table-name"');
-    const event: ChangeEvent = {
-      kind: 'change',
-      format: FORMAT,
-      op: 't',
-      table,
-      key: {},
-      before: null,
-      after: null,
-      patch: null,
-      placeholders: [],
-      position: transportOrder(message),
-      txid,
-      commitTs: commitTsOf(meta),
-      snapshot: false,
-    };
-    return event;
+    if (table === null) throw decodeError('missing-field', 'dms truncate-table control record has no "metadata.table-name"');
+    return truncateEvent({ format: FORMAT, table, position: transportOrder(message), txid, commitTs: commitTsOf(meta) });
   }
   const detail: JsonObject = { operation };
   const control = value.control;
   if (isJsonObject(control) && isJsonObject(control['table-def']) && Array.isArray(control['table-def']['primary-key'])) {
     detail.primaryKey = control['table-def']['primary-key'];
   }
-  const event: ControlEvent = {
-    kind: 'control',
-    format: FORMAT,
-    control: 'schema',
-    table,
-    position: transportOrder(message),
-    txid,
-    commitTs: commitTsOf(meta),
-    detail,
-  };
-  return event;
+  return controlEvent({ format: FORMAT, control: 'schema', table, position: transportOrder(message), txid, commitTs: commitTsOf(meta), detail });
 }
 
 /** Decoder for AWS DMS JSON records on Kinesis or Kafka. */
@@ -117,37 +84,34 @@ export const dms: FormatDecoder = {
   decode(message: InboundMessage, ctx: DecodeContext): NormalizedEvent[] {
     const value = message.value;
     if (!isJsonObject(value) || !isJsonObject(value.metadata)) {
-      throw new DecodeError('missing-field', 'dms message must be an object with a "metadata" object');
+      throw decodeError('missing-field', 'dms message must be an object with a "metadata" object');
     }
     const meta = value.metadata;
-    if (meta['record-type'] === 'control' || 'control' in value) return [controlEvent(message, value, meta)];
+    if (meta['record-type'] === 'control' || 'control' in value) return [controlRecord(message, value, meta)];
     const operation = meta.operation;
-    const op = typeof operation === 'string' ? DATA_OPS[operation] : undefined;
+    const op = lookup(DATA_OPS, operation);
     if (op === undefined) {
-      throw new DecodeError('bad-op', `dms "metadata.operation" must be load, insert, update or delete; got ${JSON.stringify(operation ?? null)}`);
+      throw decodeError('bad-op', `dms "metadata.operation" must be load, insert, update or delete; got ${JSON.stringify(operation ?? null)}`);
     }
     const data = value.data;
-    if (!isJsonObject(data)) throw new DecodeError('missing-field', `dms ${operation} record must carry a "data" row object`);
+    if (!isJsonObject(data)) throw decodeError('missing-field', `dms ${operation} record must carry a "data" row object`);
     const table = tableOf(meta);
     const imageField = value[ctx.dmsBeforeImageField];
     const beforeImage = isJsonObject(imageField) ? imageField : null;
     const before = op === 'd' ? data : op === 'u' ? beforeImage : null;
     const after = op === 'd' ? null : data;
-    const event: ChangeEvent = {
-      kind: 'change',
-      format: FORMAT,
-      op,
-      table,
-      key: keyFromImages(table, ctx, [after, before]),
-      before,
-      after,
-      patch: null,
-      placeholders: [],
-      position: transportOrder(message),
-      txid: textOf(meta['transaction-id']),
-      commitTs: commitTsOf(meta),
-      snapshot: op === 'r',
-    };
-    return [event];
+    return [
+      changeEvent({
+        format: FORMAT,
+        op,
+        table,
+        key: keyFromImages(table, ctx, [after, before]),
+        before,
+        after,
+        position: transportOrder(message),
+        txid: textOf(meta['transaction-id']),
+        commitTs: commitTsOf(meta),
+      }),
+    ];
   },
 };

@@ -9,22 +9,14 @@
  * position this format has, so the position is [lsn] with source strength; it cannot break ties
  * between concurrent transactions whose change LSNs interleave.
  */
-import { DecodeError, PositionError } from '../errors.js';
+import { PositionError } from '../errors.js';
 import { isJsonObject, type JsonObject, type JsonValue, toBigInt } from '../json.js';
 import { type Position, parsePgLsn, sourcePosition } from '../position.js';
-import type { ChangeEvent, DecodeContext, FormatDecoder, InboundMessage, Key, Row, RowOp } from '../types.js';
+import { type ChangeEvent, type DecodeContext, type FormatDecoder, type InboundMessage, isRowOp, type Key, type Row, type RowOp } from '../types.js';
+import { changeEvent, decodeError, describe, idText, keyFromImages, lookup, rowOrNull } from './kit.js';
 
 const FORMAT = 'generic';
 const OPERATIONS: Readonly<Record<string, RowOp>> = { insert: 'c', update: 'u', delete: 'd', read: 'r' };
-const OPS: ReadonlySet<string> = new Set<RowOp>(['c', 'u', 'd', 'r']);
-
-function describe(value: JsonValue | undefined): string {
-  if (value === undefined) return 'nothing';
-  if (value === null) return 'null';
-  if (typeof value === 'string') return JSON.stringify(value);
-  if (Array.isArray(value)) return 'an array';
-  return isJsonObject(value) ? 'an object' : String(value);
-}
 
 function isGeneric(value: JsonValue | null): value is JsonObject {
   if (!isJsonObject(value) || !isJsonObject(value.source) || 'connector' in value.source) return false;
@@ -34,17 +26,17 @@ function isGeneric(value: JsonValue | null): value is JsonObject {
 
 function readOp(value: JsonObject): RowOp {
   if (typeof value.operation === 'string') {
-    const op = OPERATIONS[value.operation.toLowerCase()];
+    const op = lookup(OPERATIONS, value.operation.toLowerCase());
     if (op) return op;
-    throw new DecodeError('bad-op', `expected operation to be insert, update, delete or read (any case), got ${describe(value.operation)}`);
+    throw decodeError('bad-op', `expected operation to be insert, update, delete or read (any case), got ${describe(value.operation)}`);
   }
-  if (typeof value.op === 'string' && OPS.has(value.op)) return value.op as RowOp;
-  throw new DecodeError('bad-op', `expected op to be one of "c", "u", "d", "r" (or an operation field), got ${describe(value.op)}`);
+  if (isRowOp(value.op) && value.op !== 't') return value.op;
+  throw decodeError('bad-op', `expected op to be one of "c", "u", "d", "r" (or an operation field), got ${describe(value.op)}`);
 }
 
 function readLsn(lsn: JsonValue | undefined): Position {
   if (lsn === undefined || lsn === null) {
-    throw new DecodeError('missing-field', 'expected source.lsn ("X/Y" hex text such as "0/1A2F4C88", or an unsigned integer), got nothing');
+    throw decodeError('missing-field', 'expected source.lsn ("X/Y" hex text such as "0/1A2F4C88", or an unsigned integer), got nothing');
   }
   let n: bigint | undefined;
   try {
@@ -53,7 +45,7 @@ function readLsn(lsn: JsonValue | undefined): Position {
     if (!(e instanceof PositionError)) throw e;
   }
   if (n === undefined || n < 0n) {
-    throw new DecodeError('bad-position', `expected source.lsn to be "X/Y" hex text (e.g. "0/1A2F4C88") or an unsigned integer, got ${describe(lsn)}`);
+    throw decodeError('bad-position', `expected source.lsn to be "X/Y" hex text (e.g. "0/1A2F4C88") or an unsigned integer, got ${describe(lsn)}`);
   }
   return sourcePosition(n);
 }
@@ -62,62 +54,46 @@ function readCommitTs(value: JsonValue | undefined, what: string): number | null
   if (value === undefined || value === null) return null;
   if (typeof value === 'string' && !/^-?\d+$/.test(value)) {
     const ms = Date.parse(value);
-    if (Number.isNaN(ms)) throw new DecodeError('bad-field', `expected ${what} to be an ISO-8601 timestamp or epoch milliseconds, got ${describe(value)}`);
+    if (Number.isNaN(ms)) throw decodeError('bad-field', `expected ${what} to be an ISO-8601 timestamp or epoch milliseconds, got ${describe(value)}`);
     return ms;
   }
   const n = toBigInt(value);
-  if (n === undefined) throw new DecodeError('bad-field', `expected ${what} to be an ISO-8601 timestamp or epoch milliseconds, got ${describe(value)}`);
+  if (n === undefined) throw decodeError('bad-field', `expected ${what} to be an ISO-8601 timestamp or epoch milliseconds, got ${describe(value)}`);
   return Number(n);
 }
 
-function rowOrNull(value: JsonValue | undefined, what: string): Row | null {
-  if (value === undefined || value === null) return null;
-  if (!isJsonObject(value)) throw new DecodeError('missing-field', `expected ${what} to be a row object or null, got ${describe(value)}`);
-  return value;
-}
-
 function keyOf(message: InboundMessage, ctx: DecodeContext, table: string, rows: readonly (Row | null)[]): Key {
-  if (isJsonObject(message.key)) return message.key;
-  const key: Key = {};
-  for (const column of ctx.keyColumns(table) ?? []) {
-    const found = rows.map((r) => r?.[column]).find((v) => v !== undefined && v !== null);
-    if (found !== undefined) key[column] = found;
-  }
-  return key;
+  return isJsonObject(message.key) ? message.key : keyFromImages(table, ctx, rows);
 }
 
 function decodeGeneric(message: InboundMessage, ctx: DecodeContext): ChangeEvent[] {
   const value = message.value;
   if (!isJsonObject(value) || !isJsonObject(value.source)) {
-    throw new DecodeError('missing-field', `expected a generic envelope {operation, before, after, source:{table, lsn, txid, commit_ts}}, got source ${describe(isJsonObject(value) ? value.source : value)}`);
+    throw decodeError('missing-field', `expected a generic envelope {operation, before, after, source:{table, lsn, txid, commit_ts}}, got source ${describe(isJsonObject(value) ? value.source : value)}`);
   }
   const source = value.source;
   const op = readOp(value);
   if (typeof source.table !== 'string' || source.table === '') {
-    throw new DecodeError('missing-field', `expected source.table to name the table (e.g. "public.items"), got ${describe(source.table)}`);
+    throw decodeError('missing-field', `expected source.table to name the table (e.g. "public.items"), got ${describe(source.table)}`);
   }
   const table = source.table;
   const before = rowOrNull(value.before, 'before');
   const after = rowOrNull(value.after, 'after');
-  if (op !== 'd' && after === null) throw new DecodeError('missing-field', `expected after to hold the new row on a "${op}" event for ${table}, got ${describe(value.after)}`);
+  if (op !== 'd' && after === null) throw decodeError('missing-field', `expected after to hold the new row on a "${op}" event for ${table}, got ${describe(value.after)}`);
   const variantOp = typeof value.operation !== 'string';
-  const txid = source.txid === undefined || source.txid === null ? null : typeof source.txid === 'string' ? source.txid : (toBigInt(source.txid)?.toString() ?? null);
   return [
-    {
-      kind: 'change',
+    changeEvent({
       format: FORMAT,
       op,
       table,
       key: keyOf(message, ctx, table, [after, before]),
       before,
       after,
-      patch: null,
-      placeholders: [],
       position: readLsn(source.lsn),
-      txid,
+      txid: idText(source.txid),
       commitTs: variantOp ? readCommitTs(value.ts_ms ?? source.commit_ts, 'ts_ms') : readCommitTs(source.commit_ts, 'source.commit_ts'),
       snapshot: op === 'r' || source.snapshot === true || source.snapshot === 'true',
-    },
+    }),
   ];
 }
 

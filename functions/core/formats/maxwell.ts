@@ -17,11 +17,11 @@
  *   object form `{"database","table","pk.<col>":v}` (the `pk.` prefix is stripped; `_uuid` of a
  *   PK-less table is ignored) or the array form `["db","table",[{col:v}]]`.
  */
-import { DecodeError, PositionError } from '../errors.js';
-import { isJsonObject, isLosslessNumber, type JsonObject, type JsonValue, toBigInt } from '../json.js';
+import { PositionError } from '../errors.js';
+import { isJsonObject, type JsonObject, type JsonValue, toBigInt } from '../json.js';
 import { binlogFileNumber, NO_POSITION, type Position, sourcePosition } from '../position.js';
-import { transportOrder } from './shared.js';
-import type { ChangeEvent, ControlEvent, FormatDecoder, InboundMessage, Key, NormalizedEvent, RowOp } from '../types.js';
+import type { FormatDecoder, InboundMessage, Key, NormalizedEvent, RowOp } from '../types.js';
+import { changeEvent, controlEvent, decodeError, lookup, msOf, put, textOf, transportOrder } from './kit.js';
 
 const FORMAT = 'maxwell';
 const ROW_OPS: Readonly<Record<string, RowOp>> = { insert: 'c', update: 'u', delete: 'd', 'bootstrap-insert': 'r' };
@@ -33,35 +33,30 @@ function binlogPosition(value: JsonObject): Position | null {
   const position = value.position;
   if (position === undefined || position === null) return null;
   const m = typeof position === 'string' ? /^(.+):(\d+)$/.exec(position) : null;
-  if (!m) throw new DecodeError('bad-position', `maxwell "position" must be "<binlog file>:<offset>", got ${JSON.stringify(position)}`);
+  const fileName = m?.[1];
+  const offset = m?.[2];
+  if (fileName === undefined || offset === undefined) throw decodeError('bad-position', `maxwell "position" must be "<binlog file>:<offset>", got ${JSON.stringify(position)}`);
   let file: bigint;
   try {
-    file = binlogFileNumber(m[1]!);
+    file = binlogFileNumber(fileName);
   } catch (err) {
-    if (err instanceof PositionError) throw new DecodeError('bad-position', `maxwell "position": ${err.message}`, { cause: err });
+    if (err instanceof PositionError) throw decodeError('bad-position', `maxwell "position": ${err.message}`, { cause: err });
     throw err;
   }
   let xoffset = 0n;
   if (value.xoffset !== undefined && value.xoffset !== null) {
     const x = toBigInt(value.xoffset);
-    if (x === undefined || x < 0n) throw new DecodeError('bad-position', `maxwell "xoffset" must be an unsigned integer, got ${JSON.stringify(value.xoffset)}`);
+    if (x === undefined || x < 0n) throw decodeError('bad-position', `maxwell "xoffset" must be an unsigned integer, got ${JSON.stringify(value.xoffset)}`);
     xoffset = x;
   }
-  return sourcePosition(file, BigInt(m[2]!), xoffset);
+  return sourcePosition(file, BigInt(offset), xoffset);
 }
 
 /** `ts` in seconds → ms. A value ≥ 10^11 can only be milliseconds already and is kept. */
 function commitTsOf(ts: JsonValue | undefined): number | null {
-  const n = typeof ts === 'number' ? ts : isLosslessNumber(ts) ? Number(ts.value) : Number.NaN;
-  if (!Number.isFinite(n)) return null;
+  const n = msOf(ts);
+  if (n === null) return null;
   return n >= 1e11 ? Math.trunc(n) : Math.trunc(n * 1000);
-}
-
-function txidOf(xid: JsonValue | undefined): string | null {
-  if (typeof xid === 'number') return String(xid);
-  if (isLosslessNumber(xid)) return xid.value;
-  if (typeof xid === 'string' && xid !== '') return xid;
-  return null;
 }
 
 function keyOf(value: JsonObject, messageKey: JsonValue | null): Key {
@@ -70,25 +65,26 @@ function keyOf(value: JsonObject, messageKey: JsonValue | null): Key {
   if (Array.isArray(cols) && Array.isArray(vals) && cols.length === vals.length) {
     const key: Key = {};
     cols.forEach((c, i) => {
-      if (typeof c === 'string') key[c] = vals[i]!;
+      const v = vals[i];
+      if (typeof c === 'string' && v !== undefined) put(key, c, v);
     });
     return key;
   }
   if (isJsonObject(messageKey)) {
     const key: Key = {};
-    for (const [k, v] of Object.entries(messageKey)) if (k.startsWith('pk.')) key[k.slice(3)] = v;
+    for (const [k, v] of Object.entries(messageKey)) if (k.startsWith('pk.')) put(key, k.slice(3), v);
     return key;
   }
   if (Array.isArray(messageKey) && Array.isArray(messageKey[2])) {
     const key: Key = {};
-    for (const part of messageKey[2]) if (isJsonObject(part)) Object.assign(key, part);
+    for (const part of messageKey[2]) if (isJsonObject(part)) for (const [k, v] of Object.entries(part)) put(key, k, v);
     return key;
   }
   return {};
 }
 
 function rowImage(v: JsonValue | undefined, field: string, type: string): JsonObject {
-  if (!isJsonObject(v)) throw new DecodeError('missing-field', `maxwell ${type} must carry "${field}" as a row object`);
+  if (!isJsonObject(v)) throw decodeError('missing-field', `maxwell ${type} must carry "${field}" as a row object`);
   return v;
 }
 
@@ -105,57 +101,47 @@ export const maxwell: FormatDecoder = {
   },
   decode(message: InboundMessage): NormalizedEvent[] {
     const value = message.value;
-    if (!isJsonObject(value)) throw new DecodeError('bad-shape', 'maxwell message value must be a JSON object');
+    if (!isJsonObject(value)) throw decodeError('bad-shape', 'maxwell message value must be a JSON object');
     const { database, table: tableName, type } = value;
     if (typeof database !== 'string' || typeof type !== 'string') {
-      throw new DecodeError('missing-field', 'maxwell message must have string "database" and "type"');
+      throw decodeError('missing-field', 'maxwell message must have string "database" and "type"');
     }
     const table = typeof tableName === 'string' && tableName !== '' ? `${database}.${tableName}` : null;
     const commitTs = commitTsOf(value.ts);
-    const txid = txidOf(value.xid);
+    const txid = textOf(value.xid);
     if (BOOTSTRAP_CONTROL.has(type) || DDL_TYPE.test(type)) {
-      const event: ControlEvent = {
-        kind: 'control',
-        format: FORMAT,
-        control: BOOTSTRAP_CONTROL.has(type) ? 'control' : 'schema',
-        table,
-        position: binlogPosition(value) ?? transportOrder(message),
-        txid,
-        commitTs,
-        detail: { type },
-      };
-      return [event];
+      const detail: JsonObject = { type };
+      if (typeof value.sql === 'string') detail.ddl = value.sql;
+      const control = BOOTSTRAP_CONTROL.has(type) ? 'control' : 'schema';
+      return [controlEvent({ format: FORMAT, control, table, position: binlogPosition(value) ?? transportOrder(message), txid, commitTs, detail })];
     }
-    const op = ROW_OPS[type];
+    const op = lookup(ROW_OPS, type);
     if (op === undefined) {
-      throw new DecodeError('bad-op', `maxwell "type" must be insert, update, delete, bootstrap-*, or a DDL type; got "${type}"`);
+      throw decodeError('bad-op', `maxwell "type" must be insert, update, delete, bootstrap-*, or a DDL type; got "${type}"`);
     }
-    if (table === null) throw new DecodeError('missing-field', `maxwell ${type} must name its "table"`);
+    if (table === null) throw decodeError('missing-field', `maxwell ${type} must name its "table"`);
     const data = rowImage(value.data, 'data', type);
     let before: JsonObject | null = null;
     if (op === 'u') {
       const old = value.old;
-      if (old !== undefined && old !== null && !isJsonObject(old)) throw new DecodeError('bad-field', 'maxwell "old" must be an object of previous column values');
+      if (old !== undefined && old !== null && !isJsonObject(old)) throw decodeError('bad-field', 'maxwell "old" must be an object of previous column values');
       before = { ...data, ...(old ?? {}) };
     } else if (op === 'd') before = data;
-    const event: ChangeEvent = {
-      kind: 'change',
-      format: FORMAT,
-      op,
-      table,
-      key: keyOf(value, message.key),
-      before,
-      after: op === 'd' ? null : data,
-      patch: null,
-      placeholders: [],
-      // Bootstrap rows carry no binlog position. A transport offset would be compared against the
-      // live rows' binlog tuples and could beat a newer row, so they get no position at all: they
-      // only fill keys the stream has not touched (the same rule as Debezium incremental snapshots).
-      position: op === 'r' ? NO_POSITION : (binlogPosition(value) ?? transportOrder(message)),
-      txid,
-      commitTs,
-      snapshot: op === 'r',
-    };
-    return [event];
+    return [
+      changeEvent({
+        format: FORMAT,
+        op,
+        table,
+        key: keyOf(value, message.key),
+        before,
+        after: data,
+        // Bootstrap rows carry no binlog position. A transport offset would be compared against the
+        // live rows' binlog tuples and could beat a newer row, so they get no position at all: they
+        // only fill keys the stream has not touched (the same rule as Debezium incremental snapshots).
+        position: op === 'r' ? NO_POSITION : (binlogPosition(value) ?? transportOrder(message)),
+        txid,
+        commitTs,
+      }),
+    ];
   },
 };

@@ -24,14 +24,15 @@
  * A wrapper is recognized only when the object's keys are exactly those of the form; any other
  * object is a sub-document and is converted member by member.
  */
-import { DecodeError } from '../errors.js';
 import { isJsonObject, isLosslessNumber, type JsonObject, type JsonValue, LosslessNumber, parseJson } from '../json.js';
+import { errorMessage } from '../errors.js';
+import { decodeError, describe, put } from './kit.js';
 
 const MAX_DATE_MS = 8_640_000_000_000_000n;
 
 function exactInteger(text: string, form: string): number | LosslessNumber {
   const t = text.trim();
-  if (!/^-?\d+$/.test(t)) throw new DecodeError('bad-value', `${form} must hold a decimal integer string, got "${text}"`);
+  if (!/^-?\d+$/.test(t)) throw decodeError('bad-value', `${form} must hold a decimal integer string, got "${text}"`);
   const n = BigInt(t);
   const safe = n <= BigInt(Number.MAX_SAFE_INTEGER) && n >= BigInt(Number.MIN_SAFE_INTEGER);
   return safe ? Number(n) : new LosslessNumber(n.toString());
@@ -44,14 +45,14 @@ function integerOf(value: JsonValue, form: string): bigint {
   if (isJsonObject(value) && keysAre(value, ['$numberLong']) && typeof value.$numberLong === 'string') {
     return BigInt(exactInteger(value.$numberLong, '$numberLong').toString());
   }
-  throw new DecodeError('bad-value', `${form} must be an integer, got ${describe(value)}`);
+  throw decodeError('bad-value', `${form} must be an integer, got ${describe(value)}`);
 }
 
 function dateValue(value: JsonValue): JsonValue {
   let ms: bigint;
   if (typeof value === 'string') {
     const parsed = Date.parse(value);
-    if (Number.isNaN(parsed)) throw new DecodeError('bad-value', `$date string must be ISO-8601, got "${value}"`);
+    if (Number.isNaN(parsed)) throw decodeError('bad-value', `$date string must be ISO-8601, got "${value}"`);
     ms = BigInt(parsed);
   } else {
     ms = integerOf(value, '$date');
@@ -61,10 +62,10 @@ function dateValue(value: JsonValue): JsonValue {
 }
 
 function doubleValue(text: JsonValue): JsonValue {
-  if (typeof text !== 'string') throw new DecodeError('bad-value', `$numberDouble must hold a string, got ${describe(text)}`);
+  if (typeof text !== 'string') throw decodeError('bad-value', `$numberDouble must hold a string, got ${describe(text)}`);
   if (text === 'NaN' || text === 'Infinity' || text === '-Infinity') return text;
   const n = Number(text);
-  if (text.trim() === '' || Number.isNaN(n)) throw new DecodeError('bad-value', `$numberDouble must hold a number string, got "${text}"`);
+  if (text.trim() === '' || Number.isNaN(n)) throw decodeError('bad-value', `$numberDouble must hold a number string, got "${text}"`);
   return n;
 }
 
@@ -73,7 +74,7 @@ function uuidText(hex: string): string {
 }
 
 function binaryValue(base64: JsonValue, subType: JsonValue): JsonValue {
-  if (typeof base64 !== 'string') throw new DecodeError('bad-value', `$binary must hold a base64 string, got ${describe(base64)}`);
+  if (typeof base64 !== 'string') throw decodeError('bad-value', `$binary must hold a base64 string, got ${describe(base64)}`);
   const sub = typeof subType === 'string' ? Number.parseInt(subType, 16) : typeof subType === 'number' ? subType : Number.NaN;
   if (sub === 3 || sub === 4) {
     const hex = Buffer.from(base64, 'base64').toString('hex');
@@ -87,18 +88,10 @@ function keysAre(obj: JsonObject, expected: readonly string[]): boolean {
   return keys.length === expected.length && expected.every((k) => Object.hasOwn(obj, k));
 }
 
-function describe(value: JsonValue): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  if (isLosslessNumber(value)) return `number ${value.value}`;
-  if (typeof value === 'object') return 'an object';
-  return `${typeof value} ${JSON.stringify(value)}`;
-}
-
 /** Converts a single-wrapper object, or returns undefined when `obj` is an ordinary document. */
 function convertWrapper(obj: JsonObject): JsonValue | undefined {
   const keys = Object.keys(obj);
-  if (keys.length === 0 || !keys[0]!.startsWith('$')) return undefined;
+  if (!keys[0]?.startsWith('$')) return undefined;
   if (keysAre(obj, ['$oid']) && typeof obj.$oid === 'string') return obj.$oid.toLowerCase();
   if (keysAre(obj, ['$numberLong']) && typeof obj.$numberLong === 'string') return exactInteger(obj.$numberLong, '$numberLong');
   if (keysAre(obj, ['$numberInt']) && typeof obj.$numberInt === 'string') return exactInteger(obj.$numberInt, '$numberInt');
@@ -138,7 +131,7 @@ export function toPlain(value: JsonValue): JsonValue {
   const wrapped = convertWrapper(value);
   if (wrapped !== undefined) return wrapped;
   const out: JsonObject = {};
-  for (const [k, v] of Object.entries(value)) out[k] = toPlain(v);
+  for (const [k, v] of Object.entries(value)) put(out, k, toPlain(v));
   return out;
 }
 
@@ -151,7 +144,7 @@ export function parseExtJson(text: string, what: string): JsonValue {
   try {
     parsed = parseJson(text);
   } catch (err) {
-    throw new DecodeError('invalid-json', `${what} must be Extended JSON text: ${(err as Error).message}`, { cause: err });
+    throw decodeError('invalid-json', `${what} must be Extended JSON text: ${errorMessage(err)}`, { cause: err });
   }
   return toPlain(parsed);
 }
@@ -159,6 +152,6 @@ export function parseExtJson(text: string, what: string): JsonValue {
 /** Parses an Extended JSON document string; throws DecodeError `bad-field` if it is not an object. */
 export function parseExtJsonDocument(text: string, what: string): JsonObject {
   const doc = parseExtJson(text, what);
-  if (!isJsonObject(doc)) throw new DecodeError('bad-field', `${what} must be an Extended JSON document (object), got ${describe(doc)}`);
+  if (!isJsonObject(doc)) throw decodeError('bad-field', `${what} must be an Extended JSON document (object), got ${describe(doc)}`);
   return doc;
 }

@@ -27,8 +27,8 @@ describe('canal decoder', () => {
     assert.deepEqual(
       events.map((e) => [e.op, e.key, e.position]),
       [
-        ['c', { id: '112' }, { tuple: [300n, 0n], strength: 'transport' }],
-        ['c', { id: '113' }, { tuple: [300n, 1n], strength: 'transport' }],
+        ['c', { id: 112 }, { tuple: [300n, 0n], strength: 'transport' }],
+        ['c', { id: 113 }, { tuple: [300n, 1n], strength: 'transport' }],
       ],
     );
     assert.equal(events[0]!.table, 'inventory.products');
@@ -37,18 +37,20 @@ describe('canal decoder', () => {
     assert.equal(events[0]!.snapshot, false);
   });
 
-  it('keeps every value as the delivered string (no type guessing)', () => {
+  it('reads columns whose mysqlType is numeric as exact numbers, and keeps every other value as the delivered string', () => {
     const [e] = decode(fx('insert-two-rows-in-one-message')) as ChangeEvent[];
-    assert.deepEqual(e!.after, { id: '112', name: 'car battery', weight: '8.1' });
+    assert.deepEqual(e!.after, { id: 112, name: 'car battery', weight: 8.1 });
+    const [untyped] = decode(variant('insert-two-rows-in-one-message', { mysqlType: null })) as ChangeEvent[];
+    assert.deepEqual(untyped!.after, { id: '112', name: 'car battery', weight: '8.1' });
   });
 
   it('decodes an UPDATE with before = {...data[i], ...old[i]}', () => {
     const [e] = decode(fx('update-old-holds-only-changed-columns')) as ChangeEvent[];
     assert.equal(e!.op, 'u');
-    assert.equal(e!.before?.weight, '5.15');
+    assert.equal(e!.before?.weight, 5.15);
     assert.equal(e!.before?.name, 'scooter');
-    assert.equal(e!.after?.weight, '5.18');
-    assert.deepEqual(e!.key, { id: '111' });
+    assert.equal(e!.after?.weight, 5.18);
+    assert.deepEqual(e!.key, { id: 111 });
   });
 
   it('pairs old[i] with data[i] in a multi-row UPDATE, and gives before null when old is missing', () => {
@@ -59,6 +61,7 @@ describe('canal decoder', () => {
           { id: '2', w: '3' },
         ],
         old: [{ w: '1' }, { w: '0' }],
+        mysqlType: { id: 'varchar(8)', w: 'varchar(8)' },
       }),
     ) as ChangeEvent[];
     assert.deepEqual(
@@ -77,7 +80,7 @@ describe('canal decoder', () => {
     assert.equal(e!.op, 'd');
     assert.equal(e!.after, null);
     assert.equal(e!.before?.name, 'scooter');
-    assert.deepEqual(e!.key, { id: '111' });
+    assert.deepEqual(e!.key, { id: 111 });
   });
 
   it('uses gtid as txid only when non-empty', () => {
@@ -94,7 +97,7 @@ describe('canal decoder', () => {
     assert.equal(c.kind, 'control');
     assert.equal(c.control, 'schema');
     assert.equal(c.table, 'inventory.products');
-    assert.deepEqual(c.detail, { type: 'ALTER', sql: 'ALTER TABLE products ADD COLUMN color VARCHAR(16)' });
+    assert.deepEqual(c.detail, { type: 'ALTER', ddl: 'ALTER TABLE products ADD COLUMN color VARCHAR(16)' });
   });
 
   it('decodes a TRUNCATE DDL as a truncate change event with an empty key', () => {
@@ -106,7 +109,7 @@ describe('canal decoder', () => {
   });
 
   it('rejects malformed messages with specific DecodeErrors', () => {
-    assert.throws(() => decode(variant('delete', { type: 'QUERY' })), isDecodeError('bad-op', /INSERT, UPDATE or DELETE/));
+    assert.throws(() => decode(variant('delete', { type: 'QUERY' })), isDecodeError('bad-op', /INSERT, UPDATE, DELETE or INIT/));
     assert.throws(() => decode(variant('delete', { data: [] })), isDecodeError('missing-field', /"data"/));
     assert.throws(() => decode(variant('delete', { data: ['x'] })), isDecodeError('bad-field', /data\[0\]/));
     assert.throws(() => decode(variant('delete', { table: '' })), isDecodeError('missing-field', /table/));

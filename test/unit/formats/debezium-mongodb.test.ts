@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import { DecodeError } from '../../../functions/core/errors.js';
 import { debeziumMongo } from '../../../functions/core/formats/debezium-mongodb.js';
 import { canonicalJson, isLosslessNumber, type JsonObject } from '../../../functions/core/json.js';
+import { comparePositions, NO_POSITION } from '../../../functions/core/position.js';
 import type { ChangeEvent, InboundMessage } from '../../../functions/core/types.js';
 import { context, fixture, inbound, inboundFixture } from '../../helpers/inbound.js';
 
@@ -21,6 +22,13 @@ function decodeOne(message: InboundMessage): ChangeEvent {
 function variant(name: string, overrides: JsonObject, options: { key?: JsonObject; sequence?: string } = {}): InboundMessage {
   const f = fixture(DIR, name);
   return inbound({ ...(f.value as JsonObject), ...overrides }, { key: options.key ?? f.key, sequence: options.sequence ?? '1' });
+}
+
+/** A fixture with `source` fields replaced, delivered at `sequence`. */
+function withSource(name: string, source: JsonObject, sequence = '1'): InboundMessage {
+  const f = fixture(DIR, name);
+  const value = f.value as JsonObject;
+  return inbound({ ...value, source: { ...(value.source as JsonObject), ...source } }, { key: f.key, sequence });
 }
 
 const isDecodeError = (reason: string, pattern?: RegExp) => (e: unknown) =>
@@ -49,10 +57,43 @@ describe('debezium-mongodb decoder', () => {
     assert.equal(e.txid, null);
   });
 
-  it('orders every MongoDB event by transport offset (weak), never by (ts_ms, ord)', () => {
+  it('orders events of Debezium 3.4 and later by transport offset (weak), after every clusterTime position', () => {
+    // ts_ms is the wall time since 3.4 (DBZ-9683): it does not order events.
     const e = decodeOne(inboundFixture(DIR, 'insert', { sequence: '42' }));
-    assert.deepEqual(e.position, { tuple: [42n], strength: 'transport' });
+    assert.deepEqual(e.position, { tuple: [1n << 32n, 42n], strength: 'transport' });
     assert.equal(debeziumMongo.ordering, 'transport');
+    const older = decodeOne(withSource('insert', { version: '3.3.1.Final', ts_ms: 4294967295000, ord: 9 }));
+    assert.ok(comparePositions(older.position, e.position) < 0, 'a 3.3 position sorts below every 3.4 position, so an upgrade keeps applying');
+  });
+
+  it('orders events of Debezium before 3.4 by the oplog clusterTime (ts_ms / 1000, ord), a source position', () => {
+    // Source shape of the 2.7 docs' create event: ts_ms is clusterTime seconds × 1000, ord its increment.
+    // https://debezium.io/documentation/reference/2.7/connectors/mongodb.html#mongodb-create-events
+    const e = decodeOne(withSource('insert', { version: '2.7.0.Final', ts_ms: 1558965508000, ord: 31 }, '900'));
+    assert.deepEqual(e.position, { tuple: [1558965508n, 31n], strength: 'source' });
+    const oplog = decodeOne(inboundFixture(DIR, 'oplog-1x-update-patch-filter', { sequence: '5' }));
+    assert.deepEqual(oplog.position, { tuple: [1558965508n, 6n], strength: 'source' });
+  });
+
+  it('gives incremental-snapshot reads no position, so they only fill keys the stream has not touched', () => {
+    const e = decodeOne(withSource('snapshot-read', { version: '2.7.0.Final', snapshot: 'incremental', ts_ms: 1558965508000, ord: 3 }));
+    assert.deepEqual(e.position, NO_POSITION);
+    assert.equal(e.snapshot, true);
+  });
+
+  it('keeps a window redelivered after a 2.x connector restart from regressing rows: its positions are older', () => {
+    const history = [
+      { ts_ms: 1558965508000, ord: 1 },
+      { ts_ms: 1558965508000, ord: 2 },
+      { ts_ms: 1558965509000, ord: 1 },
+    ];
+    const first = history.map((s, i) => decodeOne(withSource('update-full-default', { version: '2.4.2.Final', ...s }, String(10 + i))));
+    // The connector restarts from an older resume token and sends the first two events again, at later offsets.
+    const again = history.slice(0, 2).map((s, i) => decodeOne(withSource('update-full-default', { version: '2.4.2.Final', ...s }, String(20 + i))));
+    const latest = first[2];
+    assert.ok(latest);
+    for (const e of again) assert.ok(comparePositions(e.position, latest.position) < 0, 'a redelivered event is older than the latest one');
+    assert.ok(comparePositions(first[0]!.position, first[1]!.position) < 0, 'ord breaks ties within one second');
   });
 
   it('keys an ObjectId _id as its hex string, equal to the _id of the after document', () => {

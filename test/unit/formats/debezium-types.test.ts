@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { DecodeError } from '../../../functions/core/errors.js';
 import { debezium } from '../../../functions/core/formats/debezium.js';
 import { nameUuidFromBytes, placeholderForms } from '../../../functions/core/formats/debezium-placeholders.js';
 import {
@@ -43,6 +44,37 @@ describe('debezium decimals', () => {
   it('keeps a Decimal delivered as a JSON number (decimal.format=NUMERIC) as it is', () => {
     const schema = { type: 'bytes', name: 'org.apache.kafka.connect.data.Decimal', parameters: { scale: '2' } };
     assert.equal(decodeValue(12.5, schema), 12.5);
+  });
+
+  it('lands a Decimal as a number, exactly from its text: "BOI=" at scale 2 is 12.5, a long one a LosslessNumber', () => {
+    // The pg decimal example of the Debezium PostgreSQL docs (decimal.handling.mode=precise):
+    // https://debezium.io/documentation/reference/stable/connectors/postgresql.html#postgresql-decimal-types
+    const schema = { type: 'bytes', name: 'org.apache.kafka.connect.data.Decimal', parameters: { scale: '2' } };
+    assert.equal(decodeValue('BOI=', schema), 12.5);
+    assert.deepEqual(decodeValue('AY7pD/bDc+DuTj8K0g==', schema), new LosslessNumber('1234567890123456789012345678.90'));
+    const variable = { type: 'struct', name: 'io.debezium.data.VariableScaleDecimal' };
+    assert.equal(decodeValue({ scale: 4, value: 'AeJA' }, variable), 12.3456);
+  });
+
+  it('reads plain decimal text in a Decimal field as that decimal, never base64-decoded into garbage', () => {
+    // "12.50" base64-decoded would be the bytes d7 6d b9 …, i.e. -26587.00 at scale 2.
+    const schema = { type: 'bytes', name: 'org.apache.kafka.connect.data.Decimal', parameters: { scale: '2' } };
+    assert.equal(decodeValue('12.50', schema), 12.5);
+    assert.equal(decodeValue('-5', schema), -5);
+    assert.equal(decodeValue('7.', schema), 7);
+  });
+
+  it('rejects a Decimal field holding text that is neither base64 nor a decimal as bad-field, naming the column', () => {
+    const schema = { type: 'bytes', name: 'org.apache.kafka.connect.data.Decimal', parameters: { scale: '2' } };
+    for (const text of ['12,50', 'NaN', 'abc', '1 2', '==']) {
+      assert.throws(
+        () => decodeValue(text, schema, 'price'),
+        (e: unknown) => e instanceof DecodeError && e.reason === 'bad-field' && /"price"/.test(e.message),
+        text,
+      );
+    }
+    const variable = { type: 'struct', name: 'io.debezium.data.VariableScaleDecimal' };
+    assert.throws(() => decodeValue({ scale: 2, value: '12.50' }, variable, 'ratio'), (e: unknown) => e instanceof DecodeError && e.reason === 'bad-field');
   });
 });
 
@@ -90,10 +122,10 @@ describe('debezium schema-driven decoding of a whole message', () => {
   it('decodes every logical-typed column of after and before', () => {
     assert.deepEqual(e.after, {
       id: 42,
-      price: '12.50',
-      refund: '-5.00',
-      big_total: '1234567890123456789012345678.90',
-      ratio: '12.3456',
+      price: 12.5,
+      refund: -5,
+      big_total: new LosslessNumber('1234567890123456789012345678.90'),
+      ratio: 12.3456,
       created_at: '2025-01-01T12:00:00.123456Z',
       created_ms: '2025-01-01T12:00:00.123Z',
       created_ns: '2025-01-01T12:00:00.123456789Z',
@@ -103,9 +135,9 @@ describe('debezium schema-driven decoding of a whole message', () => {
       toasted_amount: '__debezium_unavailable_value',
       note: '__debezium_unavailable_value',
     });
-    assert.equal(e.before?.big_total, '-1234567890123456789012345678.90');
+    assert.deepEqual(e.before?.big_total, new LosslessNumber('-1234567890123456789012345678.90'));
     assert.equal(e.before?.refund, null);
-    assert.equal(e.before?.toasted_amount, '12.50');
+    assert.equal(e.before?.toasted_amount, 12.5);
   });
 
   it('never decodes a placeholder, even in a Decimal column, and lists it', () => {

@@ -1,0 +1,47 @@
+/**
+ * The closed vocabulary of quarantine reasons: every reason a record can be quarantined with is
+ * listed here once, with the one-line description that docs/formats.md repeats (a unit test checks
+ * that the table there lists every reason from this map, and nothing else).
+ *
+ * A decoder throws `decodeError('bad-field', '…')` (formats/kit.ts), which only accepts these
+ * names; the Normalizer returns them as `Rejection.reason`.
+ */
+
+export const QUARANTINE_REASONS = {
+  'invalid-utf8': 'The value (or key) bytes are not valid UTF-8.',
+  'invalid-json': 'The value is not valid JSON.',
+  'unknown-format': 'The message matches none of the configured formats (the detail lists what each expects).',
+  'unsupported-envelope': 'A recognized connector shape that cannot be applied as rows (e.g. CockroachDB `envelope=key_only`).',
+  'unknown-table': 'The message names a source table that is not configured.',
+  'missing-field': 'A field the format requires is absent or has the wrong JSON type.',
+  'missing-after': 'An insert, update or snapshot read carries neither an after image nor a patch.',
+  'missing-key': 'A configured primary-key column is absent or null in every image and in the message key.',
+  'bad-key': 'A key value cannot be a key of its declared type (object, array, empty string, non-numeric text for a number key).',
+  'unmapped-key': 'A positional key (CockroachDB key array) does not match the configured key columns.',
+  'bad-op': 'The operation field holds a value the format does not define.',
+  'bad-field': 'A field holds a value of the wrong shape (e.g. Decimal-schema text that is neither base64 nor a decimal).',
+  'bad-value': 'A typed value (MongoDB Extended JSON wrapper) holds something its type cannot represent.',
+  'bad-shape': 'The message value is not a JSON object, or a batch element is not one.',
+  'bad-position': 'The source position is not an unsigned integer tuple of the format (LSN, binlog file and offset, HLC, SCN).',
+  'bad-timestamp': 'The commit time is not whole epoch milliseconds between 1970 and the year 9999.',
+  'number-range': "A number lies outside DynamoDB's range (magnitude above 9.99E+125 or below 1E-130).",
+  'number-precision': 'A number has more than the 38 significant digits DynamoDB stores exactly.',
+  'invalid-string': 'A string holds an unpaired UTF-16 surrogate, which has no UTF-8 form.',
+  'bad-column-name': 'A column name is empty, has no UTF-8 form, or is longer than DynamoDB allows.',
+  'too-deep': "A value nests maps and lists deeper than DynamoDB's 32 levels.",
+  'key-too-large': 'A key value is longer than DynamoDB allows (2,048 bytes for a partition key, 1,024 for a sort key).',
+  'placeholder-key': 'A key column holds the unchanged-value placeholder instead of a key value.',
+  'reserved-column': 'A source column starts with `__`, which is reserved for tidemark metadata.',
+  'tombstone-table-unknown': 'A Kafka tombstone to apply as a delete names no table: the topic is not `<prefix>.<schema>.<table>` of a configured table and more than one table is configured.',
+  'tombstone-key-missing': 'A Kafka tombstone to apply as a delete has no key to delete (a JSON object, or an array of the key values).',
+  'decoder-error': 'A decoder failed in an unexpected way; the detail names the failure (please report it).',
+} as const satisfies Readonly<Record<string, string>>;
+
+export type QuarantineReason = keyof typeof QUARANTINE_REASONS;
+
+/** Every reason, in the order of {@link QUARANTINE_REASONS}. */
+export const QUARANTINE_REASON_NAMES = Object.keys(QUARANTINE_REASONS) as readonly QuarantineReason[];
+
+export function isQuarantineReason(value: string): value is QuarantineReason {
+  return Object.hasOwn(QUARANTINE_REASONS, value);
+}
