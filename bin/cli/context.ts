@@ -2,7 +2,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
-import { type Clients, createClients } from '../../functions/commons/clients.js';
+import { type Clients, createClients } from '../local/clients.js';
 import { loadConfigFile, type TidemarkConfig } from '../../functions/commons/config.js';
 import { CollectingMetricSink, type Log } from '../../functions/adapters/telemetry.js';
 import { buildIngestDeps } from '../../functions/ingest/deps.js';

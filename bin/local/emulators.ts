@@ -16,9 +16,9 @@ import { fileURLToPath } from 'node:url';
 import { ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { ListStreamsCommand } from '@aws-sdk/client-kinesis';
 import { ListBucketsCommand } from '@aws-sdk/client-s3';
-import { createClients, destroyClients, type Endpoints } from '../../functions/commons/clients.js';
+import { createClients, destroyClients, type Endpoints } from './clients.js';
 
-export type { Endpoints } from '../../functions/commons/clients.js';
+export type { Endpoints } from './clients.js';
 
 /** The three emulated services. */
 export type EmulatorName = 'dynamodb' | 'kinesis' | 's3';

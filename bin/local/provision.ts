@@ -21,7 +21,7 @@ import {
   HeadBucketCommand,
   ListObjectsV2Command,
 } from '@aws-sdk/client-s3';
-import type { Clients } from '../../functions/commons/clients.js';
+import type { Clients } from './clients.js';
 import type { TidemarkConfig } from '../../functions/commons/config.js';
 import { type KeyAttribute, keyLayout } from '../../functions/core/keys.js';
 

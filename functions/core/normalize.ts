@@ -38,6 +38,8 @@ export interface Rejection {
   /** Human-readable detail naming what was expected. Never contains row values. */
   readonly detail: string;
   readonly message: InboundMessage | null;
+  /** The source table the record named, when the decoder got that far (status rows count it there). */
+  readonly table?: string;
 }
 
 export type Normalized = Accepted | Rejection;
@@ -142,7 +144,10 @@ export class Normalizer {
       const events = decoder.decode(message, this.ctx).map((e) => (e.kind === 'change' ? this.validate(e) : e));
       return { ok: true, message, events, format: decoder.name };
     } catch (err) {
-      if (err instanceof DecodeError) return { ok: false, reason: err.reason, detail: err.message, message };
+      if (err instanceof DecodeError) {
+        const table = err.context.table;
+        return { ok: false, reason: err.reason, detail: err.message, message, ...(table !== undefined ? { table } : {}) };
+      }
       return { ok: false, reason: 'decoder-error', detail: `unexpected decoder failure: ${(err as Error).message}`, message };
     }
   }
@@ -155,8 +160,19 @@ export class Normalizer {
     throw new DecodeError('unknown-format', `message is ${top}, which matches no known format; expected ${expected}`);
   }
 
-  /** Checks a change against the config and returns it with its key normalized. */
+  /** Checks a change against the config and returns it with its key normalized; rejections name the table. */
   private validate(event: ChangeEvent): ChangeEvent {
+    try {
+      return this.validateIn(event);
+    } catch (err) {
+      if (err instanceof DecodeError && err.context.table === undefined) {
+        throw new DecodeError(err.reason, err.message, { cause: err, context: { ...err.context, table: event.table } });
+      }
+      throw err;
+    }
+  }
+
+  private validateIn(event: ChangeEvent): ChangeEvent {
     const table = this.tables.get(event.table);
     if (!table) {
       const known = this.config.tables.map((t) => t.source).join(', ');

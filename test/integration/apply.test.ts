@@ -367,7 +367,7 @@ describe(`apply path on the integration target (${process.env.TIDEMARK_TARGET ??
 
     const qKeys = await listKeys(env, env.config.raw.quarantinePrefix);
     assert.equal(qKeys.length, 1, qKeys.join());
-    assert.match(qKeys[0]!, new RegExp(`^${env.config.raw.quarantinePrefix}dt=\\d{4}-\\d\\d-\\d\\d/hr=\\d\\d/${shardId}-${sequences[0]}-${sequences[5]}\\.jsonl\\.gz$`));
+    assert.match(qKeys[0]!, new RegExp(`^${env.config.raw.quarantinePrefix}dt=\\d{4}-\\d\\d-\\d\\d/hr=\\d\\d/${shardId}-${sequences[0]}-${sequences[5]}-[0-9a-f]{16}\\.jsonl\\.gz$`));
     const lines = await readLines(env, qKeys[0]!);
     const bySequence = new Map(lines.map((l) => [(l.transport as JsonObject).sequence as string, l]));
     assert.equal(lines.length, 4);
@@ -391,7 +391,10 @@ describe(`apply path on the integration target (${process.env.TIDEMARK_TARGET ??
       rawKeys.map((k) => k.split('/')[1]),
       ['table=public.customers', 'table=public.orders'],
     );
-    assert.equal((await status(env, '*'))?.quarantined, 4);
+    // Quarantines of configured tables count under the table; `*` only holds unknown tables.
+    assert.equal((await status(env, '*'))?.quarantined, 2, 'invalid JSON and the unconfigured table');
+    assert.equal((await status(env, 'public.customers'))?.quarantined, 2, 'missing and bad key of public.customers');
+    assert.equal(lines.filter((l) => l.table === 'public.customers').length, 2);
   });
 
   it('retries a batch that failed after raw landing and before apply: converges, one raw object per table', async () => {
@@ -521,7 +524,7 @@ describe(`apply path on the integration target (${process.env.TIDEMARK_TARGET ??
     assert.deepEqual(columns(await getRow(target.clients.dynamodb, env.customers, { id: 43 })), events[3]!.after);
     assert.deepEqual(columns(await getRow(target.clients.dynamodb, env.orders, { order_id: 50 })), events[5]!.after);
     const cust = await status(env, 'public.customers');
-    assert.equal(cust?.errors, 1);
+    assert.equal(cust?.failed, 1);
     assert.equal(cust?.state, 'ERROR');
     assert.match(String(cust?.lastError), /injected: persistent write error/);
   });
@@ -557,7 +560,7 @@ describe(`apply path on the integration target (${process.env.TIDEMARK_TARGET ??
 
     const keys = await listKeys(env, env.config.raw.prefix);
     assert.equal(keys.length, 1, keys.join());
-    assert.match(keys[0]!, new RegExp(`^${env.config.raw.prefix}table=public\\.customers/dt=\\d{4}-\\d\\d-\\d\\d/hr=\\d\\d/${shardId}-${sequences[0]}-${sequences[1]}\\.jsonl\\.gz$`));
+    assert.match(keys[0]!, new RegExp(`^${env.config.raw.prefix}table=public\\.customers/dt=\\d{4}-\\d\\d-\\d\\d/hr=\\d\\d/${shardId}-${sequences[0]}-${sequences[1]}-[0-9a-f]{16}\\.jsonl\\.gz$`));
     const lines = await readLines(env, keys[0]!);
     assert.equal(lines.length, 2);
     const [first, second] = lines as [JsonObject, JsonObject];

@@ -1,0 +1,132 @@
+/**
+ * The telemetry contract: every count tidemark keeps, named once.
+ *
+ * One row per counter gives its status-row attribute (the key), its CloudWatch metric name, its
+ * unit and what it means. Everything else is derived from this table: the status rows
+ * (`adapters/status-store.ts`), the batch summary and EMF emission (`ingest/`), the CDK metric
+ * factory, alarms and dashboard (`lib/metrics.ts`, `lib/monitoring.ts`), the `tidemark status`
+ * columns (`bin/cli/state.ts`) and the metrics list in `docs/operations.md`. Adding a counter is
+ * one line here; `test/unit/commons/telemetry-contract.test.ts` fails if the dashboard or alarms do
+ * not read it.
+ *
+ * Example: `COUNTERS.applied` → status attribute `applied`, metric `EventsApplied` (Count).
+ *
+ * This module is pure (no SDK, no CDK), so the Lambda, the CDK app and the CLI all import it.
+ */
+
+/** CloudWatch namespace of every tidemark metric (Powertools `POWERTOOLS_METRICS_NAMESPACE`). */
+export const METRICS_NAMESPACE = 'Tidemark';
+
+/** Powertools service name of the ingest runtime: the `service` dimension of every metric. */
+export const SERVICE_NAME = 'tidemark-ingest';
+
+/** The status row and `table` dimension of records whose source table is unknown or not configured. */
+export const UNKNOWN_TABLE = '*';
+
+/** The TTL attribute of every tidemark table (tombstones, per-hour status rows). */
+export const EXPIRES_AT_ATTRIBUTE = '__expiresAt';
+
+/** Status rows: partition key attribute (the pipeline name) and sort key attribute (the source table). */
+export const STATUS_KEY = { pipeline: 'pipeline', table: 'table' } as const;
+
+/** Per-hour counter rows share the status table: sort key `hour#<YYYY-MM-DDTHH>#<source table>`. */
+export const HOUR_ROW_PREFIX = 'hour#';
+
+/** How long per-hour counter rows are kept before DynamoDB's TTL removes them. */
+export const HOUR_ROW_TTL_DAYS = 35;
+
+/** Metric dimensions: per table, and the pipeline-level roll-up that alarms read (any table count). */
+export const DIMENSIONS = { service: 'service', pipeline: 'pipeline', table: 'table' } as const;
+
+export type CounterUnit = 'Count' | 'Bytes';
+
+export interface CounterSpec {
+  /** CloudWatch metric name. */
+  readonly metric: string;
+  readonly unit: CounterUnit;
+  /**
+   * One of the outcomes of the accounting identity: every received record (or row of a multi-row
+   * message) ends as exactly one of these, in every batch and every status row.
+   */
+  readonly outcome: boolean;
+  /** Shown as a `tidemark status` column. */
+  readonly column: boolean;
+  readonly description: string;
+}
+
+const count = (metric: string, description: string, flags: { outcome?: boolean; column?: boolean } = {}): CounterSpec => ({
+  metric,
+  unit: 'Count',
+  outcome: flags.outcome ?? false,
+  column: flags.column ?? false,
+  description,
+});
+const outcome = (metric: string, description: string): CounterSpec => count(metric, description, { outcome: true, column: true });
+
+/** Every counter: status attribute → metric. Order is the order of status columns and docs. */
+export const COUNTERS = {
+  received: count('EventsReceived', 'records received, one per row of a multi-row message; equals the sum of the outcomes', { column: true }),
+  applied: outcome('EventsApplied', 'written to current state'),
+  stale: outcome('EventsStale', 'rejected by the position guard: the stored row is newer (or a truncate is)'),
+  duplicates: outcome('Duplicates', 'the same position and content again (redelivery)'),
+  conflicts: outcome('Conflicts', 'the same position with different content: not applied'),
+  superseded: outcome('EventsSuperseded', 'collapsed inside a batch by a newer event of the same key or a truncate'),
+  quarantined: outcome('Quarantined', 'sent to the quarantine prefix with a reason (counted under its table when known)'),
+  controls: outcome('ControlEvents', 'control messages: transaction markers, heartbeats, resolved timestamps, schema changes, Kafka tombstones'),
+  truncates: outcome('TruncatesApplied', 'truncate events that raised the table watermark'),
+  failed: outcome('EventsFailed', 'not applied because a write, truncate or raw landing failed; the batch is retried from the lowest such record'),
+  placeholders: count('Placeholders', 'events carrying unchanged-value placeholders or patches', { column: true }),
+  missingColumns: count('MissingColumns', 'writes that left columns unknown (no stored row to take them from)'),
+  spilled: count('Spilled', 'rows over the item size limit spilled to S3'),
+  opC: count('EventsInsert', 'insert events'),
+  opU: count('EventsUpdate', 'update events'),
+  opD: count('EventsDelete', 'delete events'),
+  opR: count('EventsSnapshotRead', 'snapshot read events'),
+  opT: count('EventsTruncate', 'truncate events'),
+  snapshotEvents: count('SnapshotEvents', 'snapshot (bootstrap) reads'),
+  beforeNullUpdates: count('BeforeImageNullUpdates', 'updates delivered without a before image'),
+  resnapshots: count('Resnapshots', 'batches with snapshot reads after streaming had begun: the connector re-snapshotted'),
+  truncatedRows: count('TruncatedRows', 'rows removed by truncate sweeps'),
+  writeUnits: count('WriteUnits', 'DynamoDB write capacity units consumed by row writes'),
+  rawBytes: { metric: 'RawBytes', unit: 'Bytes', outcome: false, column: false, description: 'compressed bytes landed in raw' },
+} as const satisfies Record<string, CounterSpec>;
+
+export type Counter = keyof typeof COUNTERS;
+export type CounterValues = Record<Counter, number>;
+export type CounterMetricName = (typeof COUNTERS)[Counter]['metric'];
+
+export const COUNTER_NAMES = Object.keys(COUNTERS) as Counter[];
+
+/** The outcomes of the accounting identity: `received = Σ OUTCOMES`. */
+export const OUTCOMES: readonly Counter[] = COUNTER_NAMES.filter((c) => COUNTERS[c].outcome);
+
+/** Distributions: one sample per applied key, so percentiles work. */
+export const DISTRIBUTIONS = {
+  freshnessLag: { metric: 'FreshnessLagMs', unit: 'Milliseconds', description: 'source commit to apply, per applied key' },
+} as const;
+
+export type DistributionName = keyof typeof DISTRIBUTIONS;
+export type DistributionMetricName = (typeof DISTRIBUTIONS)[DistributionName]['metric'];
+
+/** Every metric the runtime emits. */
+export type MetricName = CounterMetricName | DistributionMetricName;
+export const METRIC_NAMES: readonly MetricName[] = [...COUNTER_NAMES.map((c) => COUNTERS[c].metric), ...Object.values(DISTRIBUTIONS).map((d) => d.metric)];
+
+export const zeroCounters = (): CounterValues => Object.fromEntries(COUNTER_NAMES.map((c) => [c, 0])) as CounterValues;
+
+/**
+ * How far a set of counters is from the identity: `received − Σ outcomes`, 0 when every record
+ * was counted exactly once. Works on batch summaries and on status rows (missing counters are 0).
+ */
+export function identityGap(counters: Partial<Record<Counter, unknown>>): number {
+  const n = (c: Counter) => {
+    const v = Number(counters[c] ?? 0);
+    return Number.isFinite(v) ? v : 0;
+  };
+  return n('received') - OUTCOMES.reduce((sum, c) => sum + n(c), 0);
+}
+
+/** Sort key of a per-hour counter row, e.g. `hour#2026-11-30T06#public.orders`. */
+export function hourRowKey(epochMs: number, table: string): string {
+  return `${HOUR_ROW_PREFIX}${new Date(epochMs).toISOString().slice(0, 13)}#${table}`;
+}
