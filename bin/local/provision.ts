@@ -26,7 +26,8 @@ import type { TidemarkConfig } from '../../functions/commons/config.js';
 import { type KeyAttribute, keyLayout } from '../../functions/core/keys.js';
 
 /** The TTL attribute of target tables (tombstone expiry, epoch seconds). */
-export const EXPIRES_AT_ATTRIBUTE = '__expiresAt';
+export { EXPIRES_AT_ATTRIBUTE } from '../../functions/commons/telemetry-contract.js';
+import { EXPIRES_AT_ATTRIBUTE } from '../../functions/commons/telemetry-contract.js';
 
 /** One resource and what `provision` / `deprovision` did with it. */
 export interface ResourceResult {

@@ -40,6 +40,9 @@ export const DIMENSIONS = { service: 'service', pipeline: 'pipeline', table: 'ta
 
 export type CounterUnit = 'Count' | 'Bytes';
 
+/** The dashboard graph a counter is drawn on (pipeline-level, one line per counter). */
+export type Panel = 'outcomes' | 'ops' | 'rows' | 'cost';
+
 export interface CounterSpec {
   /** CloudWatch metric name. */
   readonly metric: string;
@@ -51,21 +54,23 @@ export interface CounterSpec {
   readonly outcome: boolean;
   /** Shown as a `tidemark status` column. */
   readonly column: boolean;
+  readonly panel: Panel;
   readonly description: string;
 }
 
-const count = (metric: string, description: string, flags: { outcome?: boolean; column?: boolean } = {}): CounterSpec => ({
+const count = (metric: string, panel: Panel, description: string, flags: { outcome?: boolean; column?: boolean } = {}): CounterSpec => ({
   metric,
   unit: 'Count',
   outcome: flags.outcome ?? false,
   column: flags.column ?? false,
+  panel,
   description,
 });
-const outcome = (metric: string, description: string): CounterSpec => count(metric, description, { outcome: true, column: true });
+const outcome = (metric: string, description: string): CounterSpec => count(metric, 'outcomes', description, { outcome: true, column: true });
 
 /** Every counter: status attribute → metric. Order is the order of status columns and docs. */
 export const COUNTERS = {
-  received: count('EventsReceived', 'records received, one per row of a multi-row message; equals the sum of the outcomes', { column: true }),
+  received: count('EventsReceived', 'outcomes', 'records received, one per row of a multi-row message; equals the sum of the outcomes', { column: true }),
   applied: outcome('EventsApplied', 'written to current state'),
   stale: outcome('EventsStale', 'rejected by the position guard: the stored row is newer (or a truncate is)'),
   duplicates: outcome('Duplicates', 'the same position and content again (redelivery)'),
@@ -75,20 +80,20 @@ export const COUNTERS = {
   controls: outcome('ControlEvents', 'control messages: transaction markers, heartbeats, resolved timestamps, schema changes, Kafka tombstones'),
   truncates: outcome('TruncatesApplied', 'truncate events that raised the table watermark'),
   failed: outcome('EventsFailed', 'not applied because a write, truncate or raw landing failed; the batch is retried from the lowest such record'),
-  placeholders: count('Placeholders', 'events carrying unchanged-value placeholders or patches', { column: true }),
-  missingColumns: count('MissingColumns', 'writes that left columns unknown (no stored row to take them from)'),
-  spilled: count('Spilled', 'rows over the item size limit spilled to S3'),
-  opC: count('EventsInsert', 'insert events'),
-  opU: count('EventsUpdate', 'update events'),
-  opD: count('EventsDelete', 'delete events'),
-  opR: count('EventsSnapshotRead', 'snapshot read events'),
-  opT: count('EventsTruncate', 'truncate events'),
-  snapshotEvents: count('SnapshotEvents', 'snapshot (bootstrap) reads'),
-  beforeNullUpdates: count('BeforeImageNullUpdates', 'updates delivered without a before image'),
-  resnapshots: count('Resnapshots', 'batches with snapshot reads after streaming had begun: the connector re-snapshotted'),
-  truncatedRows: count('TruncatedRows', 'rows removed by truncate sweeps'),
-  writeUnits: count('WriteUnits', 'DynamoDB write capacity units consumed by row writes'),
-  rawBytes: { metric: 'RawBytes', unit: 'Bytes', outcome: false, column: false, description: 'compressed bytes landed in raw' },
+  placeholders: count('Placeholders', 'rows', 'events carrying unchanged-value placeholders or patches', { column: true }),
+  missingColumns: count('MissingColumns', 'rows', 'writes that left columns unknown (no stored row to take them from)'),
+  spilled: count('Spilled', 'rows', 'rows over the item size limit spilled to S3'),
+  opC: count('EventsInsert', 'ops', 'insert events'),
+  opU: count('EventsUpdate', 'ops', 'update events'),
+  opD: count('EventsDelete', 'ops', 'delete events'),
+  opR: count('EventsSnapshotRead', 'ops', 'snapshot read events'),
+  opT: count('EventsTruncate', 'ops', 'truncate events'),
+  snapshotEvents: count('SnapshotEvents', 'ops', 'snapshot (bootstrap) reads'),
+  beforeNullUpdates: count('BeforeImageNullUpdates', 'ops', 'updates delivered without a before image'),
+  resnapshots: count('Resnapshots', 'ops', 'batches with snapshot reads after streaming had begun: the connector re-snapshotted'),
+  truncatedRows: count('TruncatedRows', 'rows', 'rows removed by truncate sweeps'),
+  writeUnits: count('WriteUnits', 'cost', 'DynamoDB write capacity units consumed by row writes'),
+  rawBytes: { metric: 'RawBytes', unit: 'Bytes', outcome: false, column: false, panel: 'cost', description: 'compressed bytes landed in raw' },
 } as const satisfies Record<string, CounterSpec>;
 
 export type Counter = keyof typeof COUNTERS;
