@@ -127,6 +127,7 @@ describe(`apply path on the integration target (${process.env.TIDEMARK_TARGET ??
       streamName: env.streamName,
       stateDir: env.stateDir,
       batchSize: opts.batchSize,
+      maxBatchingWindowMs: 0,
       maxRetries: opts.maxRetries ?? 3,
       stopWhenIdle: 3,
       beforeInvoke: opts.beforeInvoke,
