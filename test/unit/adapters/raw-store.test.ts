@@ -5,10 +5,27 @@ import { gunzipSync } from 'node:zlib';
 import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { mockClient } from 'aws-sdk-client-mock';
 import fc from 'fast-check';
-import { decodeSegment, encodeSegment, RawStore, rawObjectKey } from '../../../functions/adapters/raw-store.js';
+import { decodeSegment, encodeSegment, type RawLine, RawStore, rawObjectKey } from '../../../functions/adapters/raw-store.js';
 
 const batch = { shard: 'shardId-000000000000', firstSequence: '100', lastSequence: '200', firstArrival: Date.UTC(2026, 10, 30, 6, 15) };
-const line = (message: string) => ({ kind: 'change', message, transport: { sequence: '100' } });
+const line = (message: string): RawLine => ({
+  kind: 'change',
+  format: 'test',
+  op: 'c',
+  control: null,
+  table: 't',
+  key: '{"id":1}',
+  position: '0001',
+  orderingStrength: 'source',
+  commitTs: null,
+  txid: null,
+  snapshot: false,
+  transport: { kind: 'kinesis', stream: 's', shard: batch.shard, sequence: '100', partitionKey: null, arrivalTime: batch.firstArrival },
+  topic: null,
+  headers: {},
+  messageKey: null,
+  message,
+});
 
 function store() {
   const s3 = new S3Client({ region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'y' } });
