@@ -174,8 +174,10 @@ function command(name: EmulatorName, port: number, dataDir: string, inMemory: bo
   if (name === 'kinesis') {
     const cli = join(packageDir('kinesalite'), 'cli.js');
     const timing = ['--createStreamMs', '0', '--deleteStreamMs', '0', '--updateStreamMs', '0'];
+    // kinesalite's default account limit is 10 shards: a test suite (one stream per test) or a few local pipelines exceed it.
+    const limits = ['--shardLimit', '200'];
     const storage = inMemory ? [] : ['--path', join(dataDir, 'kinesis')];
-    return { cmd: process.execPath, args: ['--require', PRELOAD, cli, '--port', String(port), ...timing, ...storage] };
+    return { cmd: process.execPath, args: ['--require', PRELOAD, cli, '--port', String(port), ...timing, ...limits, ...storage] };
   }
   const cli = join(packageDir('s3rver'), 'bin', 's3rver.js');
   const flags = ['-d', join(dataDir, 's3'), '-a', '127.0.0.1', '-p', String(port), '--no-vhost-buckets', '--silent'];
