@@ -335,7 +335,7 @@ export async function localUp(
 export async function localDown(dataDir: string): Promise<boolean> {
   const state = readState(dataDir);
   if (state === null) return false;
-  await killPids(NAMES.map((name) => state.pids[name]).filter((pid, i) => isEmulatorProcess(pid, NAMES[i]!)));
+  await killPids(NAMES.filter((name) => isEmulatorProcess(state.pids[name], name)).map((name) => state.pids[name]));
   if (existsSync(statePath(dataDir))) rmSync(statePath(dataDir));
   return true;
 }

@@ -97,6 +97,7 @@ export class BatchTally {
       t.strengths.clear();
       t.formats.clear();
       t.lags.length = 0;
+      t.resolved = undefined;
       t.lastError = error;
     }
     for (let i = 0; i < this.records.length; i++) this.failed.add(i);
