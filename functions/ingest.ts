@@ -5,14 +5,15 @@
  * Both event sources get a partial-batch response instead of an error, so only what failed is
  * retried: Kinesis names the lowest failed sequence number; Kafka (provisioned-mode event source
  * mappings with `ReportBatchItemFailures`) names, per failed topic-partition, the lowest failed
- * offset as `{ partition, offset }`.
+ * offset as `{ partition: "<topic>-<partition>", offset }`, the partition being the key of the
+ * event's `records` map.
  */
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { Context, KinesisStreamBatchResponse, KinesisStreamEvent, MSKEvent } from 'aws-lambda';
 import { createRuntimeClients } from './commons/clients.js';
 import { configFromEnv } from './commons/config.js';
 import { SERVICE_NAME } from './commons/telemetry-contract.js';
-import { recordsFromKinesis, recordsFromMsk } from './adapters/records.js';
+import { mskPartitions, recordsFromKinesis } from './adapters/records.js';
 import { logFromPowertools, PowertoolsMetricSink } from './adapters/telemetry.js';
 import { buildIngestDeps } from './ingest/deps.js';
 import { type IngestDeps, type Invocation, processBatch } from './ingest/process-batch.js';
@@ -28,9 +29,9 @@ function coldStart(): IngestDeps {
 
 const isMsk = (event: KinesisStreamEvent | MSKEvent): event is MSKEvent => (event as MSKEvent).eventSource === 'aws:kafka' || 'records' in event;
 
-/** Lambda's Kafka partial-batch response: the lowest failed offset of each failed partition. */
+/** Lambda's Kafka partial-batch response: the lowest failed offset of each failed topic-partition. */
 export interface KafkaBatchResponse {
-  batchItemFailures: { itemIdentifier: { partition: number; offset: number } }[];
+  batchItemFailures: { itemIdentifier: { partition: string; offset: number } }[];
 }
 
 export async function handler(event: KinesisStreamEvent | MSKEvent, context?: Context): Promise<KinesisStreamBatchResponse | KafkaBatchResponse> {
@@ -50,11 +51,10 @@ export async function handleEvent(event: KinesisStreamEvent | MSKEvent, deps: In
 
 async function handleKafka(event: MSKEvent, deps: IngestDeps, invocation: Invocation): Promise<KafkaBatchResponse> {
   const failures: KafkaBatchResponse['batchItemFailures'] = [];
-  for (const partition of recordsFromMsk(event)) {
-    const result = await processBatch(partition, deps, invocation);
+  for (const partition of mskPartitions(event)) {
+    const result = await processBatch(partition.records, deps, invocation);
     const failed = result.batchItemFailures[0]?.itemIdentifier;
-    const first = partition[0];
-    if (failed !== undefined && first) failures.push({ itemIdentifier: { partition: Number(first.transport.shard), offset: Number(failed) } });
+    if (failed !== undefined) failures.push({ itemIdentifier: { partition: partition.key, offset: Number(failed) } });
   }
   return { batchItemFailures: failures };
 }

@@ -39,7 +39,7 @@ export async function runApply(deps: IngestDeps, opts: ApplyOptions): Promise<{ 
       } else {
         const now = Date.now();
         const res = await handleEvent(mskEvent(batch.map((m) => ({ topic: m.topic ?? 'tidemark-apply', partition: 0, offset: m.line, key: m.key, value: m.value, timestamp: now }))), withSummary);
-        // Kafka's partial-batch response names the lowest failed offset per partition (here: the line number).
+        // Kafka's partial-batch response names the lowest failed offset per topic-partition (here: the line number).
         const offsets = res.batchItemFailures.map((f) => f.itemIdentifier.offset);
         if (offsets.length > 0) failedAt = batch.findIndex((m) => m.line === Math.min(...offsets));
       }

@@ -1,4 +1,9 @@
-/** The handler's event paths: Kinesis partial-batch response, and Kafka's per-partition partial-batch response. */
+/**
+ * The handler's event paths: Kinesis partial-batch response, and Kafka's per-partition partial-batch
+ * response, whose item identifier is `{partition: "<topic>-<partition>" (the key of the event's
+ * records map), offset}` (as in Powertools for AWS Lambda (Python), aws-powertools/powertools-lambda-python
+ * PR #7941, `KafkaItemIdentifier`; docs: https://docs.aws.amazon.com/lambda/latest/dg/kafka-retry-configurations.html).
+ */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { kinesisEvent, mskEvent } from '../../bin/cli/kinesis-shape.js';
@@ -39,7 +44,7 @@ describe('ingest handler', () => {
     ]);
     const response = await handleEvent(event, failingFor([2, 3, 5]));
     assert.deepEqual(response, {
-      batchItemFailures: [{ itemIdentifier: { partition: 0, offset: 11 } }, { itemIdentifier: { partition: 5, offset: 7 } }],
+      batchItemFailures: [{ itemIdentifier: { partition: 'shop.public.customers-0', offset: 11 } }, { itemIdentifier: { partition: 'shop.public.customers-5', offset: 7 } }],
     });
     assert.deepEqual(await handleEvent(event, failingFor([])), { batchItemFailures: [] });
   });
