@@ -13,7 +13,7 @@ import { gunzipSync } from 'node:zlib';
 import { PutRecordsCommand, type _Record } from '@aws-sdk/client-kinesis';
 import { GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { localDeps } from '../../bin/cli/context.js';
-import { kinesisEvent } from '../../bin/cli/kinesis-shape.js';
+import { kinesisEvent, mskEvent } from '../../bin/cli/kinesis-shape.js';
 import { runnerFiles, runPoller } from '../../bin/cli/runner.js';
 import { parseOnFailureRecord } from '../../bin/local/on-failure.js';
 import { handleEvent } from '../../functions/ingest.js';
@@ -694,5 +694,24 @@ describe(`apply path on the integration target (${process.env.TIDEMARK_TARGET ??
       clearTimeout(late);
     }
     assert.deepEqual(gathered, [3], 'records that arrive within the window share one invocation');
+  });
+
+  it('keeps a binary Kafka key exactly in raw (base64), through the MSK handler path', async () => {
+    const env = await fresh();
+    const h = new PgHistory();
+    const e = h.emit('customers', 'c', { id: 97 }, { name: 'Bin', email: 'bin@example.com', bio: 'b' });
+    const key = Uint8Array.from([0x00, 0xff, 0xfe, 0x80, 0x41]);
+    const response = await handleEvent(mskEvent([{ topic: 'shop.public.customers', partition: 2, offset: 41, key, value: Buffer.from(e.value), timestamp: Date.now() }]), depsFor(env));
+    assert.deepEqual(response, { batchItemFailures: [] });
+    const keys = await listKeys(env, env.config.raw.prefix);
+    assert.equal(keys.length, 1);
+    const [line] = await readLines(env, keys[0] ?? '');
+    assert.ok(line);
+    assert.equal(line.messageKey, null);
+    assert.deepEqual([...Buffer.from(String(line.messageKeyBase64), 'base64')], [...key]);
+    assert.equal(line.message, e.value);
+    const transport = line.transport as JsonObject;
+    assert.deepEqual(transport, { kind: 'kafka', stream: 'shop.public.customers', shard: '2', sequence: '41', partitionKey: null, arrivalTime: transport.arrivalTime });
+    assert.deepEqual(columns(await getRow(target.clients.dynamodb, env.customers, { id: 97 })), e.after);
   });
 });
