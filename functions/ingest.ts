@@ -1,48 +1,60 @@
 /**
  * The ingest Lambda: Kinesis or MSK events in, S3 raw + guarded DynamoDB writes out.
  * Config is read and validated once at cold start; clients are created once and reused.
+ *
+ * Both event sources get a partial-batch response instead of an error, so only what failed is
+ * retried: Kinesis names the lowest failed sequence number; Kafka (provisioned-mode event source
+ * mappings with `ReportBatchItemFailures`) names, per failed topic-partition, the lowest failed
+ * offset as `{ partition: "<topic>-<partition>", offset }`, the partition being the key of the
+ * event's `records` map.
  */
 import { Logger } from '@aws-lambda-powertools/logger';
-import type { KinesisStreamBatchResponse, KinesisStreamEvent, MSKEvent } from 'aws-lambda';
-import { createClients } from './commons/clients.js';
+import type { Context, KinesisStreamBatchResponse, KinesisStreamEvent, MSKEvent } from 'aws-lambda';
+import { createRuntimeClients } from './commons/clients.js';
 import { configFromEnv } from './commons/config.js';
-import { recordsFromKinesis, recordsFromMsk } from './adapters/records.js';
-import { PowertoolsMetricSink } from './adapters/telemetry.js';
+import { SERVICE_NAME } from './commons/telemetry-contract.js';
+import { mskPartitions, recordsFromKinesis } from './adapters/records.js';
+import { logFromPowertools, PowertoolsMetricSink } from './adapters/telemetry.js';
 import { buildIngestDeps } from './ingest/deps.js';
-import { type IngestDeps, processBatch } from './ingest/process-batch.js';
+import { type IngestDeps, type Invocation, processBatch } from './ingest/process-batch.js';
 
-const logger = new Logger({ serviceName: 'tidemark-ingest' });
-const log = {
-  debug: (m: string, extra?: Record<string, unknown>) => logger.debug(m, extra ?? {}),
-  info: (m: string, extra?: Record<string, unknown>) => logger.info(m, extra ?? {}),
-  warn: (m: string, extra?: Record<string, unknown>) => logger.warn(m, extra ?? {}),
-  error: (m: string, extra?: Record<string, unknown>) => logger.error(m, extra ?? {}),
-};
+const log = logFromPowertools(new Logger({ serviceName: SERVICE_NAME }));
 let deps: IngestDeps | undefined;
 
 function coldStart(): IngestDeps {
   const config = configFromEnv();
-  const clients = createClients({}, { maxAttempts: config.apply.maxRetries + 1 });
+  const clients = createRuntimeClients({ maxAttempts: config.apply.maxRetries + 1 });
   return buildIngestDeps(config, clients, { metrics: new PowertoolsMetricSink(config.name), log });
 }
 
 const isMsk = (event: KinesisStreamEvent | MSKEvent): event is MSKEvent => (event as MSKEvent).eventSource === 'aws:kafka' || 'records' in event;
 
-export async function handler(event: KinesisStreamEvent | MSKEvent): Promise<KinesisStreamBatchResponse> {
+/** Lambda's Kafka partial-batch response: the lowest failed offset of each failed topic-partition. */
+export interface KafkaBatchResponse {
+  batchItemFailures: { itemIdentifier: { partition: string; offset: number } }[];
+}
+
+export async function handler(event: KinesisStreamEvent | MSKEvent, context?: Context): Promise<KinesisStreamBatchResponse | KafkaBatchResponse> {
   deps ??= coldStart();
-  return handleEvent(event, deps);
+  return handleEvent(event, deps, context ? { remainingTimeMs: () => context.getRemainingTimeInMillis() } : {});
 }
 
 /** The handler's body with its dependencies injected: the local runner and tests call it directly. */
-export async function handleEvent(event: KinesisStreamEvent | MSKEvent, deps: IngestDeps): Promise<KinesisStreamBatchResponse> {
-  if (isMsk(event)) {
-    // Kafka batches have no partial-batch response: any failure fails the batch, which is retried.
-    for (const partition of recordsFromMsk(event)) {
-      const result = await processBatch(partition, deps);
-      if (result.batchItemFailures.length > 0) throw new Error(`batch failed from offset ${result.batchItemFailures[0]!.itemIdentifier} of ${partition[0]?.transport.stream}`);
-    }
-    return { batchItemFailures: [] };
-  }
-  const result = await processBatch(recordsFromKinesis(event), deps);
+export async function handleEvent(event: KinesisStreamEvent, deps: IngestDeps, invocation?: Invocation): Promise<KinesisStreamBatchResponse>;
+export async function handleEvent(event: MSKEvent, deps: IngestDeps, invocation?: Invocation): Promise<KafkaBatchResponse>;
+export async function handleEvent(event: KinesisStreamEvent | MSKEvent, deps: IngestDeps, invocation?: Invocation): Promise<KinesisStreamBatchResponse | KafkaBatchResponse>;
+export async function handleEvent(event: KinesisStreamEvent | MSKEvent, deps: IngestDeps, invocation: Invocation = {}): Promise<KinesisStreamBatchResponse | KafkaBatchResponse> {
+  if (isMsk(event)) return handleKafka(event, deps, invocation);
+  const result = await processBatch(recordsFromKinesis(event), deps, invocation);
   return { batchItemFailures: result.batchItemFailures };
+}
+
+async function handleKafka(event: MSKEvent, deps: IngestDeps, invocation: Invocation): Promise<KafkaBatchResponse> {
+  const failures: KafkaBatchResponse['batchItemFailures'] = [];
+  for (const partition of mskPartitions(event)) {
+    const result = await processBatch(partition.records, deps, invocation);
+    const failed = result.batchItemFailures[0]?.itemIdentifier;
+    if (failed !== undefined) failures.push({ itemIdentifier: { partition: partition.key, offset: Number(failed) } });
+  }
+  return { batchItemFailures: failures };
 }

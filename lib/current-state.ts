@@ -8,9 +8,10 @@ import type * as kms from 'aws-cdk-lib/aws-kms';
 import { Construct } from 'constructs';
 import type { TableConfig, TidemarkConfig } from '../functions/commons/config.js';
 import { type KeyAttribute, keyLayout } from '../functions/core/keys.js';
+import { EXPIRES_AT_ATTRIBUTE } from '../functions/commons/telemetry-contract.js';
 
-/** TTL attribute of tombstones (and of anything else the runtime lets expire). */
-export const EXPIRES_AT_ATTRIBUTE = '__expiresAt';
+/** TTL attribute of tombstones and per-hour status rows: from the telemetry contract. */
+export { EXPIRES_AT_ATTRIBUTE } from '../functions/commons/telemetry-contract.js';
 
 export interface CurrentStateProps {
   readonly config: TidemarkConfig;

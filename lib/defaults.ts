@@ -17,14 +17,8 @@ export const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** The ingest handler's source file. */
 export const DEFAULT_INGEST_ENTRY = path.join(REPO_ROOT, 'functions', 'ingest.ts');
 
-/** CloudWatch namespace of every tidemark metric (Powertools `POWERTOOLS_METRICS_NAMESPACE`). */
-export const METRIC_NAMESPACE = 'Tidemark';
-
-/** Powertools service name, the `service` dimension of every metric the ingest runtime emits. */
-export const SERVICE_NAME = 'tidemark-ingest';
-
-/** The `table` dimension value of records whose source table is unknown (e.g. unparseable ones). */
-export const UNKNOWN_TABLE_DIMENSION = '*';
+/** Namespace and service name of every tidemark metric, and the unknown-table row: from the telemetry contract. */
+export { METRICS_NAMESPACE as METRIC_NAMESPACE, SERVICE_NAME, UNKNOWN_TABLE as UNKNOWN_TABLE_DIMENSION } from '../functions/commons/telemetry-contract.js';
 
 /** How long the on-failure queue keeps the failed-batch descriptors. */
 export const DLQ_RETENTION = Duration.days(14);

@@ -2,9 +2,11 @@
  * History: a Glue database and table over raw, so Athena can query every delivered change.
  *
  * Layout written by the runtime's raw writer:
- * `<raw prefix>table=<source table>/dt=YYYY-MM-DD/hr=HH/<shard>-<firstSeq>-<lastSeq>.jsonl.gz`,
+ * `<raw prefix>table=<source table>/dt=YYYY-MM-DD/hr=HH/<shard>-<firstSeq>-<lastSeq>-<digest>.jsonl.gz`,
  * one JSON object per line. Partitions are projected (no crawler, no MSCK REPAIR): `source_table`
- * is injected, so queries must name it: `WHERE source_table = 'public.orders'`. The partition key
+ * is injected, so queries must name it: `WHERE source_table = 'public.orders'`. The path holds the
+ * table name percent-encoded (letters, digits, `.`, `_`, `-` unchanged), and so does the partition
+ * value: `public.café` is queried as `source_table = 'public.caf%C3%A9'`. The partition key
  * is not called `table` because `table` is already a data column.
  */
 import { Stack } from 'aws-cdk-lib';
@@ -42,7 +44,10 @@ export const RAW_COLUMNS: readonly glue.CfnTable.ColumnProperty[] = [
     type: 'struct<kind:string,stream:string,shard:string,sequence:string,partitionKey:string,arrivalTime:bigint>',
     comment: 'stream or topic, shard or partition, sequence or offset, arrival time (epoch ms)',
   },
-  { name: 'message', type: 'string', comment: 'JSON: the original message, untouched' },
+  { name: 'message', type: 'string', comment: 'JSON: the original message, untouched (null when not UTF-8, or on a messageRef line)' },
+  { name: 'messageRef', type: 'boolean', comment: 'true: the message is on the first line of the same transport shard and sequence in this object' },
+  { name: 'messageBase64', type: 'string', comment: 'the original message bytes, base64, when they are not valid UTF-8' },
+  { name: 'messageKeyBase64', type: 'string', comment: 'the original key bytes, base64, when they are not valid UTF-8' },
 ];
 
 /** The partition key names of the raw table. */

@@ -1,36 +1,19 @@
 /**
  * Metric definitions, kept apart from the alarms and widgets that use them (the
- * cdk-monitoring-constructs `MetricFactory` split). Names and dimensions are the contract with the
- * runtime's Powertools EMF output (`functions/adapters/telemetry.ts`): namespace `Tidemark`,
- * dimensions `{service: "tidemark-ingest", pipeline, table}` where `table` is the source table,
- * e.g. `public.orders`, or `*` for records whose table is unknown. Counters are emitted only when
- * non-zero, so expressions fill missing points with 0.
+ * cdk-monitoring-constructs `MetricFactory` split). Every tidemark metric is named once, in the
+ * telemetry contract (`functions/commons/telemetry-contract.ts`); this factory only turns a
+ * contract entry into a `cloudwatch.Metric`.
+ *
+ * The runtime emits each value twice (`functions/adapters/telemetry.ts`): with dimensions
+ * `{service, pipeline}` — what alarms read, one metric however many tables — and with
+ * `{service, pipeline, table}` — what per-table SEARCH widgets read. Counters are emitted only when
+ * non-zero, so graphs and alarms treat missing points as 0 unless silence itself is the signal.
  */
 import { Duration } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
-import { METRIC_NAMESPACE, SERVICE_NAME, UNKNOWN_TABLE_DIMENSION } from './defaults.js';
-
-/** Every metric the runtime emits. */
-export const TidemarkMetricName = {
-  EventsApplied: 'EventsApplied',
-  EventsStale: 'EventsStale',
-  EventsSuperseded: 'EventsSuperseded',
-  Duplicates: 'Duplicates',
-  Conflicts: 'Conflicts',
-  Placeholders: 'Placeholders',
-  Quarantined: 'Quarantined',
-  FreshnessLagMs: 'FreshnessLagMs',
-  WriteUnits: 'WriteUnits',
-  RawBytes: 'RawBytes',
-  SnapshotEvents: 'SnapshotEvents',
-  BeforeImageNullUpdates: 'BeforeImageNullUpdates',
-  WriteErrors: 'WriteErrors',
-  Spilled: 'Spilled',
-  MissingColumns: 'MissingColumns',
-} as const;
-export type TidemarkMetricName = (typeof TidemarkMetricName)[keyof typeof TidemarkMetricName];
+import { type Counter, COUNTERS, DIMENSIONS, DISTRIBUTIONS, type MetricName, METRICS_NAMESPACE, SERVICE_NAME } from '../functions/commons/telemetry-contract.js';
 
 /** Default aggregation window of alarms and widgets. */
 export const DEFAULT_PERIOD = Duration.minutes(5);
@@ -45,7 +28,7 @@ export interface MetricFactoryProps {
   readonly period?: Duration;
 }
 
-/** Builds `cloudwatch.Metric`s; it creates no resources. */
+/** Builds `cloudwatch.Metric`s and expressions; it creates no resources. */
 export class TidemarkMetricFactory {
   readonly pipeline: string;
   readonly period: Duration;
@@ -55,52 +38,48 @@ export class TidemarkMetricFactory {
     this.period = props.period ?? DEFAULT_PERIOD;
   }
 
-  /** A per-table metric, e.g. `tableMetric('EventsApplied', 'public.orders')` (sum). */
-  tableMetric(name: TidemarkMetricName, table: string, statistic = 'Sum'): cloudwatch.Metric {
+  private metric(name: MetricName, statistic: string, table?: string, period = this.period): cloudwatch.Metric {
     return new cloudwatch.Metric({
-      namespace: METRIC_NAMESPACE,
+      namespace: METRICS_NAMESPACE,
       metricName: name,
-      dimensionsMap: { service: SERVICE_NAME, pipeline: this.pipeline, table },
+      dimensionsMap: { [DIMENSIONS.service]: SERVICE_NAME, [DIMENSIONS.pipeline]: this.pipeline, ...(table !== undefined ? { [DIMENSIONS.table]: table } : {}) },
       statistic,
-      period: this.period,
+      period,
     });
   }
 
-  /** A metric with only `{service, pipeline}` dimensions (for runtimes that emit pipeline totals). */
-  pipelineMetric(name: TidemarkMetricName, statistic = 'Sum'): cloudwatch.Metric {
-    return new cloudwatch.Metric({
-      namespace: METRIC_NAMESPACE,
-      metricName: name,
-      dimensionsMap: { service: SERVICE_NAME, pipeline: this.pipeline },
-      statistic,
-      period: this.period,
-    });
+  /** A contract counter (sum), pipeline-wide, or of one table: `counter('applied')`, `counter('applied', 'public.orders')`. */
+  counter(counter: Counter, table?: string, period?: Duration): cloudwatch.Metric {
+    return this.metric(COUNTERS[counter].metric, 'Sum', table, period);
   }
 
-  /** Commit-to-apply lag of one table at a percentile. @default p99 */
-  freshnessLag(table: string, percentile = 'p99'): cloudwatch.Metric {
-    return this.tableMetric(TidemarkMetricName.FreshnessLagMs, table, percentile);
+  /** Commit-to-apply lag at a percentile, pipeline-wide or of one table. @default p99 */
+  freshnessLag(percentile = 'p99', table?: string): cloudwatch.Metric {
+    return this.metric(DISTRIBUTIONS.freshnessLag.metric, percentile, table);
   }
 
-  /** Sum of one counter over the given tables and the unknown table `*`. */
-  totalOverTables(name: TidemarkMetricName, tables: readonly string[]): cloudwatch.MathExpression {
-    const usingMetrics: Record<string, cloudwatch.IMetric> = {};
-    [...tables, UNKNOWN_TABLE_DIMENSION].forEach((table, i) => {
-      usingMetrics[`t${i}`] = this.tableMetric(name, table);
-    });
-    return new cloudwatch.MathExpression({ expression: 'SUM(METRICS())', usingMetrics, period: this.period, label: `${name} (all tables)` });
-  }
-
-  /** Stale writes as a share of attempted writes: stale / (applied + stale); no data when neither happened. */
-  staleRate(table: string): cloudwatch.MathExpression {
+  /** Stale writes as a share of attempted writes, pipeline-wide: stale / (applied + stale). */
+  staleRate(): cloudwatch.MathExpression {
     return new cloudwatch.MathExpression({
       expression: 'FILL(stale, 0) / (FILL(applied, 0) + FILL(stale, 0))',
-      usingMetrics: {
-        stale: this.tableMetric(TidemarkMetricName.EventsStale, table),
-        applied: this.tableMetric(TidemarkMetricName.EventsApplied, table),
-      },
+      usingMetrics: { stale: this.counter('stale'), applied: this.counter('applied') },
       period: this.period,
-      label: `stale rate ${table}`,
+      label: 'stale share of writes',
+    });
+  }
+
+  /**
+   * The `limit` tables with the highest value of a metric, found with a SEARCH expression (so it
+   * scales to any number of tables without one metric per table in the template).
+   */
+  topTables(name: MetricName, statistic: string, limit = 10): cloudwatch.MathExpression {
+    const schema = `{${METRICS_NAMESPACE},${DIMENSIONS.pipeline},${DIMENSIONS.service},${DIMENSIONS.table}}`;
+    const search = `SEARCH('${schema} MetricName="${name}" ${DIMENSIONS.pipeline}="${this.pipeline}"', '${statistic}', ${this.period.toSeconds()})`;
+    return new cloudwatch.MathExpression({
+      expression: `SORT(${search}, MAX, DESC, ${limit})`,
+      usingMetrics: {},
+      period: this.period,
+      label: '',
     });
   }
 
@@ -120,6 +99,10 @@ export class TidemarkMetricFactory {
 
   lambdaDuration(fn: lambda.IFunction, statistic = 'p99'): cloudwatch.Metric {
     return fn.metricDuration({ statistic, period: this.period });
+  }
+
+  lambdaInvocations(fn: lambda.IFunction): cloudwatch.Metric {
+    return fn.metricInvocations({ statistic: 'Sum', period: this.period });
   }
 
   /** Failed-batch descriptors waiting in the on-failure queue. */

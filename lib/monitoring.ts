@@ -1,6 +1,14 @@
 /**
- * Alarms and the dashboard, built from the metric definitions in `metrics.ts`. Every alarm notifies
- * one SNS topic (SSL-only) that users subscribe to.
+ * Alarms and the dashboard, built from the metric factory in `metrics.ts`, which names every metric
+ * once from the telemetry contract. Every alarm notifies one SNS topic (SSL-only).
+ *
+ * Alarms read pipeline-level metrics only, so their number and size do not grow with the table
+ * count (CloudWatch math allows 10 metrics per alarm; a pipeline may have hundreds of tables). Where
+ * silence itself means a stall (no records received), missing data is breaching.
+ *
+ * The dashboard draws every contract counter once, pipeline-wide, on the graph its `panel` names,
+ * and the top tables of the signals that matter per table through SEARCH expressions, which stay
+ * readable at 500 tables.
  */
 import { Stack } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
@@ -11,14 +19,15 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import type { TidemarkConfig } from '../functions/commons/config.js';
-import { type TidemarkMetricFactory, TidemarkMetricName as M } from './metrics.js';
+import { COUNTER_NAMES, COUNTERS, type Counter, DISTRIBUTIONS, type Panel } from '../functions/commons/telemetry-contract.js';
+import type { TidemarkMetricFactory } from './metrics.js';
 
 export interface MonitoringProps {
   readonly config: TidemarkConfig;
   readonly metrics: TidemarkMetricFactory;
   readonly function: lambda.IFunction;
   readonly deadLetterQueue: sqs.IQueue;
-  /** `kinesis` gets an iterator-age alarm; `msk` shows the offset lag instead. */
+  /** `kinesis` gets an iterator-age alarm; `msk` an offset-lag alarm. */
   readonly sourceKind: 'kinesis' | 'msk';
   /**
    * Key of the alarm topic. CloudWatch cannot publish to a topic under the AWS-managed `aws/sns`
@@ -33,6 +42,31 @@ export interface MonitoringProps {
   readonly dashboardName?: string;
 }
 
+interface AlarmSpec {
+  readonly metric: cloudwatch.IMetric;
+  readonly threshold: number;
+  readonly description: string;
+  readonly below?: boolean;
+  readonly periods?: number;
+  /** Silence is a stall: no data counts as breaching. */
+  readonly silenceBreaches?: boolean;
+}
+
+const PANEL_TITLES: Record<Panel, string> = {
+  outcomes: 'Records received and their outcomes (received = sum of the others)',
+  ops: 'Op mix and snapshots',
+  rows: 'Row writes: placeholders, missing columns, spills, truncated rows',
+  cost: 'DynamoDB write units and raw bytes',
+};
+
+/** The per-table signals drawn as "top tables" graphs. */
+const TOP_TABLES: readonly { title: string; counter?: Counter }[] = [
+  { title: 'Top tables: records received', counter: 'received' },
+  { title: 'Top tables: failed records', counter: 'failed' },
+  { title: 'Top tables: quarantined', counter: 'quarantined' },
+  { title: 'Top tables: freshness lag p99 (ms)' },
+];
+
 export class Monitoring extends Construct {
   /** Every alarm notifies this topic; subscribe to it. */
   readonly alarmTopic: sns.Topic;
@@ -41,103 +75,104 @@ export class Monitoring extends Construct {
 
   constructor(scope: Construct, id: string, props: MonitoringProps) {
     super(scope, id);
-    const { config, metrics: m, function: fn } = props;
-    const thresholds = config.alarms;
-    const tables = config.tables.map((t) => t.source);
-
     this.alarmTopic = new sns.Topic(this, 'AlarmTopic', {
-      displayName: `tidemark ${config.name} alarms`,
+      displayName: `tidemark ${props.config.name} alarms`,
       enforceSSL: true,
       ...(props.topicKey ? { masterKey: props.topicKey } : {}),
     });
-    const notify = new actions.SnsAction(this.alarmTopic);
-    const alarm = (alarmId: string, metric: cloudwatch.IMetric, threshold: number, description: string): cloudwatch.Alarm => {
-      const created = new cloudwatch.Alarm(this, alarmId, {
-        metric,
-        threshold,
-        evaluationPeriods: 1,
-        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-        alarmDescription: `tidemark ${config.name}: ${description}`,
-      });
-      created.addAlarmAction(notify);
-      created.addOkAction(notify);
-      this.alarms.push(created);
-      return created;
-    };
+    for (const [alarmId, spec] of Object.entries(alarmSpecs(props))) this.addAlarm(alarmId, spec, props.config.name);
+    this.dashboard = new cloudwatch.Dashboard(this, 'Dashboard', { dashboardName: props.dashboardName ?? `tidemark-${props.config.name}` });
+    this.drawDashboard(props);
+  }
 
-    if (props.sourceKind === 'kinesis') {
-      alarm('IteratorAge', m.iteratorAge(fn), thresholds.iteratorAgeMs, `ingest is more than ${thresholds.iteratorAgeMs} ms behind the stream`);
-    }
-    alarm('LambdaErrors', m.lambdaErrors(fn), 0, 'the ingest function failed a batch (it is retried, then bisected, then sent to the DLQ)');
-    alarm('DeadLetters', m.dlqVisible(props.deadLetterQueue), 0, 'failed batches are waiting in the on-failure queue; replay them from raw');
-    alarm('Quarantined', m.totalOverTables(M.Quarantined, tables), thresholds.quarantined, 'records were quarantined as unparseable or invalid');
-    for (const table of tables) {
-      const slug = table.replace(/[^A-Za-z0-9]/g, '-');
-      alarm(`FreshnessLag-${slug}`, m.freshnessLag(table), thresholds.freshnessLagMs, `p99 commit-to-apply lag of ${table} is above ${thresholds.freshnessLagMs} ms`);
-      alarm(`Conflicts-${slug}`, m.tableMetric(M.Conflicts, table), thresholds.conflicts, `${table} has events with equal positions and different content`);
-      alarm(`StaleRate-${slug}`, m.staleRate(table), thresholds.staleRate, `more than ${thresholds.staleRate * 100}% of ${table} writes were stale`);
-    }
-
-    this.dashboard = new cloudwatch.Dashboard(this, 'Dashboard', {
-      dashboardName: props.dashboardName ?? `tidemark-${config.name}`,
+  private addAlarm(alarmId: string, spec: AlarmSpec, pipeline: string): void {
+    const periods = spec.periods ?? 1;
+    const alarm = new cloudwatch.Alarm(this, alarmId, {
+      metric: spec.metric,
+      threshold: spec.threshold,
+      evaluationPeriods: periods,
+      datapointsToAlarm: periods,
+      comparisonOperator: spec.below ? cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD : cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+      treatMissingData: spec.silenceBreaches ? cloudwatch.TreatMissingData.BREACHING : cloudwatch.TreatMissingData.NOT_BREACHING,
+      alarmDescription: `tidemark ${pipeline}: ${spec.description}`,
     });
-    const perTable = (title: string, name: M, statistic?: string): cloudwatch.GraphWidget =>
-      new cloudwatch.GraphWidget({ title, width: 8, left: tables.map((t) => m.tableMetric(name, t, statistic).with({ label: t })) });
-    const lagWidget =
-      props.sourceKind === 'kinesis'
-        ? new cloudwatch.GraphWidget({ title: 'Iterator age (ms)', width: 8, left: [m.iteratorAge(fn)] })
-        : new cloudwatch.GraphWidget({ title: 'Offset lag (records)', width: 8, left: [m.offsetLag(fn)] });
+    const notify = new actions.SnsAction(this.alarmTopic);
+    alarm.addAlarmAction(notify);
+    alarm.addOkAction(notify);
+    this.alarms.push(alarm);
+  }
+
+  private drawDashboard(props: MonitoringProps): void {
+    const { config, metrics: m, function: fn } = props;
+    const graph = (title: string, left: cloudwatch.IMetric[], right: cloudwatch.IMetric[] = []) => new cloudwatch.GraphWidget({ title, width: 8, height: 6, left, right });
     this.dashboard.addWidgets(
       new cloudwatch.TextWidget({
-        markdown: `# tidemark ${config.name}\nStatus table \`${config.statusTable}\` · region ${Stack.of(this).region}`,
+        markdown: `# tidemark ${config.name}\nStatus table \`${config.statusTable}\` · region ${Stack.of(this).region} · ${config.tables.length} tables`,
         width: 24,
         height: 2,
       }),
     );
     this.dashboard.addWidgets(
-      lagWidget,
-      new cloudwatch.GraphWidget({
-        title: 'Freshness lag p50 / p99 (ms)',
-        width: 8,
-        left: tables.flatMap((t) => [m.freshnessLag(t, 'p50').with({ label: `${t} p50` }), m.freshnessLag(t, 'p99').with({ label: `${t} p99` })]),
-      }),
-      new cloudwatch.GraphWidget({
-        title: 'Ingest function',
-        width: 8,
-        left: [fn.metricInvocations({ period: m.period }), m.lambdaErrors(fn)],
-        right: [m.lambdaDuration(fn)],
-      }),
+      graph(props.sourceKind === 'kinesis' ? 'Iterator age (ms)' : 'Offset lag (records)', [props.sourceKind === 'kinesis' ? m.iteratorAge(fn) : m.offsetLag(fn)]),
+      graph('Freshness lag p50 / p99 (ms)', [m.freshnessLag('p50').with({ label: 'p50' }), m.freshnessLag('p99').with({ label: 'p99' })]),
+      graph('Ingest function', [m.lambdaInvocations(fn), m.lambdaErrors(fn)], [m.lambdaDuration(fn)]),
+    );
+    const panels = Object.keys(PANEL_TITLES) as Panel[];
+    this.dashboard.addWidgets(
+      ...panels.map((panel) =>
+        graph(
+          PANEL_TITLES[panel],
+          COUNTER_NAMES.filter((c) => COUNTERS[c].panel === panel).map((c) => m.counter(c).with({ label: c })),
+          panel === 'outcomes' ? [m.dlqVisible(props.deadLetterQueue).with({ label: 'failed batches in the on-failure queue' })] : [],
+        ),
+      ),
     );
     this.dashboard.addWidgets(
-      perTable('Events applied', M.EventsApplied),
-      perTable('Stale writes', M.EventsStale),
-      perTable('Superseded in batch', M.EventsSuperseded),
+      ...TOP_TABLES.map((t) =>
+        graph(t.title, [t.counter ? m.topTables(COUNTERS[t.counter].metric, 'Sum') : m.topTables(DISTRIBUTIONS.freshnessLag.metric, 'p99')]),
+      ),
     );
-    this.dashboard.addWidgets(
-      perTable('Duplicates', M.Duplicates),
-      perTable('Conflicts', M.Conflicts),
-      perTable('Placeholders', M.Placeholders),
-    );
-    this.dashboard.addWidgets(
-      perTable('Snapshot events', M.SnapshotEvents),
-      perTable('Updates with a null before-image', M.BeforeImageNullUpdates),
-      new cloudwatch.GraphWidget({
-        title: 'Quarantined / DLQ',
-        width: 8,
-        left: [...tables, '*'].map((t) => m.tableMetric(M.Quarantined, t).with({ label: t })),
-        right: [m.dlqVisible(props.deadLetterQueue)],
-      }),
-    );
-    this.dashboard.addWidgets(
-      perTable('Write errors (retried)', M.WriteErrors),
-      perTable('Rows spilled to S3', M.Spilled),
-      perTable('Patches with no stored row', M.MissingColumns),
-    );
-    this.dashboard.addWidgets(
-      perTable('DynamoDB write units', M.WriteUnits),
-      perTable('Raw bytes landed', M.RawBytes),
-      new cloudwatch.AlarmStatusWidget({ title: 'Alarms', width: 8, alarms: this.alarms }),
-    );
+    this.dashboard.addWidgets(new cloudwatch.AlarmStatusWidget({ title: 'Alarms', width: 24, height: 4, alarms: this.alarms }));
   }
+}
+
+/** Every alarm, by id. Thresholds come from the config's `alarms` block. */
+function alarmSpecs(props: MonitoringProps): Record<string, AlarmSpec> {
+  const { config, metrics: m, function: fn } = props;
+  const a = config.alarms;
+  const periodMinutes = m.period.toMinutes();
+  const specs: Record<string, AlarmSpec> = {};
+  if (props.sourceKind === 'kinesis') {
+    specs.IteratorAge = { metric: m.iteratorAge(fn), threshold: a.iteratorAgeMs, description: `ingest is more than ${a.iteratorAgeMs} ms behind the stream` };
+  } else {
+    specs.OffsetLag = { metric: m.offsetLag(fn), threshold: a.offsetLag, description: `ingest is more than ${a.offsetLag} records behind the topic` };
+  }
+  if (a.silenceMinutes > 0) {
+    specs.Silent = {
+      metric: m.counter('received'),
+      threshold: 1,
+      below: true,
+      periods: Math.max(1, Math.ceil(a.silenceMinutes / periodMinutes)),
+      silenceBreaches: true,
+      description: `no record received for ${a.silenceMinutes} minutes: the source, connector, stream or event source mapping stalled (enable connector heartbeats on quiet sources)`,
+    };
+  }
+  specs.FailedRecords = {
+    metric: m.counter('failed'),
+    threshold: 0,
+    periods: a.failedPeriods,
+    description: `records kept failing for ${a.failedPeriods * periodMinutes} minutes (writes, truncates or raw landing); the shard is retrying and not advancing`,
+  };
+  specs.LambdaErrors = { metric: m.lambdaErrors(fn), threshold: 0, description: 'the ingest function failed an invocation (it is retried, then bisected, then sent to the on-failure destination)' };
+  specs.NearTimeout = {
+    metric: m.lambdaDuration(fn),
+    threshold: Math.round(config.ingest.timeoutSeconds * 1000 * a.durationShare),
+    description: `p99 invocation duration is above ${a.durationShare * 100}% of the ${config.ingest.timeoutSeconds} s timeout: batches are about to time out`,
+  };
+  specs.DeadLetters = { metric: m.dlqVisible(props.deadLetterQueue), threshold: 0, description: 'failed batches are waiting in the on-failure destination; replay them' };
+  specs.Quarantined = { metric: m.counter('quarantined'), threshold: a.quarantined, description: 'records were quarantined as unparseable or invalid' };
+  specs.Conflicts = { metric: m.counter('conflicts'), threshold: a.conflicts, description: 'events with equal positions and different content were not applied' };
+  specs.FreshnessLag = { metric: m.freshnessLag('p99'), threshold: a.freshnessLagMs, description: `p99 commit-to-apply lag is above ${a.freshnessLagMs} ms` };
+  specs.StaleRate = { metric: m.staleRate(), threshold: a.staleRate, description: `more than ${a.staleRate * 100}% of writes were stale` };
+  return specs;
 }

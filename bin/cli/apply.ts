@@ -51,7 +51,10 @@ export async function runApply(deps: IngestDeps, opts: ApplyOptions): Promise<{ 
         if (failed !== undefined) failedAt = Math.max(0, batch.findIndex((m) => seq(m.line) === failed));
       } else {
         const now = Date.now();
-        await handleEvent(mskEvent(batch.map((m) => ({ topic: m.topic ?? 'tidemark-apply', partition: 0, offset: m.line, key: m.key, value: m.value, timestamp: now }))), withSummary);
+        const res = await handleEvent(mskEvent(batch.map((m) => ({ topic: m.topic ?? 'tidemark-apply', partition: 0, offset: m.line, key: m.key, value: m.value, timestamp: now }))), withSummary);
+        // Kafka's partial-batch response names the lowest failed offset per topic-partition (here: the line number).
+        const offsets = res.batchItemFailures.map((f) => f.itemIdentifier.offset);
+        if (offsets.length > 0) failedAt = batch.findIndex((m) => m.line === Math.min(...offsets));
       }
     } catch (err) {
       // An MSK batch fails as a whole; its error names the first failed offset, which is the line number.

@@ -2,9 +2,9 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
-import { type Clients, createClients } from '../../functions/commons/clients.js';
+import { type Clients, createClients } from '../local/clients.js';
 import { loadConfigFile, type TidemarkConfig } from '../../functions/commons/config.js';
-import { CollectingMetricSink, type Log } from '../../functions/adapters/telemetry.js';
+import { CollectingMetricSink, type Log, logFromPowertools } from '../../functions/adapters/telemetry.js';
 import { buildIngestDeps } from '../../functions/ingest/deps.js';
 import type { IngestDeps } from '../../functions/ingest/process-batch.js';
 import { endpointsFromEnv, localStatus } from '../local/emulators.js';
@@ -32,13 +32,7 @@ export async function clients(config?: TidemarkConfig): Promise<Clients> {
 
 /** CLI logs: warnings and errors to stderr as JSON, without row values. TIDEMARK_LOG_LEVEL=INFO for more. */
 export function cliLog(): Log {
-  const logger = new Logger({ serviceName: 'tidemark-cli', logLevel: (process.env.TIDEMARK_LOG_LEVEL ?? 'ERROR') as 'ERROR' });
-  return {
-    debug: (m, e) => logger.debug(m, e ?? {}),
-    info: (m, e) => logger.info(m, e ?? {}),
-    warn: (m, e) => logger.warn(m, e ?? {}),
-    error: (m, e) => logger.error(m, e ?? {}),
-  };
+  return logFromPowertools(new Logger({ serviceName: 'tidemark-cli', logLevel: (process.env.TIDEMARK_LOG_LEVEL ?? 'ERROR') as 'ERROR' }));
 }
 
 export function localDeps(config: TidemarkConfig, c: Clients): IngestDeps {

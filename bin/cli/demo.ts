@@ -7,7 +7,7 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { PutRecordsCommand } from '@aws-sdk/client-kinesis';
 import { Presets, SingleBar } from 'cli-progress';
-import { createClients } from '../../functions/commons/clients.js';
+import { createClients } from '../local/clients.js';
 import { parseConfig } from '../../functions/commons/config.js';
 import { canonicalJson } from '../../functions/core/json.js';
 import { startEmulators } from '../local/emulators.js';

@@ -91,7 +91,8 @@ export function program(): Command {
     .description('poll every shard of the stream and apply batches, like the Lambda event source mapping')
     .addOption(configOption())
     .option('--until-idle', 'stop once every shard has been empty for a few polls')
-    .option('--batch-size <n>', 'records per GetRecords', (v) => Number.parseInt(v, 10))
+    .option('--batch-size <n>', 'records per invocation at most (default: ingest.batchSize)', (v) => Number.parseInt(v, 10))
+    .option('--max-batching-window <ms>', 'how long to gather records after the first one of a batch', (v) => Number.parseInt(v, 10), 1000)
     .action(async (o) => {
       const cfg = config(o.config);
       const c = await clients(cfg);
@@ -105,6 +106,7 @@ export function program(): Command {
         streamName: streamNameOf(cfg),
         stateDir: STATE_DIR,
         batchSize: o.batchSize ?? cfg.ingest.batchSize,
+        maxBatchingWindowMs: o.maxBatchingWindow,
         maxRetries: cfg.ingest.retryAttempts,
         stopWhenIdle: o.untilIdle ? 5 : undefined,
         signal: controller.signal,

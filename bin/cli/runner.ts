@@ -1,16 +1,22 @@
 /**
- * The local stand-in for the Lambda Kinesis event source mapping: polls every shard, invokes the
- * handler code with Kinesis-shaped events, honours batchItemFailures (checkpoint just before the
- * lowest failed sequence and retry with backoff), keeps checkpoints on disk so a restart resumes,
- * and after `maxRetries` sends the batch's coordinates to a local on-failure file (like the
- * mapping's on-failure destination) and moves on.
+ * The local stand-in for the Lambda Kinesis event source mapping: polls every shard, gathers up to
+ * `batchSize` records or waits at most `maxBatchingWindowMs` after the first one (as the mapping's
+ * `BatchSize` and `MaximumBatchingWindowInSeconds` do), invokes the handler code with
+ * Kinesis-shaped events, honours batchItemFailures (checkpoint just before the lowest failed
+ * sequence and retry with backoff), and keeps checkpoints on disk (atomically) so a restart resumes.
+ * After `maxRetries` it writes the failed part of the batch, whole records included, to a local
+ * on-failure file in the shape Lambda writes to an S3 on-failure destination, and moves on.
  */
-import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { GetRecordsCommand, GetShardIteratorCommand, type KinesisClient, ListShardsCommand, type _Record } from '@aws-sdk/client-kinesis';
+import type { KinesisStreamEvent } from 'aws-lambda';
+import { errorMessage } from '../../functions/core/errors.js';
 import { handleEvent } from '../../functions/ingest.js';
 import { addSummary, type BatchSummary, emptySummary, type IngestDeps } from '../../functions/ingest/process-batch.js';
+import { CheckpointFile, type Checkpoints } from '../local/checkpoints.js';
+import { onFailureRecord } from '../local/on-failure.js';
 import { kinesisEvent } from './kinesis-shape.js';
 
 export interface RunnerOptions {
@@ -18,7 +24,10 @@ export interface RunnerOptions {
   readonly deps: IngestDeps;
   readonly streamName: string;
   readonly stateDir: string;
+  /** Records per invocation at most (the mapping's `BatchSize`). */
   readonly batchSize: number;
+  /** How long to keep gathering after the first record of a batch (the mapping's batching window). @default 1000 */
+  readonly maxBatchingWindowMs?: number;
   readonly maxRetries: number;
   /** Stop after this many consecutive empty polls of every shard (for demos and tests). */
   readonly stopWhenIdle?: number;
@@ -28,86 +37,144 @@ export interface RunnerOptions {
   readonly beforeInvoke?: (shard: string, records: readonly _Record[]) => void | Promise<void>;
 }
 
-type Checkpoints = Record<string, string>;
+const DEFAULT_WINDOW_MS = 1000;
+const IDLE_SLEEP_MS = 200;
+
+/** Where `tidemark run` keeps its state for a stream. */
+export function runnerFiles(stateDir: string, streamName: string): { checkpoints: string; onFailure: string } {
+  return { checkpoints: join(stateDir, 'checkpoints', `${streamName}.json`), onFailure: join(stateDir, 'on-failure', `${streamName}.jsonl`) };
+}
 
 export async function runPoller(opts: RunnerOptions): Promise<BatchSummary> {
-  const checkpointFile = join(opts.stateDir, 'checkpoints', `${opts.streamName}.json`);
-  const failureFile = join(opts.stateDir, 'on-failure', `${opts.streamName}.jsonl`);
-  mkdirSync(dirname(checkpointFile), { recursive: true });
-  mkdirSync(dirname(failureFile), { recursive: true });
-  const checkpoints: Checkpoints = existsSync(checkpointFile) ? JSON.parse(readFileSync(checkpointFile, 'utf8')) : {};
-  const save = () => writeFileSync(checkpointFile, JSON.stringify(checkpoints, null, 2));
+  const files = runnerFiles(opts.stateDir, opts.streamName);
+  mkdirSync(dirname(files.onFailure), { recursive: true });
+  const store = new CheckpointFile(files.checkpoints, (m, e) => opts.deps.log.warn(m, e));
+  const checkpoints = store.load();
   const totals = emptySummary();
+  const listed = (await opts.kinesis.send(new ListShardsCommand({ StreamName: opts.streamName }))).Shards ?? [];
+  const shards = listed.flatMap((s) => (s.ShardId ? [new ShardPoller(s.ShardId, opts, checkpoints, files.onFailure, totals)] : []));
+  for (const shard of shards) await shard.open();
+  let idleRounds = 0;
+  while (!opts.signal?.aborted) {
+    let arrived = false;
+    for (const shard of shards) {
+      if (opts.signal?.aborted) break;
+      const step = await shard.step();
+      if (step.invoked) store.save(checkpoints);
+      arrived ||= step.arrived;
+    }
+    const pending = shards.some((s) => s.pending);
+    idleRounds = arrived || pending ? 0 : idleRounds + 1;
+    if (opts.stopWhenIdle !== undefined && idleRounds >= opts.stopWhenIdle) break;
+    // Nothing new on any shard: wait before polling again (Kinesis allows 5 GetRecords a second per shard).
+    if (!arrived) await sleep(IDLE_SLEEP_MS);
+  }
+  store.save(checkpoints);
+  return totals;
+}
 
-  const shards = (await opts.kinesis.send(new ListShardsCommand({ StreamName: opts.streamName }))).Shards ?? [];
-  const iterators = new Map<string, string | undefined>();
-  const iteratorFor = async (shardId: string): Promise<string | undefined> => {
-    const after = checkpoints[shardId];
-    const res = await opts.kinesis.send(
+/** One shard: its iterator, the batch being gathered, and its retry count. */
+class ShardPoller {
+  private iterator: string | undefined;
+  private buffer: _Record[] = [];
+  private firstAt = 0;
+  private attempts = 0;
+
+  constructor(
+    private readonly shardId: string,
+    private readonly opts: RunnerOptions,
+    private readonly checkpoints: Checkpoints,
+    private readonly failureFile: string,
+    private readonly totals: BatchSummary,
+  ) {}
+
+  async open(): Promise<void> {
+    const after = this.checkpoints[this.shardId];
+    const res = await this.opts.kinesis.send(
       new GetShardIteratorCommand({
-        StreamName: opts.streamName,
-        ShardId: shardId,
+        StreamName: this.opts.streamName,
+        ShardId: this.shardId,
         ShardIteratorType: after ? 'AFTER_SEQUENCE_NUMBER' : 'TRIM_HORIZON',
         StartingSequenceNumber: after,
       }),
     );
-    return res.ShardIterator;
-  };
-  for (const s of shards) iterators.set(s.ShardId!, await iteratorFor(s.ShardId!));
-  const attempts = new Map<string, number>();
-  let idleRounds = 0;
-
-  while (!opts.signal?.aborted) {
-    let sawRecords = false;
-    for (const [shardId, iterator] of iterators) {
-      if (!iterator || opts.signal?.aborted) continue;
-      const res = await opts.kinesis.send(new GetRecordsCommand({ ShardIterator: iterator, Limit: opts.batchSize }));
-      const records = res.Records ?? [];
-      iterators.set(shardId, res.NextShardIterator);
-      if (records.length === 0) continue;
-      sawRecords = true;
-      const event = kinesisEvent(
-        opts.streamName,
-        shardId,
-        records.map((r) => ({ data: r.Data!, partitionKey: r.PartitionKey!, sequenceNumber: r.SequenceNumber!, arrival: r.ApproximateArrivalTimestamp ?? new Date() })),
-      );
-      let failedFrom: string | undefined;
-      let summary = emptySummary();
-      try {
-        await opts.beforeInvoke?.(shardId, records);
-        const response = await handleEvent(event, { ...opts.deps, onSummary: (s) => (summary = s) });
-        failedFrom = response.batchItemFailures?.[0]?.itemIdentifier;
-      } catch (err) {
-        // A crashed invocation: the whole batch is retried, as Lambda would.
-        failedFrom = records[0]!.SequenceNumber!;
-        opts.deps.log.error('handler invocation failed', { shard: shardId, error: (err as Error).message });
-      }
-      addSummary(totals, summary);
-      if (failedFrom === undefined) {
-        checkpoints[shardId] = records[records.length - 1]!.SequenceNumber!;
-        attempts.delete(shardId);
-      } else {
-        const n = (attempts.get(shardId) ?? 0) + 1;
-        attempts.set(shardId, n);
-        const failedIndex = records.findIndex((r) => r.SequenceNumber === failedFrom);
-        if (n > opts.maxRetries) {
-          appendFileSync(failureFile, `${JSON.stringify({ stream: opts.streamName, shard: shardId, startSequence: failedFrom, endSequence: records[records.length - 1]!.SequenceNumber, attempts: n, at: new Date().toISOString() })}\n`);
-          checkpoints[shardId] = records[records.length - 1]!.SequenceNumber!;
-          attempts.delete(shardId);
-        } else if (failedIndex > 0) checkpoints[shardId] = records[failedIndex - 1]!.SequenceNumber!;
-        await sleep(Math.min(2000, 50 * 2 ** n));
-        iterators.set(shardId, await iteratorFor(shardId));
-      }
-      save();
-      opts.onBatch?.(shardId, summary, totals);
-    }
-    if (sawRecords) idleRounds = 0;
-    else {
-      idleRounds++;
-      if (opts.stopWhenIdle !== undefined && idleRounds >= opts.stopWhenIdle) break;
-      await sleep(200);
-    }
+    this.iterator = res.ShardIterator;
+    this.buffer = [];
   }
-  save();
-  return totals;
+
+  /** Records gathered and not yet handed to the handler. */
+  get pending(): boolean {
+    return this.buffer.length > 0;
+  }
+
+  /** Polls once, and invokes when the batch is full or its batching window has passed. */
+  async step(): Promise<{ arrived: boolean; invoked: boolean }> {
+    const arrived = (await this.poll()) > 0;
+    const windowMs = this.opts.maxBatchingWindowMs ?? DEFAULT_WINDOW_MS;
+    const full = this.buffer.length >= this.opts.batchSize;
+    const due = this.buffer.length > 0 && (Date.now() - this.firstAt >= windowMs || this.iterator === undefined);
+    if (!full && !due) return { arrived, invoked: false };
+    const batch = this.buffer;
+    this.buffer = [];
+    await this.invoke(batch);
+    return { arrived, invoked: true };
+  }
+
+  private async poll(): Promise<number> {
+    const room = this.opts.batchSize - this.buffer.length;
+    if (!this.iterator || room <= 0) return 0;
+    const res = await this.opts.kinesis.send(new GetRecordsCommand({ ShardIterator: this.iterator, Limit: room }));
+    this.iterator = res.NextShardIterator;
+    const records = res.Records ?? [];
+    if (records.length > 0 && this.buffer.length === 0) this.firstAt = Date.now();
+    this.buffer.push(...records);
+    return records.length;
+  }
+
+  private async invoke(records: _Record[]): Promise<void> {
+    const event = kinesisEvent(
+      this.opts.streamName,
+      this.shardId,
+      records.map((r) => ({ data: r.Data ?? new Uint8Array(), partitionKey: r.PartitionKey ?? '', sequenceNumber: r.SequenceNumber ?? '', arrival: r.ApproximateArrivalTimestamp ?? new Date() })),
+    );
+    let summary = emptySummary();
+    let failedFrom: string | undefined;
+    let error: string | undefined;
+    try {
+      await this.opts.beforeInvoke?.(this.shardId, records);
+      const response = await handleEvent(event, { ...this.opts.deps, onSummary: (s) => (summary = s) });
+      failedFrom = response.batchItemFailures?.[0]?.itemIdentifier;
+    } catch (err) {
+      // A crashed invocation: the whole batch is retried, as Lambda would.
+      failedFrom = records[0]?.SequenceNumber;
+      error = errorMessage(err);
+      this.opts.deps.log.error('handler invocation failed', { shard: this.shardId, error });
+    }
+    addSummary(this.totals, summary);
+    if (failedFrom === undefined) this.succeeded(records);
+    else await this.failed(event, records, failedFrom, error);
+    this.opts.onBatch?.(this.shardId, summary, this.totals);
+  }
+
+  private succeeded(records: readonly _Record[]): void {
+    const last = records[records.length - 1]?.SequenceNumber;
+    if (last) this.checkpoints[this.shardId] = last;
+    this.attempts = 0;
+  }
+
+  /** Retries from the lowest failed record; after `maxRetries` keeps its whole records on file and moves on. */
+  private async failed(event: KinesisStreamEvent, records: readonly _Record[], failedFrom: string, error: string | undefined): Promise<void> {
+    this.attempts++;
+    const failedIndex = Math.max(0, records.findIndex((r) => r.SequenceNumber === failedFrom));
+    if (this.attempts > this.opts.maxRetries) {
+      const failedPart: KinesisStreamEvent = { Records: event.Records.slice(failedIndex) };
+      appendFileSync(this.failureFile, `${JSON.stringify(onFailureRecord(failedPart, this.attempts, error ?? 'BatchItemFailures'))}\n`);
+      this.succeeded(records);
+    } else {
+      const before = records[failedIndex - 1]?.SequenceNumber;
+      if (before) this.checkpoints[this.shardId] = before;
+      await sleep(Math.min(2000, 50 * 2 ** this.attempts));
+    }
+    await this.open();
+  }
 }

@@ -5,6 +5,7 @@ import { stringifyJson, type JsonObject } from '../../functions/core/json.js';
 import { normalizeKey } from '../../functions/core/keys.js';
 import { decodeItem, keyAttributes } from '../../functions/adapters/item-codec.js';
 import { StatusStore } from '../../functions/adapters/status-store.js';
+import { COUNTER_NAMES, COUNTERS, EXPIRES_AT_ATTRIBUTE } from '../../functions/commons/telemetry-contract.js';
 
 export function tableOrThrow(config: TidemarkConfig, source: string): TableConfig {
   const t = config.tables.find((x) => x.source === source);
@@ -16,7 +17,7 @@ export function tableOrThrow(config: TidemarkConfig, source: string): TableConfi
 export function presentItem(table: TableConfig, item: Record<string, AttributeValue>): JsonObject {
   const d = decodeItem(table, item);
   const out: JsonObject = { ...d.row, __pos: d.position, __op: d.op, __deleted: d.deleted, __commitTs: d.commitTs, __txid: d.txid, __appliedAt: d.appliedAt };
-  if (d.expiresAt !== null) out.__expiresAt = d.expiresAt;
+  if (d.expiresAt !== null) out[EXPIRES_AT_ATTRIBUTE] = d.expiresAt;
   if (d.missing.length > 0) out.__missing = d.missing;
   if (d.partial) out.__partial = true;
   if (d.spill) out.__spill = d.spill;
@@ -42,7 +43,8 @@ export async function getRow(client: DynamoDBClient, table: TableConfig, key: Js
   return res.Item ? presentItem(table, res.Item) : null;
 }
 
-const STATUS_COLUMNS = ['table', 'state', 'phase', 'applied', 'stale', 'superseded', 'duplicates', 'conflicts', 'placeholders', 'quarantined', 'errors', 'lagMs', 'ordering', 'lastPosition'] as const;
+/** `tidemark status` columns: the row's facts around every contract counter marked `column`. */
+export const STATUS_COLUMNS: readonly string[] = ['table', 'state', 'phase', ...COUNTER_NAMES.filter((c) => COUNTERS[c].column), 'lagMs', 'ordering', 'lastPosition'];
 
 export async function statusRows(client: DynamoDBClient, config: TidemarkConfig): Promise<JsonObject[]> {
   const rows = await new StatusStore(client, config.statusTable, config.name).list();
@@ -51,13 +53,13 @@ export async function statusRows(client: DynamoDBClient, config: TidemarkConfig)
 
 /** Renders status rows as an aligned text table. */
 export function statusTable(rows: readonly JsonObject[]): string {
-  const cell = (r: JsonObject, c: (typeof STATUS_COLUMNS)[number]): string => {
+  const cell = (r: JsonObject, c: string): string => {
     const v = c === 'ordering' ? r.orderingStrength : r[c];
     return v === undefined || v === null ? '-' : String(v);
   };
   const body = rows.map((r) => STATUS_COLUMNS.map((c) => cell(r, c)));
-  const widths = STATUS_COLUMNS.map((c, i) => Math.max(c.length, ...body.map((b) => b[i]!.length)));
-  const fmt = (cells: readonly string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
+  const widths = STATUS_COLUMNS.map((c, i) => Math.max(c.length, ...body.map((b) => (b[i] ?? '').length)));
+  const fmt = (cells: readonly string[]) => cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd();
   return [fmt(STATUS_COLUMNS), fmt(widths.map((w) => '-'.repeat(w))), ...body.map(fmt)].join('\n');
 }
 

@@ -16,9 +16,9 @@ import { fileURLToPath } from 'node:url';
 import { ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { ListStreamsCommand } from '@aws-sdk/client-kinesis';
 import { ListBucketsCommand } from '@aws-sdk/client-s3';
-import { createClients, destroyClients, type Endpoints } from '../../functions/commons/clients.js';
+import { createClients, destroyClients, type Endpoints } from './clients.js';
 
-export type { Endpoints } from '../../functions/commons/clients.js';
+export type { Endpoints } from './clients.js';
 
 /** The three emulated services. */
 export type EmulatorName = 'dynamodb' | 'kinesis' | 's3';
@@ -174,8 +174,10 @@ function command(name: EmulatorName, port: number, dataDir: string, inMemory: bo
   if (name === 'kinesis') {
     const cli = join(packageDir('kinesalite'), 'cli.js');
     const timing = ['--createStreamMs', '0', '--deleteStreamMs', '0', '--updateStreamMs', '0'];
+    // kinesalite's default account limit is 10 shards: a test suite (one stream per test) or a few local pipelines exceed it.
+    const limits = ['--shardLimit', '200'];
     const storage = inMemory ? [] : ['--path', join(dataDir, 'kinesis')];
-    return { cmd: process.execPath, args: ['--require', PRELOAD, cli, '--port', String(port), ...timing, ...storage] };
+    return { cmd: process.execPath, args: ['--require', PRELOAD, cli, '--port', String(port), ...timing, ...limits, ...storage] };
   }
   const cli = join(packageDir('s3rver'), 'bin', 's3rver.js');
   const flags = ['-d', join(dataDir, 's3'), '-a', '127.0.0.1', '-p', String(port), '--no-vhost-buckets', '--silent'];
@@ -333,7 +335,7 @@ export async function localUp(
 export async function localDown(dataDir: string): Promise<boolean> {
   const state = readState(dataDir);
   if (state === null) return false;
-  await killPids(NAMES.map((name) => state.pids[name]).filter((pid, i) => isEmulatorProcess(pid, NAMES[i]!)));
+  await killPids(NAMES.filter((name) => isEmulatorProcess(state.pids[name], name)).map((name) => state.pids[name]));
   if (existsSync(statePath(dataDir))) rmSync(statePath(dataDir));
   return true;
 }

@@ -1,7 +1,7 @@
 /**
  * Creates (idempotently) and deletes the AWS resources a pipeline needs outside CDK: the Kinesis
  * stream, the target tables (key schema from `keyLayout`, TTL on `__expiresAt`), the status table
- * and the raw bucket. Used by `tidemark local` and by the integration tests on any target.
+ * (TTL on `__expiresAt` for its per-hour rows) and the raw bucket. Used by `tidemark local` and by the integration tests on any target.
  */
 import {
   CreateTableCommand,
@@ -21,12 +21,14 @@ import {
   HeadBucketCommand,
   ListObjectsV2Command,
 } from '@aws-sdk/client-s3';
-import type { Clients } from '../../functions/commons/clients.js';
+import type { Clients } from './clients.js';
 import type { TidemarkConfig } from '../../functions/commons/config.js';
 import { type KeyAttribute, keyLayout } from '../../functions/core/keys.js';
 
-/** The TTL attribute of target tables (tombstone expiry, epoch seconds). */
-export const EXPIRES_AT_ATTRIBUTE = '__expiresAt';
+import { EXPIRES_AT_ATTRIBUTE } from '../../functions/commons/telemetry-contract.js';
+
+/** The TTL attribute of every table (tombstones, per-hour status rows; epoch seconds). */
+export { EXPIRES_AT_ATTRIBUTE };
 
 /** One resource and what `provision` / `deprovision` did with it. */
 export interface ResourceResult {
@@ -166,7 +168,7 @@ async function ensureBucket(clients: Clients, name: string): Promise<ResourceRes
 
 /**
  * Idempotently creates the stream (waiting until ACTIVE), every target table (PAY_PER_REQUEST,
- * key schema from `keyLayout`, TTL on `__expiresAt`), the status table (`pipeline` S + `table` S)
+ * key schema from `keyLayout`, TTL on `__expiresAt`), the status table (`pipeline` S + `table` S, same TTL)
  * and the raw bucket. A second run changes nothing and reports every resource as `present`.
  */
 export async function provision(config: TidemarkConfig, clients: Clients, opts: ProvisionOptions = {}): Promise<ProvisionReport> {
@@ -186,7 +188,8 @@ export async function provision(config: TidemarkConfig, clients: Clients, opts: 
       const layout = keyLayout(table);
       return ensureTable(clients, table.target, layout.partitionKey, layout.sortKey, true, timeoutMs).then(note);
     }),
-    ensureTable(clients, config.statusTable, { name: 'pipeline', type: 'S' }, { name: 'table', type: 'S' }, false, timeoutMs).then(note),
+    // TTL on the status table too: its per-hour counter rows expire (as in the CDK stack).
+    ensureTable(clients, config.statusTable, { name: 'pipeline', type: 'S' }, { name: 'table', type: 'S' }, true, timeoutMs).then(note),
     ensureBucket(clients, config.raw.bucket).then(note),
   ]);
   return { streamName, resources: results, changed: results.some((r) => r.action !== 'present') };

@@ -2,11 +2,17 @@
  * Raw in S3: every delivered record lands here before its batch is applied.
  *
  * Layout (Hive-style, queried by Athena through the Glue table with partition projection):
- *   <raw prefix>table=<source table>/dt=<YYYY-MM-DD>/hr=<HH>/<shard>-<first seq>-<last seq>.jsonl.gz
- *   <quarantine prefix>dt=<YYYY-MM-DD>/hr=<HH>/<shard>-<first seq>-<last seq>.jsonl.gz
- * Date and hour are the batch's first arrival time (UTC). The key depends only on the batch, so a
- * retried batch rewrites the same object and never adds a copy.
+ *   <raw prefix>table=<encoded table>/dt=<YYYY-MM-DD>/hr=<HH>/<shard>-<first seq>-<last seq>-<digest>.jsonl.gz
+ *   <quarantine prefix>dt=<YYYY-MM-DD>/hr=<HH>/<shard>-<first seq>-<last seq>-<digest>.jsonl.gz
+ * Date and hour are the batch's first arrival time (UTC). `<digest>` is the first 16 hex digits of
+ * the SHA-256 of the object's uncompressed content: a retried batch has the same content and so
+ * rewrites the same object, while a different batch with the same coordinates (two `tidemark apply`
+ * runs in one hour) gets its own object instead of overwriting the first.
+ *
+ * Table names are percent-encoded (see {@link encodeSegment}): `public.orders` stays as it is,
+ * `public.café` becomes `public.caf%C3%A9`, and no two names share a path.
  */
+import { createHash } from 'node:crypto';
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import { PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
@@ -24,22 +30,72 @@ export interface BatchCoordinates {
 
 export const CONTROL_TABLE = '_control';
 
+const PLAIN = /[A-Za-z0-9._-]/;
+
+/**
+ * Injective path-segment encoding: ASCII letters, digits, `.`, `_` and `-` are kept; every other
+ * character becomes `%XX` per UTF-8 byte (so `%` itself is `%25` and `/` is `%2F`); a lone UTF-16
+ * surrogate, which has no UTF-8 form, becomes `%uXXXX`. Athena's `table=` partition (an injected
+ * projection) reads the encoded form: query `source_table = 'public.caf%C3%A9'`.
+ */
+export function encodeSegment(s: string): string {
+  let out = '';
+  for (let i = 0; i < s.length; i++) {
+    const ch = s[i] ?? '';
+    if (PLAIN.test(ch)) {
+      out += ch;
+      continue;
+    }
+    const code = s.charCodeAt(i);
+    const next = s.charCodeAt(i + 1);
+    const pair = code >= 0xd800 && code <= 0xdbff && next >= 0xdc00 && next <= 0xdfff;
+    const lone = !pair && code >= 0xd800 && code <= 0xdfff;
+    if (lone) {
+      out += `%u${code.toString(16).toUpperCase().padStart(4, '0')}`;
+      continue;
+    }
+    const text = pair ? s.slice(i, i + 2) : ch;
+    if (pair) i++;
+    for (const byte of Buffer.from(text, 'utf8')) out += `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+  }
+  return out;
+}
+
+/** The inverse of {@link encodeSegment}. */
+export function decodeSegment(s: string): string {
+  return s.replace(/(?:%u[0-9A-F]{4})|(?:%[0-9A-F]{2})+/g, (m) =>
+    m.startsWith('%u') ? String.fromCharCode(Number.parseInt(m.slice(2), 16)) : Buffer.from(m.replace(/%/g, ''), 'hex').toString('utf8'),
+  );
+}
+
 function datePath(ms: number): string {
   const iso = new Date(ms).toISOString();
   return `dt=${iso.slice(0, 10)}/hr=${iso.slice(11, 13)}`;
 }
 
-const safeSegment = (s: string) => s.replace(/[^A-Za-z0-9._=-]/g, '_');
+/** First 16 hex digits of the SHA-256 of an object's uncompressed content. */
+export const contentDigest = (text: string): string => createHash('sha256').update(text).digest('hex').slice(0, 16);
 
-export function rawObjectKey(prefix: string, table: string, batch: BatchCoordinates): string {
-  return `${prefix}table=${safeSegment(table)}/${datePath(batch.firstArrival)}/${safeSegment(batch.shard)}-${batch.firstSequence}-${batch.lastSequence}.jsonl.gz`;
+const objectName = (batch: BatchCoordinates, digest: string) =>
+  `${encodeSegment(batch.shard)}-${encodeSegment(batch.firstSequence)}-${encodeSegment(batch.lastSequence)}-${digest}.jsonl.gz`;
+
+export function rawObjectKey(prefix: string, table: string, batch: BatchCoordinates, digest: string): string {
+  return `${prefix}table=${encodeSegment(table)}/${datePath(batch.firstArrival)}/${objectName(batch, digest)}`;
 }
 
-export function quarantineObjectKey(prefix: string, batch: BatchCoordinates): string {
-  return `${prefix}${datePath(batch.firstArrival)}/${safeSegment(batch.shard)}-${batch.firstSequence}-${batch.lastSequence}.jsonl.gz`;
+export function quarantineObjectKey(prefix: string, batch: BatchCoordinates, digest: string): string {
+  return `${prefix}${datePath(batch.firstArrival)}/${objectName(batch, digest)}`;
 }
 
-/** One raw line: the message untouched (as delivered text), transport metadata, normalized fields. */
+/**
+ * One raw line: the message as delivered, transport metadata, normalized fields.
+ *
+ * A message that holds several rows (CockroachDB webhook batches, Canal, Maxwell bootstrap) gives one
+ * line per row. Its first line in an object carries the message; the record's later lines in the
+ * same object carry `message: null` and `messageRef: true` (read the message from the earlier line
+ * with the same `transport.shard` and `transport.sequence`). That keeps raw, and the Lambda's
+ * memory, proportional to the input rather than to rows × message size.
+ */
 export interface RawLine {
   readonly kind: 'change' | 'control';
   readonly format: string;
@@ -56,14 +112,46 @@ export interface RawLine {
   readonly transport: TransportMeta;
   readonly topic: string | null;
   readonly headers: Readonly<Record<string, string>>;
-  /** The message key and value exactly as delivered (UTF-8 text), or null. */
+  /** The message key as delivered, when it is valid UTF-8; else null and `messageKeyBase64` holds the bytes. */
   readonly messageKey: string | null;
+  /** The message value as delivered, when it is valid UTF-8; else null and `messageBase64` holds the bytes. */
   readonly message: string | null;
+  /** Present (base64 of the exact bytes) only when the key is not valid UTF-8. */
+  readonly messageKeyBase64?: string;
+  /** Present (base64 of the exact bytes) only when the value is not valid UTF-8 (and not on a `messageRef` line). */
+  readonly messageBase64?: string;
+  /** True on a multi-row record's later lines in one object: the message is on its first line. */
+  readonly messageRef?: true;
 }
+
+/**
+ * Reading raw back: the delivered key and value bytes of each line of one object, with the message
+ * of `messageRef` lines taken from the record's first line (same `transport.shard` and
+ * `transport.sequence`). Replay and reconcile use this, so they read one format.
+ *
+ * @example
+ *   for (const { line, key, value } of deliveredRecords(linesOfObject)) …
+ */
+export function deliveredRecords(lines: readonly RawLine[]): { line: RawLine; key: Uint8Array | null; value: Uint8Array | null }[] {
+  const firstOf = new Map<string, RawLine>();
+  return lines.map((line) => {
+    const id = `${line.transport.shard}\u0000${line.transport.sequence}`;
+    const first = firstOf.get(id);
+    if (!first) firstOf.set(id, line);
+    const source = line.messageRef && first ? first : line;
+    if (line.messageRef && !first) throw new Error(`raw line of ${line.transport.shard}/${line.transport.sequence} references a message that is not in this object`);
+    return { line, key: bytesOf(line.messageKey, line.messageKeyBase64), value: bytesOf(source.message, source.messageBase64) };
+  });
+}
+
+const bytesOf = (text: string | null, base64: string | undefined): Uint8Array | null =>
+  base64 !== undefined ? Buffer.from(base64, 'base64') : text === null ? null : Buffer.from(text, 'utf8');
 
 export interface QuarantineLine {
   readonly reason: string;
   readonly detail: string;
+  /** The source table when the record named a configured one; null when it is unknown. */
+  readonly table?: string | null;
   readonly transport: TransportMeta;
   readonly topic: string | null;
   readonly headers: Readonly<Record<string, string>>;
@@ -92,30 +180,34 @@ export class RawStore {
   async land(batch: BatchCoordinates, linesByTable: ReadonlyMap<string, readonly RawLine[]>, quarantined: readonly QuarantineLine[]): Promise<LandResult> {
     const puts: Promise<{ table: string | null; key: string; bytes: number }>[] = [];
     for (const [table, lines] of linesByTable) {
-      if (lines.length > 0) puts.push(this.put(rawObjectKey(this.rawPrefix, table, batch), lines).then((d) => ({ ...d, table })));
+      if (lines.length > 0) puts.push(this.put((d) => rawObjectKey(this.rawPrefix, table, batch, d), lines).then((r) => ({ ...r, table })));
     }
-    if (quarantined.length > 0) puts.push(this.put(quarantineObjectKey(this.quarantinePrefix, batch), quarantined).then((d) => ({ ...d, table: null })));
+    if (quarantined.length > 0) puts.push(this.quarantine(batch, quarantined).then((r) => ({ ...r, table: null })));
     const done = await Promise.all(puts);
     const bytesByTable = new Map<string, number>();
     for (const d of done) if (d.table !== null) bytesByTable.set(d.table, d.bytes);
     return { objects: done.length, bytes: done.reduce((n, d) => n + d.bytes, 0), keys: done.map((d) => d.key), bytesByTable };
   }
 
+  /** Lands quarantine lines on their own (records refused after raw landing, e.g. by DynamoDB's limits). */
+  quarantine(batch: BatchCoordinates, lines: readonly QuarantineLine[]): Promise<{ key: string; bytes: number }> {
+    return this.put((d) => quarantineObjectKey(this.quarantinePrefix, batch, d), lines);
+  }
+
   /** Stores a row too large for DynamoDB; returns its s3:// URI. */
   async spill(table: string, keyId: string, position: string, body: string): Promise<string> {
     const digest = Buffer.from(keyId).toString('base64url').slice(0, 200);
-    const key = `${this.rawPrefix}spill/table=${safeSegment(table)}/${digest}/${position}.json.gz`;
+    const key = `${this.rawPrefix}spill/table=${encodeSegment(table)}/${digest}/${position}.json.gz`;
     const gz = await gzipAsync(Buffer.from(body, 'utf8'));
     await this.s3.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: gz, ContentType: 'application/json', ContentEncoding: 'gzip' }));
     return `s3://${this.bucket}/${key}`;
   }
 
-  private async put(key: string, lines: readonly unknown[]): Promise<{ key: string; bytes: number }> {
+  private async put(keyFor: (digest: string) => string, lines: readonly unknown[]): Promise<{ key: string; bytes: number }> {
     const text = `${lines.map((l) => JSON.stringify(l)).join('\n')}\n`;
+    const key = keyFor(contentDigest(text));
     const body = await gzipAsync(Buffer.from(text, 'utf8'));
-    await this.s3.send(
-      new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentType: 'application/x-ndjson', ContentEncoding: 'gzip' }),
-    );
+    await this.s3.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentType: 'application/x-ndjson', ContentEncoding: 'gzip' }));
     return { key, bytes: body.length };
   }
 }

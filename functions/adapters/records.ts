@@ -30,10 +30,17 @@ function mskHeaders(headers: MSKEvent['records'][string][number]['headers']): Re
   return out;
 }
 
+/** One topic-partition of an MSK batch: its key in the event's `records` map (`<topic>-<partition>`) and its records. */
+export interface MskPartition {
+  readonly key: string;
+  readonly records: RawRecord[];
+}
+
 /** MSK batches span partitions; each partition is returned as its own group, in offset order. */
-export function recordsFromMsk(event: MSKEvent): RawRecord[][] {
-  return Object.values(event.records).map((records) =>
-    records.map((r) => ({
+export function mskPartitions(event: MSKEvent): MskPartition[] {
+  return Object.entries(event.records).map(([key, records]) => ({
+    key,
+    records: records.map((r) => ({
       value: fromBase64(r.value),
       key: fromBase64((r as { key?: string }).key),
       topic: r.topic,
@@ -47,5 +54,10 @@ export function recordsFromMsk(event: MSKEvent): RawRecord[][] {
         arrivalTime: r.timestamp,
       },
     })),
-  );
+  }));
+}
+
+/** The records of each partition of an MSK batch. */
+export function recordsFromMsk(event: MSKEvent): RawRecord[][] {
+  return mskPartitions(event).map((p) => p.records);
 }

@@ -1,6 +1,10 @@
 /**
  * One status row per (pipeline, table), like Firebolt's `cdc_ingests`: counters are added per batch,
  * the rest describes the latest batch. `tidemark status` reads these rows.
+ *
+ * Next to each status row, the same counters are added to a per-hour row in the same table
+ * (partition `pipeline`, sort key `hour#<YYYY-MM-DDTHH>#<source table>`, `__expiresAt` 35 days
+ * out), which the anomaly-detection job compares hour by hour.
  */
 import {
   type AttributeValue,
@@ -12,31 +16,11 @@ import {
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { type Counter, EXPIRES_AT_ATTRIBUTE, HOUR_ROW_PREFIX, HOUR_ROW_TTL_DAYS, hourRowKey, STATUS_KEY } from '../commons/telemetry-contract.js';
 
-/** Counters added per batch. */
-export const COUNTERS = [
-  'applied',
-  'stale',
-  'superseded',
-  'duplicates',
-  'conflicts',
-  'placeholders',
-  'missingColumns',
-  'quarantined',
-  'spilled',
-  'errors',
-  'opC',
-  'opU',
-  'opD',
-  'opR',
-  'opT',
-  'snapshotEvents',
-  'beforeNullUpdates',
-  'resnapshots',
-  'writeUnits',
-  'rawBytes',
-] as const;
-export type Counter = (typeof COUNTERS)[number];
+export type { Counter } from '../commons/telemetry-contract.js';
+/** Status rows for records whose table is unknown or not configured. */
+export { UNKNOWN_TABLE } from '../commons/telemetry-contract.js';
 
 export interface StatusUpdate {
   readonly counters: Partial<Record<Counter, number>>;
@@ -70,8 +54,14 @@ export interface StatusRow {
   readonly [counter: string]: unknown;
 }
 
-/** Status rows for quarantined records whose table is unknown. */
-export const UNKNOWN_TABLE = '*';
+/** A per-hour counter row, with its hour and source table read back from the sort key. */
+export interface HourRow extends StatusRow {
+  readonly hour: string;
+  readonly sourceTable: string;
+}
+
+/** Sorts just after every `hour#…` key: status rows of source tables live outside [hour#, hour$). */
+const HOUR_ROW_END = `${HOUR_ROW_PREFIX.slice(0, -1)}$`;
 
 export class StatusStore {
   constructor(
@@ -81,7 +71,7 @@ export class StatusStore {
   ) {}
 
   private key(table: string): Record<string, AttributeValue> {
-    return { pipeline: { S: this.pipeline }, table: { S: table } };
+    return { [STATUS_KEY.pipeline]: { S: this.pipeline }, [STATUS_KEY.table]: { S: table } };
   }
 
   async load(tables: readonly string[]): Promise<Map<string, StatusRow>> {
@@ -102,16 +92,33 @@ export class StatusStore {
     return out;
   }
 
+  /** Every status row of the pipeline (per-hour rows excluded: they sort between `hour#` and `hour$`). */
   async list(): Promise<StatusRow[]> {
+    const below = await this.query('#t < :a', { ':a': { S: HOUR_ROW_PREFIX } });
+    const above = await this.query('#t > :b', { ':b': { S: HOUR_ROW_END } });
+    return [...below, ...above];
+  }
+
+  /** Per-hour counter rows from `fromHour` to `toHour` inclusive (`YYYY-MM-DDTHH`), e.g. for anomaly detection. */
+  async hourRows(fromHour: string, toHour: string): Promise<HourRow[]> {
+    const rows = await this.query('#t BETWEEN :a AND :b', { ':a': { S: `${HOUR_ROW_PREFIX}${fromHour}` }, ':b': { S: `${HOUR_ROW_PREFIX}${toHour}#\uffff` } });
+    return rows.map((r) => {
+      const rest = r.table.slice(HOUR_ROW_PREFIX.length);
+      const cut = rest.indexOf('#');
+      return { ...r, hour: rest.slice(0, cut), sourceTable: rest.slice(cut + 1) };
+    });
+  }
+
+  private async query(range: string, values: Record<string, AttributeValue>): Promise<StatusRow[]> {
     const rows: StatusRow[] = [];
     let start: Record<string, AttributeValue> | undefined;
     do {
       const res = await this.client.send(
         new QueryCommand({
           TableName: this.tableName,
-          KeyConditionExpression: '#p = :p',
-          ExpressionAttributeNames: { '#p': 'pipeline' },
-          ExpressionAttributeValues: { ':p': { S: this.pipeline } },
+          KeyConditionExpression: `#p = :p AND ${range}`,
+          ExpressionAttributeNames: { '#p': STATUS_KEY.pipeline, '#t': STATUS_KEY.table },
+          ExpressionAttributeValues: { ':p': { S: this.pipeline }, ...values },
           ExclusiveStartKey: start,
         }),
       );
@@ -121,53 +128,40 @@ export class StatusStore {
     return rows;
   }
 
+  /** Adds a batch's counters to the table's status row and its per-hour row, and sets the row's latest facts. */
   async record(table: string, update: StatusUpdate): Promise<void> {
-    const names: Record<string, string> = {};
-    const values: Record<string, AttributeValue> = {};
-    const adds: string[] = [];
-    const sets: string[] = [];
-    let i = 0;
-    const name = (n: string) => {
-      const k = `#n${i++}`;
-      names[k] = n;
-      return k;
-    };
-    for (const [counter, n] of Object.entries(update.counters)) {
-      if (!n) continue;
-      const v = `:v${i}`;
-      adds.push(`${name(counter)} ${v}`);
-      values[v] = { N: String(n) };
-    }
-    const setValue = (field: string, value: AttributeValue | undefined) => {
-      if (!value) return;
-      const v = `:v${i}`;
-      sets.push(`${name(field)} = ${v}`);
-      values[v] = value;
-    };
+    const status = new UpdateBuilder();
+    status.addCounters(update.counters);
     const s = (x: string | undefined) => (x === undefined ? undefined : { S: x });
     const n = (x: number | undefined) => (x === undefined ? undefined : { N: String(x) });
-    setValue('state', s(update.state));
-    setValue('phase', s(update.phase));
-    setValue('lastPosition', s(update.lastPosition));
-    setValue('lastCommitTs', n(update.lastCommitTs));
-    setValue('lagMs', n(update.lagMs));
-    setValue('lastAppliedAt', n(update.now));
-    setValue('resolvedWatermark', s(update.resolvedWatermark));
-    setValue('orderingStrength', s(update.orderingStrength));
-    setValue('format', s(update.format));
+    status.set('state', s(update.state));
+    status.set('phase', s(update.phase));
+    status.set('lastPosition', s(update.lastPosition));
+    status.set('lastCommitTs', n(update.lastCommitTs));
+    status.set('lagMs', n(update.lagMs));
+    status.set('lastAppliedAt', n(update.now));
+    status.set('resolvedWatermark', s(update.resolvedWatermark));
+    status.set('orderingStrength', s(update.orderingStrength));
+    status.set('format', s(update.format));
     if (update.lastError) {
-      setValue('lastError', s(update.lastError.slice(0, 1000)));
-      setValue('lastErrorAt', n(update.now));
+      status.set('lastError', s(update.lastError.slice(0, 1000)));
+      status.set('lastErrorAt', n(update.now));
     }
-    const expression = [sets.length ? `SET ${sets.join(', ')}` : '', adds.length ? `ADD ${adds.join(', ')}` : ''].filter(Boolean).join(' ');
+    const hour = new UpdateBuilder();
+    if (hour.addCounters(update.counters)) hour.set(EXPIRES_AT_ATTRIBUTE, n(Math.floor(update.now / 1000) + HOUR_ROW_TTL_DAYS * 86_400));
+    await Promise.all([this.update(table, status), this.update(hourRowKey(update.now, table), hour)]);
+  }
+
+  private async update(sortKey: string, u: UpdateBuilder): Promise<void> {
+    const expression = u.expression();
     if (!expression) return;
     await this.client.send(
       new UpdateItemCommand({
         TableName: this.tableName,
-        Key: this.key(table),
+        Key: this.key(sortKey),
         UpdateExpression: expression,
-        ExpressionAttributeNames: names,
-        ExpressionAttributeValues: values,
+        ExpressionAttributeNames: u.names,
+        ExpressionAttributeValues: u.values,
       }),
     );
   }
@@ -190,5 +184,41 @@ export class StatusStore {
       if (err instanceof ConditionalCheckFailedException) return false;
       throw err;
     }
+  }
+}
+
+/** Assembles one `SET … ADD …` update expression with placeholder names and values. */
+class UpdateBuilder {
+  readonly names: Record<string, string> = {};
+  readonly values: Record<string, AttributeValue> = {};
+  private readonly sets: string[] = [];
+  private readonly adds: string[] = [];
+  private i = 0;
+
+  private placeholders(field: string, value: AttributeValue): [string, string] {
+    const k = this.i++;
+    this.names[`#n${k}`] = field;
+    this.values[`:v${k}`] = value;
+    return [`#n${k}`, `:v${k}`];
+  }
+
+  set(field: string, value: AttributeValue | undefined): void {
+    if (!value) return;
+    const [name, v] = this.placeholders(field, value);
+    this.sets.push(`${name} = ${v}`);
+  }
+
+  /** ADDs every non-zero counter; returns whether there was any. */
+  addCounters(counters: Partial<Record<Counter, number>>): boolean {
+    for (const [counter, n] of Object.entries(counters)) {
+      if (!n) continue;
+      const [name, v] = this.placeholders(counter, { N: String(n) });
+      this.adds.push(`${name} ${v}`);
+    }
+    return this.adds.length > 0;
+  }
+
+  expression(): string {
+    return [this.sets.length ? `SET ${this.sets.join(', ')}` : '', this.adds.length ? `ADD ${this.adds.join(', ')}` : ''].filter(Boolean).join(' ');
   }
 }

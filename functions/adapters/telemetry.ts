@@ -1,11 +1,15 @@
 /**
- * Metrics and logs. Logs carry keys, positions and counts, never row values. Metrics are per
- * (pipeline, table): Powertools EMF in Lambda, an in-memory collector for local runs and tests.
+ * Metrics and logs. Logs carry keys, positions and counts, never row values. Metric names come only
+ * from the telemetry contract (`commons/telemetry-contract.ts`), so nothing is emitted that the
+ * dashboard and alarms do not know. Every value is emitted twice: with `{service, pipeline, table}`
+ * and with `{service, pipeline}`, so alarms read one pipeline-level metric however many tables there are.
  */
+import type { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import { type MetricName, METRICS_NAMESPACE, SERVICE_NAME } from '../commons/telemetry-contract.js';
 
 export { MetricUnit };
-export type Unit = (typeof MetricUnit)[keyof typeof MetricUnit];
+export type Unit = 'Count' | 'Bytes' | 'Milliseconds';
 
 export interface Log {
   debug(message: string, extra?: Record<string, unknown>): void;
@@ -14,29 +18,44 @@ export interface Log {
   error(message: string, extra?: Record<string, unknown>): void;
 }
 
+/** A Powertools logger as a {@link Log}: used by the Lambda handler and the CLI alike. */
+export function logFromPowertools(logger: Logger): Log {
+  return {
+    debug: (m, extra) => logger.debug(m, extra ?? {}),
+    info: (m, extra) => logger.info(m, extra ?? {}),
+    warn: (m, extra) => logger.warn(m, extra ?? {}),
+    error: (m, extra) => logger.error(m, extra ?? {}),
+  };
+}
+
 export interface MetricSink {
-  add(table: string, name: string, unit: Unit, value: number): void;
+  /** One value of a contract metric for a source table (or `*`); the sink also rolls it up per pipeline. */
+  add(table: string, name: MetricName, unit: Unit, value: number): void;
   flush(): void;
 }
 
-export const METRICS_NAMESPACE = 'Tidemark';
-
-/** Powertools metrics, one instance per table so each carries its `table` dimension. */
+/** Powertools metrics (EMF): one instance per dimension set, the pipeline roll-up under `null`. */
 export class PowertoolsMetricSink implements MetricSink {
-  private readonly perTable = new Map<string, Metrics>();
+  private readonly byTable = new Map<string | null, Metrics>();
   constructor(private readonly pipeline: string) {}
 
-  add(table: string, name: string, unit: Unit, value: number): void {
-    let m = this.perTable.get(table);
+  private metricsFor(table: string | null): Metrics {
+    let m = this.byTable.get(table);
     if (!m) {
-      m = new Metrics({ namespace: METRICS_NAMESPACE, serviceName: 'tidemark-ingest', defaultDimensions: { pipeline: this.pipeline, table } });
-      this.perTable.set(table, m);
+      const dimensions: Record<string, string> = table === null ? { pipeline: this.pipeline } : { pipeline: this.pipeline, table };
+      m = new Metrics({ namespace: METRICS_NAMESPACE, serviceName: SERVICE_NAME, defaultDimensions: dimensions });
+      this.byTable.set(table, m);
     }
-    m.addMetric(name, unit, value);
+    return m;
+  }
+
+  add(table: string, name: MetricName, unit: Unit, value: number): void {
+    this.metricsFor(table).addMetric(name, unit, value);
+    this.metricsFor(null).addMetric(name, unit, value);
   }
 
   flush(): void {
-    for (const m of this.perTable.values()) if (m.hasStoredMetrics()) m.publishStoredMetrics();
+    for (const m of this.byTable.values()) if (m.hasStoredMetrics()) m.publishStoredMetrics();
   }
 }
 
@@ -44,7 +63,7 @@ export class PowertoolsMetricSink implements MetricSink {
 export class CollectingMetricSink implements MetricSink {
   readonly totals = new Map<string, number>();
   readonly samples = new Map<string, number[]>();
-  add(table: string, name: string, unit: Unit, value: number): void {
+  add(table: string, name: MetricName, unit: Unit, value: number): void {
     const key = `${table}:${name}`;
     this.totals.set(key, (this.totals.get(key) ?? 0) + value);
     if (unit === MetricUnit.Milliseconds) {

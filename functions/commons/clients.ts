@@ -1,96 +1,30 @@
 /**
- * AWS SDK clients for DynamoDB, Kinesis and S3, configured once for both real AWS and local
- * emulators (DynamoDB Local, kinesalite, s3rver, LocalStack). No client is created at module
- * scope: callers (Lambda handlers at cold start, the CLI, tests) call `createClients` themselves.
+ * The AWS SDK clients the ingest Lambda calls: DynamoDB (current state, status) and S3 (raw,
+ * quarantine, spill). Nothing else: the Kinesis client and the emulator workarounds of local runs
+ * live under `bin/local/clients.ts`. No client is created at module scope: the handler calls
+ * `createRuntimeClients` at cold start, and tests pass their own (or mocked) clients.
  */
-import { Agent as HttpAgent } from 'node:http';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { KinesisClient } from '@aws-sdk/client-kinesis';
 import { S3Client } from '@aws-sdk/client-s3';
-import { NodeHttpHandler } from '@smithy/node-http-handler';
 
-/** Where the three services answer, with the credentials and region to use there. */
-export interface Endpoints {
-  dynamodb: string;
-  kinesis: string;
-  s3: string;
-  region: string;
-  accessKeyId: string;
-  secretAccessKey: string;
+/** The clients the ingest path uses. */
+export interface RuntimeClients {
+  readonly dynamodb: DynamoDBClient;
+  readonly s3: S3Client;
 }
 
-/** The three clients returned by `createClients`. */
-export interface Clients {
-  dynamodb: DynamoDBClient;
-  kinesis: KinesisClient;
-  s3: S3Client;
+/** Options of `createRuntimeClients`. */
+export interface RuntimeClientOptions {
+  /** SDK attempts per call, with the SDK's backoff (throttling, 5xx). @default the SDK's 3 */
+  readonly maxAttempts?: number;
 }
-
-/** Options of `createClients`. */
-export interface ClientOptions {
-  /** SDK retry attempts per call (the SDK default is 3). */
-  maxAttempts?: number;
-}
-
-const ENV_ENDPOINT = {
-  dynamodb: 'AWS_ENDPOINT_URL_DYNAMODB',
-  kinesis: 'AWS_ENDPOINT_URL_KINESIS',
-  s3: 'AWS_ENDPOINT_URL_S3',
-} as const;
-
-const nonEmpty = (value: string | undefined): string | undefined => (value === undefined || value === '' ? undefined : value);
 
 /**
- * Creates the DynamoDB, Kinesis and S3 clients.
- *
- * Endpoints come from `endpoints`, else from `AWS_ENDPOINT_URL_DYNAMODB` / `_KINESIS` / `_S3`
- * (then `AWS_ENDPOINT_URL`), else the SDK's regional default. Credentials are used when both keys
- * are given, otherwise the SDK default chain applies. Against an `http://` Kinesis endpoint the
- * HTTP/1.1 handler is used (the SDK's default HTTP/2 handler fails on plain http). With a custom S3
- * endpoint, path-style addressing is forced. S3 checksums are only computed and validated when the
- * operation requires them (s3rver stores aws-chunked framing of streamed bodies otherwise).
+ * Clients for the Lambda's own region and credentials (the SDK default chain). Endpoints follow the
+ * SDK's `AWS_ENDPOINT_URL*` variables; when one is set for S3 (LocalStack), addressing is path-style.
  */
-export function createClients(endpoints: Partial<Endpoints> & { region?: string } = {}, options: ClientOptions = {}): Clients {
-  const env = process.env;
-  const endpointOf = (service: keyof typeof ENV_ENDPOINT): string | undefined =>
-    nonEmpty(endpoints[service]) ?? nonEmpty(env[ENV_ENDPOINT[service]]) ?? nonEmpty(env.AWS_ENDPOINT_URL);
-  const region = nonEmpty(endpoints.region);
-  const credentials =
-    endpoints.accessKeyId !== undefined && endpoints.secretAccessKey !== undefined
-      ? { accessKeyId: endpoints.accessKeyId, secretAccessKey: endpoints.secretAccessKey }
-      : undefined;
-  const common = {
-    ...(region !== undefined ? { region } : {}),
-    ...(credentials !== undefined ? { credentials } : {}),
-    ...(options.maxAttempts !== undefined ? { maxAttempts: options.maxAttempts } : {}),
-  };
-
-  const dynamodbEndpoint = endpointOf('dynamodb');
-  const dynamodb = new DynamoDBClient({ ...common, ...(dynamodbEndpoint !== undefined ? { endpoint: dynamodbEndpoint } : {}) });
-
-  const kinesisEndpoint = endpointOf('kinesis');
-  const kinesis = new KinesisClient({
-    ...common,
-    ...(kinesisEndpoint !== undefined ? { endpoint: kinesisEndpoint } : {}),
-    ...(kinesisEndpoint?.startsWith('http://')
-      ? { requestHandler: new NodeHttpHandler({ httpAgent: new HttpAgent({ keepAlive: true, maxSockets: 64 }) }) }
-      : {}),
-  });
-
-  const s3Endpoint = endpointOf('s3');
-  const s3 = new S3Client({
-    ...common,
-    ...(s3Endpoint !== undefined ? { endpoint: s3Endpoint, forcePathStyle: true } : {}),
-    requestChecksumCalculation: 'WHEN_REQUIRED',
-    responseChecksumValidation: 'WHEN_REQUIRED',
-  });
-
-  return { dynamodb, kinesis, s3 };
-}
-
-/** Releases the sockets of all three clients. */
-export function destroyClients(clients: Clients): void {
-  clients.dynamodb.destroy();
-  clients.kinesis.destroy();
-  clients.s3.destroy();
+export function createRuntimeClients(options: RuntimeClientOptions = {}, env: NodeJS.ProcessEnv = process.env): RuntimeClients {
+  const common = options.maxAttempts !== undefined ? { maxAttempts: options.maxAttempts } : {};
+  const customS3 = Boolean(env.AWS_ENDPOINT_URL_S3 || env.AWS_ENDPOINT_URL);
+  return { dynamodb: new DynamoDBClient(common), s3: new S3Client({ ...common, ...(customS3 ? { forcePathStyle: true } : {}) }) };
 }

@@ -126,8 +126,16 @@ export const ConfigSchema = z.object({
       conflicts: z.number().min(0).default(1),
       /** Stale writes as a share of writes. @default 0.5 */
       staleRate: z.number().min(0).max(1).default(0.5),
+      /** Minutes without any received record (heartbeats count) before the pipeline is called stalled; 0 turns the alarm off. @default 60 */
+      silenceMinutes: z.number().int().min(0).max(1440).default(60),
+      /** Consecutive 5-minute periods with failed records (retried) before alarming. @default 3 */
+      failedPeriods: z.number().int().min(1).max(288).default(3),
+      /** MSK: records behind the latest offset. @default 100000 */
+      offsetLag: z.number().positive().default(100_000),
+      /** p99 invocation duration as a share of the function timeout. @default 0.8 */
+      durationShare: z.number().positive().max(1).default(0.8),
     })
-    .default({ iteratorAgeMs: 300_000, freshnessLagMs: 600_000, quarantined: 1, conflicts: 1, staleRate: 0.5 }),
+    .default({ iteratorAgeMs: 300_000, freshnessLagMs: 600_000, quarantined: 1, conflicts: 1, staleRate: 0.5, silenceMinutes: 60, failedPeriods: 3, offsetLag: 100_000, durationShare: 0.8 }),
   /** `aws-managed` (S3-managed / AWS-owned keys) or `kms` (one customer-managed key). @default "aws-managed" */
   encryption: z.enum(['aws-managed', 'kms']).default('aws-managed'),
   /** CloudWatch Logs retention. @default 30 */

@@ -44,6 +44,8 @@ export interface Rejection {
   /** Human-readable detail naming what was expected. Never contains row values. */
   readonly detail: string;
   readonly message: InboundMessage | null;
+  /** The source table the record named, when the decoder got that far (status rows count it there). */
+  readonly table?: string;
 }
 
 export type Normalized = Accepted | Rejection;
@@ -148,7 +150,10 @@ export class Normalizer {
       const events = decoder.decode(message, this.ctx).flatMap((e): NormalizedEvent[] => (e.kind === 'change' ? this.validate(e) : [e]));
       return { ok: true, message, events, format: decoder.name };
     } catch (err) {
-      if (err instanceof DecodeError && isQuarantineReason(err.reason)) return { ok: false, reason: err.reason, detail: err.message, message };
+      if (err instanceof DecodeError && isQuarantineReason(err.reason)) {
+        const table = err.context.table;
+        return { ok: false, reason: err.reason, detail: err.message, message, ...(table !== undefined ? { table } : {}) };
+      }
       const code = err instanceof DecodeError ? `${err.reason}: ` : '';
       return { ok: false, reason: 'decoder-error', detail: `unexpected decoder failure: ${code}${errorMessage(err)}`, message };
     }
@@ -172,11 +177,23 @@ export class Normalizer {
     throw decodeError('unknown-format', `message is ${top}, which matches no known format; expected ${expected}`);
   }
 
+  /** Checks a change against the config (see {@link validateIn}); rejections name the table. */
+  private validate(event: ChangeEvent): ChangeEvent[] {
+    try {
+      return this.validateIn(event);
+    } catch (err) {
+      if (err instanceof DecodeError && err.context.table === undefined) {
+        throw new DecodeError(err.reason, err.message, { cause: err, context: { ...err.context, table: event.table } });
+      }
+      throw err;
+    }
+  }
+
   /**
    * Checks a change against the config and returns it with its key normalized: one event, or two
    * for an update that changes the primary key (see {@link splitKeyChange}).
    */
-  private validate(decoded: ChangeEvent): ChangeEvent[] {
+  private validateIn(decoded: ChangeEvent): ChangeEvent[] {
     const table = this.tables.get(decoded.table);
     if (!table) {
       const known = this.config.tables.map((t) => t.source).join(', ');

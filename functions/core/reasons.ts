@@ -34,6 +34,7 @@ export const QUARANTINE_REASONS = {
   'reserved-column': 'A source column starts with `__`, which is reserved for tidemark metadata.',
   'tombstone-table-unknown': 'A Kafka tombstone to apply as a delete names no table: the topic is not `<prefix>.<schema>.<table>` of a configured table and more than one table is configured.',
   'tombstone-key-missing': 'A Kafka tombstone to apply as a delete has no key to delete (a JSON object, or an array of the key values).',
+  'write-refused': 'DynamoDB refused the write for good (e.g. an item over its size limit with no spill store): the records are quarantined instead of blocking the shard.',
   'decoder-error': 'A decoder failed in an unexpected way; the detail names the failure (please report it).',
 } as const satisfies Readonly<Record<string, string>>;
 

@@ -3,9 +3,8 @@ export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (it
   const results = new Array<R>(items.length);
   let next = 0;
   const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      results[i] = await fn(items[i]!, i);
+    for (let i = next++; i < items.length; i = next++) {
+      results[i] = await fn(items[i] as T, i);
     }
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));

@@ -1,44 +1,95 @@
-/** Builds the raw and quarantine lines of a batch from normalization results. */
+/**
+ * Builds the raw and quarantine lines of a batch from normalization results.
+ *
+ * Bytes are kept exactly: a key or value that is valid UTF-8 is stored as text (`messageKey`,
+ * `message`), anything else as base64 (`messageKeyBase64`, `messageBase64`, with the text field
+ * null), so `00 FF FE 80 41` is never turned into replacement characters.
+ */
 import { stringifyJson } from '../core/json.js';
 import { encodePosition } from '../core/position.js';
 import type { Normalized, RawRecord } from '../core/normalize.js';
+import type { NormalizedEvent } from '../core/types.js';
 import { CONTROL_TABLE, type QuarantineLine, type RawLine } from '../adapters/raw-store.js';
 
-const text = (bytes: Uint8Array | null) => (bytes && bytes.length > 0 ? Buffer.from(bytes).toString('utf8') : null);
-const b64 = (bytes: Uint8Array | null) => (bytes && bytes.length > 0 ? Buffer.from(bytes).toString('base64') : null);
+const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-export function rawLinesFor(record: RawRecord, result: Normalized & { ok: true }): { table: string; line: RawLine }[] {
-  return result.events.map((e) => {
-    const line: RawLine = {
-      kind: e.kind,
-      format: e.format,
-      op: e.kind === 'change' ? e.op : null,
-      control: e.kind === 'control' ? e.control : null,
-      table: e.table,
-      key: e.kind === 'change' ? stringifyJson(e.key) : null,
-      position: e.position ? encodePosition(e.position.tuple) : null,
-      orderingStrength: e.position?.strength ?? null,
-      commitTs: e.commitTs,
-      txid: e.txid,
-      snapshot: e.kind === 'change' ? e.snapshot : false,
-      transport: record.transport,
-      topic: record.topic,
-      headers: record.headers,
-      messageKey: text(record.key),
-      message: text(record.value),
-    };
-    return { table: e.kind === 'change' ? e.table : CONTROL_TABLE, line };
-  });
+/** Bytes as delivered: UTF-8 text, or base64 when they are not valid UTF-8. Empty or absent → neither. */
+export function exactBytes(bytes: Uint8Array | null): { text: string | null; base64?: string } {
+  if (!bytes || bytes.length === 0) return { text: null };
+  try {
+    return { text: utf8.decode(bytes) };
+  } catch {
+    return { text: null, base64: Buffer.from(bytes).toString('base64') };
+  }
 }
 
-export function quarantineLineFor(record: RawRecord, reason: string, detail: string): QuarantineLine {
+const b64 = (bytes: Uint8Array | null) => (bytes && bytes.length > 0 ? Buffer.from(bytes).toString('base64') : null);
+
+/** The object (source table, or `_control`) a normalized event's raw line lands in. */
+export const rawTableOf = (e: NormalizedEvent): string => (e.kind === 'change' ? e.table : CONTROL_TABLE);
+
+/** The parts of a raw line that depend on the record only: computed once per record, shared by its lines. */
+export interface RecordPart {
+  readonly transport: RawLine['transport'];
+  readonly topic: string | null;
+  readonly headers: RawLine['headers'];
+  readonly messageKey: string | null;
+  readonly messageKeyBase64?: string;
+  readonly message: string | null;
+  readonly messageBase64?: string;
+}
+
+export function recordPart(record: RawRecord): RecordPart {
+  const key = exactBytes(record.key);
+  const value = exactBytes(record.value);
   return {
-    reason,
-    detail,
+    transport: record.transport,
+    topic: record.topic,
+    headers: record.headers,
+    messageKey: key.text,
+    ...(key.base64 !== undefined ? { messageKeyBase64: key.base64 } : {}),
+    message: value.text,
+    ...(value.base64 !== undefined ? { messageBase64: value.base64 } : {}),
+  };
+}
+
+/**
+ * One raw line for one event of a record. `first` is false for the record's later lines in the same
+ * object: those carry `message: null` and `messageRef: true` instead of another copy of the message.
+ */
+export function rawLineFor(part: RecordPart, e: NormalizedEvent, first: boolean): RawLine {
+  const { message, messageBase64, ...rest } = part;
+  return {
+    kind: e.kind,
+    format: e.format,
+    op: e.kind === 'change' ? e.op : null,
+    control: e.kind === 'control' ? e.control : null,
+    table: e.table,
+    key: e.kind === 'change' ? stringifyJson(e.key) : null,
+    position: e.position ? encodePosition(e.position.tuple) : null,
+    orderingStrength: e.position?.strength ?? null,
+    commitTs: e.commitTs,
+    txid: e.txid,
+    snapshot: e.kind === 'change' ? e.snapshot : false,
+    ...rest,
+    ...(first ? { message, ...(messageBase64 !== undefined ? { messageBase64 } : {}) } : { message: null, messageRef: true as const }),
+  };
+}
+
+export function quarantineLineFor(record: RawRecord, rejection: Normalized & { ok: false }, table: string | null): QuarantineLine {
+  return {
+    reason: rejection.reason,
+    detail: rejection.detail,
+    table,
     transport: record.transport,
     topic: record.topic,
     headers: record.headers,
     valueBase64: b64(record.value),
     keyBase64: b64(record.key),
   };
+}
+
+/** A record refused after decoding (e.g. a write DynamoDB cannot take), with its exact bytes. */
+export function refusedLineFor(record: RawRecord, reason: string, detail: string, table: string): QuarantineLine {
+  return { reason, detail, table, transport: record.transport, topic: record.topic, headers: record.headers, valueBase64: b64(record.value), keyBase64: b64(record.key) };
 }

@@ -5,7 +5,7 @@
  * `node bin/with-loopback.mjs node --import tsx --test test/integration/apply.test.ts`.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -13,8 +13,11 @@ import { gunzipSync } from 'node:zlib';
 import { PutRecordsCommand, type _Record } from '@aws-sdk/client-kinesis';
 import { GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { localDeps } from '../../bin/cli/context.js';
-import { kinesisEvent } from '../../bin/cli/kinesis-shape.js';
-import { runPoller } from '../../bin/cli/runner.js';
+import { kinesisEvent, mskEvent } from '../../bin/cli/kinesis-shape.js';
+import { runnerFiles, runPoller } from '../../bin/cli/runner.js';
+import { parseOnFailureRecord } from '../../bin/local/on-failure.js';
+import { handleEvent } from '../../functions/ingest.js';
+import { identityGap } from '../../functions/commons/telemetry-contract.js';
 import { getRow, scanTable, statusRows } from '../../bin/cli/state.js';
 import { streamNameOf } from '../../bin/local/provision.js';
 import { parseConfig, type TableConfig, type TidemarkConfig } from '../../functions/commons/config.js';
@@ -118,7 +121,7 @@ describe(`apply path on the integration target (${process.env.TIDEMARK_TARGET ??
 
   async function poll(
     env: Env,
-    opts: { batchSize: number; deps?: IngestDeps; beforeInvoke?: (shard: string, records: readonly _Record[]) => void | Promise<void>; maxRetries?: number },
+    opts: { batchSize: number; deps?: IngestDeps; beforeInvoke?: (shard: string, records: readonly _Record[]) => void | Promise<void>; maxRetries?: number; windowMs?: number },
   ): Promise<{ totals: BatchSummary; batches: BatchSummary[] }> {
     const batches: BatchSummary[] = [];
     const totals = await runPoller({
@@ -127,6 +130,7 @@ describe(`apply path on the integration target (${process.env.TIDEMARK_TARGET ??
       streamName: env.streamName,
       stateDir: env.stateDir,
       batchSize: opts.batchSize,
+      maxBatchingWindowMs: opts.windowMs ?? 0,
       maxRetries: opts.maxRetries ?? 3,
       stopWhenIdle: 3,
       beforeInvoke: opts.beforeInvoke,
@@ -264,6 +268,10 @@ describe(`apply path on the integration target (${process.env.TIDEMARK_TARGET ??
     assert.equal(ord?.applied, 4);
     assert.equal(ord?.stale, 1);
     assert.equal(ord?.duplicates, 2);
+    // Every received record is counted exactly once as an outcome, in every batch and in the status rows.
+    for (const b of [...first.batches, ...again.batches]) assert.equal(identityGap(b), 0, JSON.stringify(b));
+    for (const row of await statusRows(target.clients.dynamodb, env.config)) assert.equal(identityGap(row), 0, JSON.stringify(row));
+    assert.equal(cust?.received, 9, 'seven customer events, then two of them redelivered');
     // Compressed raw bytes are counted per table: every run landed objects for both tables.
     assert.ok(Number(cust?.rawBytes) > 0 && Number(ord?.rawBytes) > 0, `rawBytes ${cust?.rawBytes} / ${ord?.rawBytes}`);
   });
@@ -367,7 +375,7 @@ describe(`apply path on the integration target (${process.env.TIDEMARK_TARGET ??
 
     const qKeys = await listKeys(env, env.config.raw.quarantinePrefix);
     assert.equal(qKeys.length, 1, qKeys.join());
-    assert.match(qKeys[0]!, new RegExp(`^${env.config.raw.quarantinePrefix}dt=\\d{4}-\\d\\d-\\d\\d/hr=\\d\\d/${shardId}-${sequences[0]}-${sequences[5]}\\.jsonl\\.gz$`));
+    assert.match(qKeys[0]!, new RegExp(`^${env.config.raw.quarantinePrefix}dt=\\d{4}-\\d\\d-\\d\\d/hr=\\d\\d/${shardId}-${sequences[0]}-${sequences[5]}-[0-9a-f]{16}\\.jsonl\\.gz$`));
     const lines = await readLines(env, qKeys[0]!);
     const bySequence = new Map(lines.map((l) => [(l.transport as JsonObject).sequence as string, l]));
     assert.equal(lines.length, 4);
@@ -391,7 +399,10 @@ describe(`apply path on the integration target (${process.env.TIDEMARK_TARGET ??
       rawKeys.map((k) => k.split('/')[1]),
       ['table=public.customers', 'table=public.orders'],
     );
-    assert.equal((await status(env, '*'))?.quarantined, 4);
+    // Quarantines of configured tables count under the table; `*` only holds unknown tables.
+    assert.equal((await status(env, '*'))?.quarantined, 2, 'invalid JSON and the unconfigured table');
+    assert.equal((await status(env, 'public.customers'))?.quarantined, 2, 'missing and bad key of public.customers');
+    assert.equal(lines.filter((l) => l.table === 'public.customers').length, 2);
   });
 
   it('retries a batch that failed after raw landing and before apply: converges, one raw object per table', async () => {
@@ -521,7 +532,7 @@ describe(`apply path on the integration target (${process.env.TIDEMARK_TARGET ??
     assert.deepEqual(columns(await getRow(target.clients.dynamodb, env.customers, { id: 43 })), events[3]!.after);
     assert.deepEqual(columns(await getRow(target.clients.dynamodb, env.orders, { order_id: 50 })), events[5]!.after);
     const cust = await status(env, 'public.customers');
-    assert.equal(cust?.errors, 1);
+    assert.equal(cust?.failed, 1);
     assert.equal(cust?.state, 'ERROR');
     assert.match(String(cust?.lastError), /injected: persistent write error/);
   });
@@ -557,7 +568,7 @@ describe(`apply path on the integration target (${process.env.TIDEMARK_TARGET ??
 
     const keys = await listKeys(env, env.config.raw.prefix);
     assert.equal(keys.length, 1, keys.join());
-    assert.match(keys[0]!, new RegExp(`^${env.config.raw.prefix}table=public\\.customers/dt=\\d{4}-\\d\\d-\\d\\d/hr=\\d\\d/${shardId}-${sequences[0]}-${sequences[1]}\\.jsonl\\.gz$`));
+    assert.match(keys[0]!, new RegExp(`^${env.config.raw.prefix}table=public\\.customers/dt=\\d{4}-\\d\\d-\\d\\d/hr=\\d\\d/${shardId}-${sequences[0]}-${sequences[1]}-[0-9a-f]{16}\\.jsonl\\.gz$`));
     const lines = await readLines(env, keys[0]!);
     assert.equal(lines.length, 2);
     const [first, second] = lines as [JsonObject, JsonObject];
@@ -583,5 +594,124 @@ describe(`apply path on the integration target (${process.env.TIDEMARK_TARGET ??
     assert.equal(first.txid, '901');
     assert.equal(first.snapshot, false);
     assert.match(String(first.format), /^debezium/);
+  });
+
+  it('keeps the whole records of a batch whose raw landing kept failing, in the S3 on-failure shape, and they apply later', async () => {
+    const env = await fresh();
+    const h = new PgHistory();
+    const events = [
+      h.emit('customers', 'c', { id: 71 }, { name: 'Pia', email: 'pia@example.com', bio: 'p' }),
+      h.emit('orders', 'c', { order_id: 80 }, { customer_id: 71, status: 'placed', amount_minor: 3 }),
+      h.emit('customers', 'u', { id: 71 }, { name: 'Pia', email: 'pia2@example.com', bio: 'p' }),
+    ];
+    const { shardId, sequences } = await putEvents(env, events);
+    const log = memoryLog();
+    const healthy = depsFor(env, log);
+    // An S3 outage longer than the landing retries and the event source's retries.
+    const outage: IngestDeps = { ...healthy, raw: { land: async () => Promise.reject(new Error('injected: S3 unavailable')), quarantine: (b, l) => healthy.raw.quarantine(b, l) }, landing: { budgetMs: 300 } };
+    const { totals } = await poll(env, { batchSize: 10, deps: outage, maxRetries: 1 });
+    assert.equal(totals.failed, 6, 'two invocations, three records each, all failed');
+    assert.equal(totals.applied, 0);
+    assert.equal(identityGap(totals), 0);
+    assert.equal(await getRow(target.clients.dynamodb, env.customers, { id: 71 }), null);
+
+    const file = runnerFiles(env.stateDir, env.streamName).onFailure;
+    const lines = readFileSync(file, 'utf8').trimEnd().split('\n');
+    assert.equal(lines.length, 1);
+    const { record, event } = parseOnFailureRecord(lines[0] ?? '');
+    assert.equal(record.KinesisBatchInfo.shardId, shardId);
+    assert.equal(record.KinesisBatchInfo.startSequenceNumber, sequences[0]);
+    assert.equal(record.KinesisBatchInfo.endSequenceNumber, sequences[2]);
+    assert.equal(record.KinesisBatchInfo.batchSize, 3);
+    assert.deepEqual(
+      recordsFromKinesis(event).map((r) => Buffer.from(r.value ?? []).toString('utf8')),
+      events.map((e) => e.value),
+      'the whole records, not just their coordinates',
+    );
+
+    // Recovery: the records from the on-failure file go through the handler once S3 is back.
+    const response = await handleEvent(event, healthy);
+    assert.deepEqual(response.batchItemFailures, []);
+    assert.deepEqual(columns(await getRow(target.clients.dynamodb, env.customers, { id: 71 })), events[2]?.after ?? null);
+    assert.deepEqual(columns(await getRow(target.clients.dynamodb, env.orders, { order_id: 80 })), events[1]?.after ?? null);
+    assert.equal((await listKeys(env, env.config.raw.prefix)).length, 2);
+  });
+
+  it('gives a different batch with the same coordinates its own raw object instead of overwriting', async () => {
+    const env = await fresh();
+    const h = new PgHistory();
+    const a = h.emit('customers', 'c', { id: 91 }, { name: 'A', email: 'a@example.com', bio: 'a' });
+    const b = h.emit('customers', 'c', { id: 92 }, { name: 'B', email: 'b@example.com', bio: 'b' });
+    // Two `tidemark apply` runs of different files in one hour: same stream, shard and line-number sequences.
+    const at = new Date();
+    const shaped = (e: PgEvent) => kinesisEvent('tidemark-apply', 'shardId-000000000000', [{ data: Buffer.from(e.value), partitionKey: '1', sequenceNumber: '000000000001', arrival: at }]);
+    await handleEvent(shaped(a), depsFor(env));
+    await handleEvent(shaped(b), depsFor(env));
+    await handleEvent(shaped(a), depsFor(env)); // a retry of the first: the same object again
+    const keys = await listKeys(env, env.config.raw.prefix);
+    assert.equal(keys.length, 2, keys.join('\n'));
+    const messages = (await Promise.all(keys.map((k) => readLines(env, k)))).flat().map((l) => l.message);
+    assert.deepEqual(messages.sort(), [a.value, b.value].sort());
+  });
+
+  it('resumes after a torn checkpoint file and converges', async () => {
+    const env = await fresh();
+    const h = new PgHistory();
+    const first = [h.emit('customers', 'c', { id: 95 }, { name: 'T', email: 't1@example.com', bio: 't' })];
+    await putEvents(env, first);
+    await poll(env, { batchSize: 10 });
+    const { checkpoints } = runnerFiles(env.stateDir, env.streamName);
+    assert.ok(existsSync(checkpoints));
+    writeFileSync(checkpoints, ''); // torn by a crash mid-write (or a full disk)
+    const second = [h.emit('customers', 'u', { id: 95 }, { name: 'T', email: 't2@example.com', bio: 't' })];
+    await putEvents(env, second);
+    const log = memoryLog();
+    const warnings: string[] = [];
+    const { totals } = await poll(env, { batchSize: 10, deps: { ...depsFor(env, log), log: { ...log, warn: (m) => warnings.push(m) } } });
+    assert.ok(warnings.some((w) => w.startsWith('checkpoint file is torn')), warnings.join('; '));
+    assert.equal(totals.records, 1, 'resumed from the previous whole checkpoint: only the new record');
+    assert.equal(totals.applied, 1);
+    assert.equal((await getRow(target.clients.dynamodb, env.customers, { id: 95 }))?.email, 't2@example.com');
+    assert.doesNotThrow(() => JSON.parse(readFileSync(checkpoints, 'utf8')));
+  });
+
+  it('invokes with at most batchSize records, and gathers a partial batch for the batching window', async () => {
+    const env = await fresh();
+    const h = new PgHistory();
+    const events = Array.from({ length: 5 }, (_, i) => h.emit('orders', 'c', { order_id: 200 + i }, { customer_id: 1, status: 'placed', amount_minor: i }));
+    await putEvents(env, events);
+    const sizes: number[] = [];
+    await poll(env, { batchSize: 2, beforeInvoke: (_s, r) => void sizes.push(r.length) });
+    assert.deepEqual(sizes, [2, 2, 1]);
+
+    const more = Array.from({ length: 3 }, (_, i) => h.emit('orders', 'c', { order_id: 300 + i }, { customer_id: 1, status: 'placed', amount_minor: i }));
+    await putEvents(env, more.slice(0, 1));
+    const gathered: number[] = [];
+    const late = setTimeout(() => void putEvents(env, more.slice(1)), 150);
+    try {
+      await poll(env, { batchSize: 10, windowMs: 1500, beforeInvoke: (_s, r) => void gathered.push(r.length) });
+    } finally {
+      clearTimeout(late);
+    }
+    assert.deepEqual(gathered, [3], 'records that arrive within the window share one invocation');
+  });
+
+  it('keeps a binary Kafka key exactly in raw (base64), through the MSK handler path', async () => {
+    const env = await fresh();
+    const h = new PgHistory();
+    const e = h.emit('customers', 'c', { id: 97 }, { name: 'Bin', email: 'bin@example.com', bio: 'b' });
+    const key = Uint8Array.from([0x00, 0xff, 0xfe, 0x80, 0x41]);
+    const response = await handleEvent(mskEvent([{ topic: 'shop.public.customers', partition: 2, offset: 41, key, value: Buffer.from(e.value), timestamp: Date.now() }]), depsFor(env));
+    assert.deepEqual(response, { batchItemFailures: [] });
+    const keys = await listKeys(env, env.config.raw.prefix);
+    assert.equal(keys.length, 1);
+    const [line] = await readLines(env, keys[0] ?? '');
+    assert.ok(line);
+    assert.equal(line.messageKey, null);
+    assert.deepEqual([...Buffer.from(String(line.messageKeyBase64), 'base64')], [...key]);
+    assert.equal(line.message, e.value);
+    const transport = line.transport as JsonObject;
+    assert.deepEqual(transport, { kind: 'kafka', stream: 'shop.public.customers', shard: '2', sequence: '41', partitionKey: null, arrivalTime: transport.arrivalTime });
+    assert.deepEqual(columns(await getRow(target.clients.dynamodb, env.customers, { id: 97 })), e.after);
   });
 });

@@ -184,7 +184,7 @@ describe(`bad-input corpus through handleEvent (${process.env.TIDEMARK_TARGET ??
       }
       try {
         const res = await handleEvent(event, deps);
-        for (const f of res.batchItemFailures ?? []) failures.push(f.itemIdentifier);
+        for (const f of res.batchItemFailures ?? []) failures.push(typeof f.itemIdentifier === 'string' ? f.itemIdentifier : JSON.stringify(f.itemIdentifier));
       } catch (err) {
         thrown.push(String(err));
       }

@@ -55,7 +55,7 @@ describe(`integration target (${process.env.TIDEMARK_TARGET ?? 'embedded'})`, ()
       const actual = table?.KeySchema?.map((k) => `${k.AttributeName}:${k.KeyType}:${types.get(k.AttributeName)}`).join(',');
       assert.equal(actual, schema, name);
       assert.equal(table?.BillingModeSummary?.BillingMode, 'PAY_PER_REQUEST', name);
-      if (name === config.statusTable) continue;
+      // Every table has TTL on __expiresAt: tombstones, and the status table's per-hour rows.
       const ttl = await target.clients.dynamodb.send(new DescribeTimeToLiveCommand({ TableName: name }));
       assert.equal(ttl.TimeToLiveDescription?.AttributeName, '__expiresAt', name);
       assert.match(ttl.TimeToLiveDescription?.TimeToLiveStatus ?? '', /^ENABL(ED|ING)$/, name);

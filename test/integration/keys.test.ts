@@ -174,17 +174,8 @@ describe(`keys of 1, 2 and 3 columns on the integration target (${process.env.TI
   });
 
   it('a TOAST update of a spilled row is merged with the spilled copy (re-spilled while large, inline once it fits)', async () => {
-    const local = { ...localDeps(config, target.clients), log: quietLog };
-    const raw = local.raw;
-    // The ingest wiring with the spill reader added, as the Lambda's deps are meant to pass it.
-    const writer = new DynamoWriter({
-      client: target.clients.dynamodb,
-      tables: config.tables,
-      maxItemBytes: config.apply.maxItemBytes,
-      spill: (w) => raw.spill(w.table, w.keyId, w.encodedPosition, stringifyJson(w.effect.kind === 'put' ? w.effect.row : {})),
-      readSpill: s3SpillReader(target.clients.s3),
-    });
-    const deps = { ...local, writer };
+    // The ingest wiring (functions/ingest/deps.ts) passes the spill reader to the writer.
+    const deps = { ...localDeps(config, target.clients), log: quietLog };
     const bio = 'b'.repeat(360 * 1024);
     const t = table('public.wide');
     const first = await batch([pg('wide', 'c', { id: 4 }, { note: 'n1', bio })], deps);

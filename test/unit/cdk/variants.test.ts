@@ -54,7 +54,8 @@ describe('TidemarkPipeline with an MSK source', () => {
 
   it('shows offset lag instead of an iterator-age alarm', () => {
     assert.equal(Object.keys(template.findResources('AWS::CloudWatch::Alarm', { Properties: { MetricName: 'IteratorAge' } })).length, 0);
-    template.resourceCountIs('AWS::CloudWatch::Alarm', 3 + 3 * 3);
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 10);
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'OffsetLag', Namespace: 'AWS/Lambda', Threshold: 100_000 });
   });
 });
 

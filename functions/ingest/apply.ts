@@ -1,0 +1,168 @@
+/**
+ * Steps 3 and 4 of a batch: count the plan, enforce truncates, then one guarded write per key with
+ * bounded concurrency. Every planned event ends as one outcome: the plan's superseded, duplicates
+ * and conflicts; one outcome per truncate (`truncates` or `failed`) and per write (`applied`,
+ * `stale`, `duplicates`, `conflicts`, `quarantined` or `failed`).
+ */
+import type { TableConfig } from '../commons/config.js';
+import { errorMessage } from '../core/errors.js';
+import type { BatchPlan, PlannedWrite } from '../core/plan.js';
+import type { DynamoWriter, PreReadPolicy, WriteResult } from '../adapters/dynamo-writer.js';
+import type { RawStore } from '../adapters/raw-store.js';
+import type { StatusRow, StatusStore } from '../adapters/status-store.js';
+import type { Log } from '../adapters/telemetry.js';
+import type { TruncateSweeper } from '../adapters/truncate-sweep.js';
+import type { Decoded } from './decode.js';
+import { batchCoordinates } from './land.js';
+import { refusedLineFor } from './raw-lines.js';
+import type { BatchTally } from './tally.js';
+
+export interface ApplyDeps {
+  readonly tables: ReadonlyMap<string, TableConfig>;
+  readonly concurrency: number;
+  readonly writer: Pick<DynamoWriter, 'writeAll'>;
+  /** When to read stored positions before writing (see PreReadPolicy); ingest uses `auto`. */
+  readonly preRead: PreReadPolicy;
+  readonly status: Pick<StatusStore, 'raiseTruncateWatermark'>;
+  readonly sweeper: Pick<TruncateSweeper, 'sweep'>;
+  readonly raw: Pick<RawStore, 'quarantine'>;
+  readonly log: Log;
+  readonly now: () => number;
+}
+
+/** The plan's own counts: op mix, placeholders, and the events it collapsed. */
+export function countPlan(plan: BatchPlan, tally: BatchTally, log: Log): void {
+  for (const [table, c] of plan.counts) {
+    tally.count(table, 'opC', c.byOp.c);
+    tally.count(table, 'opU', c.byOp.u);
+    tally.count(table, 'opD', c.byOp.d);
+    tally.count(table, 'opR', c.byOp.r);
+    tally.count(table, 'opT', c.byOp.t);
+    tally.count(table, 'superseded', c.superseded + c.truncated);
+    tally.count(table, 'duplicates', c.duplicates);
+    tally.count(table, 'conflicts', c.conflicts);
+    tally.count(table, 'placeholders', c.placeholders);
+    tally.count(table, 'snapshotEvents', c.snapshot);
+    tally.count(table, 'beforeNullUpdates', c.beforeNullUpdates);
+  }
+  for (const conflict of plan.conflicts) log.warn('conflicting events at one position; the later one was not applied', { table: conflict.table, key: conflict.keyId, position: conflict.encodedPosition });
+}
+
+/** Raises and sweeps each truncate's watermark; returns the highest watermark per table (recorded or new). */
+export async function applyTruncates(plan: BatchPlan, statusRows: ReadonlyMap<string, StatusRow>, deps: ApplyDeps, tally: BatchTally, decoded: Decoded): Promise<Map<string, string>> {
+  const watermarks = new Map<string, string>();
+  for (const [table, row] of statusRows) if (row.truncateWatermark) watermarks.set(table, row.truncateWatermark);
+  for (const truncate of plan.truncates) {
+    try {
+      const target = deps.tables.get(truncate.table);
+      if (!target) throw new Error(`table ${truncate.table} is not configured`);
+      await deps.status.raiseTruncateWatermark(truncate.table, truncate.encodedPosition);
+      const swept = await deps.sweeper.sweep(target, truncate.encodedPosition);
+      tally.count(truncate.table, 'truncates');
+      tally.count(truncate.table, 'truncatedRows', swept);
+      deps.log.info('truncate applied', { table: truncate.table, position: truncate.encodedPosition, rowsRemoved: swept });
+    } catch (err) {
+      tally.count(truncate.table, 'failed');
+      tally.fail(truncate.table, decoded.recordsOf(truncate.sources), errorMessage(err));
+      deps.log.error('truncate failed; records will be retried', { table: truncate.table, position: truncate.encodedPosition, error: errorMessage(err) });
+    }
+    if (truncate.encodedPosition > (watermarks.get(truncate.table) ?? '')) watermarks.set(truncate.table, truncate.encodedPosition);
+  }
+  return watermarks;
+}
+
+const BELOW_WATERMARK: WriteResult = { outcome: 'stale', writeUnits: 0, requests: 0, missing: [], spilled: false };
+
+/**
+ * One guarded write per key; a write below its table's truncate watermark is stale without a
+ * request. Writes go table by table through `writeAll`, so the pre-read's read units are counted
+ * under their table.
+ */
+export async function applyWrites(plan: BatchPlan, watermarks: ReadonlyMap<string, string>, deps: ApplyDeps, tally: BatchTally, decoded: Decoded): Promise<void> {
+  const results: WriteResult[] = plan.writes.map(() => BELOW_WATERMARK);
+  const byTable = new Map<string, number[]>();
+  plan.writes.forEach((w, i) => {
+    const wm = watermarks.get(w.table);
+    if (wm !== undefined && w.encodedPosition < wm) return;
+    const list = byTable.get(w.table);
+    if (list) list.push(i);
+    else byTable.set(w.table, [i]);
+  });
+  for (const [table, indexes] of byTable) {
+    const writes = indexes.flatMap((i) => plan.writes[i] ?? []);
+    const out = await deps.writer.writeAll(writes, { preRead: deps.preRead, concurrency: deps.concurrency });
+    out.results.forEach((r, j) => {
+      const i = indexes[j];
+      if (i !== undefined) results[i] = r;
+    });
+    tally.summary.dynamoRequests += out.totals.readRequests + out.totals.writeRequests;
+    tally.count(table, 'readUnits', out.totals.readUnits);
+    tally.count(table, 'preReadSkipped', out.totals.skipped);
+  }
+  const appliedAt = deps.now();
+  const refused: { write: PlannedWrite; result: WriteResult }[] = [];
+  results.forEach((r, i) => {
+    const w = plan.writes[i];
+    if (!w) return;
+    if (r.outcome === 'quarantined') refused.push({ write: w, result: r });
+    else countWrite(w, r, tally, appliedAt, deps.log, decoded);
+    countCost(w.table, r, tally);
+  });
+  if (refused.length > 0) await quarantineRefused(refused, deps, tally, decoded);
+}
+
+function countCost(table: string, r: WriteResult, tally: BatchTally): void {
+  tally.count(table, 'writeUnits', r.writeUnits);
+  if (r.spilled) tally.count(table, 'spilled');
+  if (r.missing.length > 0) tally.count(table, 'missingColumns');
+}
+
+function countWrite(w: PlannedWrite, r: WriteResult, tally: BatchTally, appliedAt: number, log: Log, decoded: Decoded): void {
+  switch (r.outcome) {
+    case 'applied':
+      tally.count(w.table, 'applied');
+      tally.table(w.table).noteApplied(w.encodedPosition, w.commitTs, appliedAt);
+      return;
+    case 'stale':
+      tally.count(w.table, 'stale');
+      return;
+    case 'duplicate':
+      tally.count(w.table, 'duplicates');
+      return;
+    case 'conflict':
+      tally.count(w.table, 'conflicts');
+      log.warn('stored row has the same position with different content; not applied', { table: w.table, key: w.keyId, position: w.encodedPosition });
+      return;
+    default:
+      tally.count(w.table, 'failed');
+      tally.fail(w.table, decoded.recordsOf(w.sources), r.error?.message ?? r.outcome);
+      log.error('write failed; records will be retried', { table: w.table, key: w.keyId, position: w.encodedPosition, error: r.error?.message });
+  }
+}
+
+/**
+ * Writes DynamoDB refuses for good (the writer says `quarantined`) must not block the shard: their
+ * records go to quarantine with the reason, and count as quarantined. If even that landing fails,
+ * they count as failed and are retried.
+ */
+async function quarantineRefused(refused: readonly { write: PlannedWrite; result: WriteResult }[], deps: ApplyDeps, tally: BatchTally, decoded: Decoded): Promise<void> {
+  const lines = refused.flatMap(({ write, result }) =>
+    decoded.recordsOf(write.sources).flatMap((i) => {
+      const record = tally.records[i];
+      return record ? [refusedLineFor(record, 'write-refused', result.error?.message ?? 'refused by DynamoDB', write.table)] : [];
+    }),
+  );
+  try {
+    await deps.raw.quarantine(batchCoordinates(tally.records), lines);
+    tally.summary.s3Puts++;
+    for (const { write, result } of refused) {
+      tally.count(write.table, 'quarantined');
+      deps.log.warn('write refused; records quarantined', { table: write.table, key: write.keyId, position: write.encodedPosition, error: result.error?.message });
+    }
+  } catch (err) {
+    for (const { write } of refused) {
+      tally.count(write.table, 'failed');
+      tally.fail(write.table, decoded.recordsOf(write.sources), `quarantine failed: ${errorMessage(err)}`);
+    }
+  }
+}

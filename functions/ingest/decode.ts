@@ -1,0 +1,106 @@
+/**
+ * Step 1 of a batch: decode and normalize every record, and build its raw (or quarantine) lines.
+ * Nothing here throws for bad input: a record that cannot be decoded is quarantined with its reason
+ * and counted under its table when the table is known and configured, else under `*`.
+ *
+ * Multi-row records: each row becomes one raw line, and only the record's first line in an object
+ * carries the message (see `RawLine.messageRef`), so memory stays proportional to the input.
+ */
+import type { TidemarkConfig } from '../commons/config.js';
+import { UNKNOWN_TABLE } from '../commons/telemetry-contract.js';
+import type { Normalizer, RawRecord } from '../core/normalize.js';
+import type { ChangeEvent, NormalizedEvent } from '../core/types.js';
+import type { QuarantineLine, RawLine } from '../adapters/raw-store.js';
+import type { Log } from '../adapters/telemetry.js';
+import { quarantineLineFor, rawLineFor, rawTableOf, recordPart } from './raw-lines.js';
+import type { BatchTally } from './tally.js';
+
+export interface Decoded {
+  /** Change events, in delivery order. */
+  readonly changes: readonly ChangeEvent[];
+  /** Raw lines per object (source table, or `_control`). */
+  readonly linesByTable: ReadonlyMap<string, readonly RawLine[]>;
+  readonly quarantined: readonly QuarantineLine[];
+  /** The delivered records that carried the given change events (indexes into `changes`). */
+  recordsOf(changeIndexes: readonly number[]): number[];
+}
+
+export interface DecodeDeps {
+  readonly config: TidemarkConfig;
+  readonly normalizer: Normalizer;
+  readonly log: Log;
+}
+
+export function decode(records: readonly RawRecord[], deps: DecodeDeps, tally: BatchTally): Decoded {
+  const configured = new Set(deps.config.tables.map((t) => t.source));
+  const known = (table: string | null | undefined): string => (table && configured.has(table) ? table : UNKNOWN_TABLE);
+  const changes: ChangeEvent[] = [];
+  const recordOfChange: number[] = [];
+  const lines = new RawLineCollector();
+  const quarantined: QuarantineLine[] = [];
+
+  records.forEach((record, index) => {
+    const result = deps.normalizer.normalize(record);
+    if (!result.ok) {
+      const table = known(result.table);
+      quarantined.push(quarantineLineFor(record, result, table === UNKNOWN_TABLE ? null : table));
+      tally.count(table, 'received');
+      tally.count(table, 'quarantined');
+      deps.log.warn('record quarantined', { reason: result.reason, detail: result.detail, table, shard: record.transport.shard, sequence: record.transport.sequence });
+      return;
+    }
+    // Accepted with nothing to apply: still landed in raw and counted once, as a control message.
+    const events = result.events.length > 0 ? result.events : [emptyControl(result.format)];
+    lines.addRecord(index, record, events);
+    for (const e of events) {
+      tally.summary.events++;
+      if (e.kind === 'control') {
+        noteControl(tally, known(e.table), e);
+        continue;
+      }
+      changes.push(e);
+      recordOfChange.push(index);
+      noteChange(tally, e);
+    }
+  });
+
+  return {
+    changes,
+    linesByTable: lines.byTable,
+    quarantined,
+    recordsOf: (changeIndexes) => [...new Set(changeIndexes.map((i) => recordOfChange[i] ?? -1).filter((i) => i >= 0))],
+  };
+}
+
+const emptyControl = (format: string): NormalizedEvent => ({ kind: 'control', format, control: 'control', table: null, position: null, txid: null, commitTs: null, detail: {} });
+
+function noteControl(tally: BatchTally, table: string, e: NormalizedEvent & { kind: 'control' }): void {
+  tally.count(table, 'received');
+  tally.count(table, 'controls');
+  if (e.control === 'resolved' && typeof e.detail.resolved === 'string') tally.table(table).resolved = e.detail.resolved;
+}
+
+function noteChange(tally: BatchTally, e: ChangeEvent): void {
+  tally.count(e.table, 'received');
+  const t = tally.table(e.table);
+  t.strengths.add(e.position.strength);
+  t.formats.add(e.format);
+  if (!e.snapshot) t.snapshotOnly = false;
+}
+
+/** Groups raw lines per object; a record's later lines in one object reference its first. */
+class RawLineCollector {
+  readonly byTable = new Map<string, RawLine[]>();
+  private readonly lastRecord = new Map<string, number>();
+
+  addRecord(index: number, record: RawRecord, events: readonly NormalizedEvent[]): void {
+    const part = recordPart(record);
+    for (const e of events) {
+      const table = rawTableOf(e);
+      const list = this.byTable.get(table) ?? [];
+      this.byTable.set(table, list);
+      list.push(rawLineFor(part, e, this.lastRecord.get(table) !== index));
+      this.lastRecord.set(table, index);
+    }
+  }
+}

@@ -1,0 +1,118 @@
+/** Raw object keys: injective table encoding, a content digest, deterministic per batch; gzip JSON Lines bodies. */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { gunzipSync } from 'node:zlib';
+import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { mockClient } from 'aws-sdk-client-mock';
+import fc from 'fast-check';
+import { decodeSegment, deliveredRecords, encodeSegment, type RawLine, RawStore, rawObjectKey } from '../../../functions/adapters/raw-store.js';
+
+const batch = { shard: 'shardId-000000000000', firstSequence: '100', lastSequence: '200', firstArrival: Date.UTC(2026, 10, 30, 6, 15) };
+const line = (message: string): RawLine => ({
+  kind: 'change',
+  format: 'test',
+  op: 'c',
+  control: null,
+  table: 't',
+  key: '{"id":1}',
+  position: '0001',
+  orderingStrength: 'source',
+  commitTs: null,
+  txid: null,
+  snapshot: false,
+  transport: { kind: 'kinesis', stream: 's', shard: batch.shard, sequence: '100', partitionKey: null, arrivalTime: batch.firstArrival },
+  topic: null,
+  headers: {},
+  messageKey: null,
+  message,
+});
+
+function store() {
+  const s3 = new S3Client({ region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'y' } });
+  const mock = mockClient(s3);
+  mock.on(PutObjectCommand).resolves({});
+  return { raw: new RawStore(s3, 'bucket', 'raw/', 'quarantine/'), mock };
+}
+
+describe('raw-store', () => {
+  it('keeps plain table names as they are and percent-encodes the rest', () => {
+    assert.equal(encodeSegment('public.orders'), 'public.orders');
+    assert.equal(encodeSegment('public.café'), 'public.caf%C3%A9');
+    assert.equal(encodeSegment('public.caf_'), 'public.caf_');
+    assert.equal(encodeSegment('a/b=c%d'), 'a%2Fb%3Dc%25d');
+    assert.equal(encodeSegment('x\ud800y'), 'x%uD800y', 'a lone surrogate has no UTF-8 form');
+  });
+
+  it('encodes table names injectively (property): distinct names never share a path segment, and decoding inverts it', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary' }), fc.string({ unit: 'binary' }), (a, b) => {
+        assert.equal(decodeSegment(encodeSegment(a)), a);
+        assert.match(encodeSegment(a), /^[A-Za-z0-9._%u-]*$/);
+        if (a !== b) assert.notEqual(encodeSegment(a), encodeSegment(b));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('names objects by table, arrival hour, shard, sequence range and a content digest', async () => {
+    const { raw, mock } = store();
+    const landed = await raw.land(batch, new Map([['public.café', [line('a')]]]), []);
+    assert.match(landed.keys[0] ?? '', /^raw\/table=public\.caf%C3%A9\/dt=2026-11-30\/hr=06\/shardId-000000000000-100-200-[0-9a-f]{16}\.jsonl\.gz$/);
+    const put = mock.commandCalls(PutObjectCommand)[0]?.args[0].input;
+    assert.equal(put?.ContentEncoding, 'gzip');
+    assert.equal(gunzipSync(put?.Body as Uint8Array).toString('utf8'), `${JSON.stringify(line('a'))}\n`);
+    assert.equal(rawObjectKey('raw/', 'public.café', batch, 'abc'), 'raw/table=public.caf%C3%A9/dt=2026-11-30/hr=06/shardId-000000000000-100-200-abc.jsonl.gz');
+  });
+
+  it('gives a retried batch the same key, and different content with the same coordinates a different key', async () => {
+    const { raw } = store();
+    const first = await raw.land(batch, new Map([['t', [line('a')]]]), []);
+    const retried = await raw.land(batch, new Map([['t', [line('a')]]]), []);
+    const other = await raw.land(batch, new Map([['t', [line('b')]]]), []);
+    assert.deepEqual(retried.keys, first.keys);
+    assert.notDeepEqual(other.keys, first.keys);
+  });
+
+  it('lands quarantine lines under the quarantine prefix and counts compressed bytes per table', async () => {
+    const { raw, mock } = store();
+    const q = { reason: 'invalid-json', detail: 'd', transport: batch as never, topic: null, headers: {}, valueBase64: 'AA==', keyBase64: null };
+    const landed = await raw.land(batch, new Map([['a', [line('1')]], ['b', [line('2')]]]), [q]);
+    assert.equal(landed.objects, 3);
+    assert.equal(mock.commandCalls(PutObjectCommand).length, 3);
+    assert.ok(landed.keys.some((k) => k.startsWith('quarantine/dt=2026-11-30/hr=06/shardId-000000000000-100-200-')));
+    assert.deepEqual([...landed.bytesByTable.keys()].sort(), ['a', 'b']);
+    const tableBytes = [...landed.bytesByTable.values()].reduce((x, y) => x + y, 0);
+    assert.ok(tableBytes > 0 && landed.bytes > tableBytes, 'the total also counts the quarantine object');
+  });
+
+  it('fails the landing when any PUT fails', async () => {
+    const { raw, mock } = store();
+    mock.on(PutObjectCommand).rejects(new Error('S3 down'));
+    await assert.rejects(raw.land(batch, new Map([['t', [line('a')]]]), []), /S3 down/);
+  });
+
+  it('spills a row under an encoded table path and returns its s3:// URI', async () => {
+    const { raw, mock } = store();
+    const uri = await raw.spill('public.café', '{"id":1}', '0001', '{"big":true}');
+    assert.match(uri, /^s3:\/\/bucket\/raw\/spill\/table=public\.caf%C3%A9\/[A-Za-z0-9_-]+\/0001\.json\.gz$/);
+    assert.equal(mock.commandCalls(PutObjectCommand).length, 1);
+  });
+});
+
+describe('raw-store: reading raw back', () => {
+  it('restores the delivered bytes of every line, messageRef lines from their record’s first line', () => {
+    const first = { ...line('{"payload":[1,2]}'), messageKey: null, messageKeyBase64: 'AP/+gEE=' };
+    const second: RawLine = { ...line('x'), message: null, messageRef: true, messageKey: null, messageKeyBase64: 'AP/+gEE=' };
+    const other: RawLine = { ...line('{"b":1}'), transport: { ...line('').transport, sequence: '101' }, messageKey: 'k' };
+    const out = deliveredRecords([first, second, other]);
+    assert.deepEqual(
+      out.map((r) => [Buffer.from(r.value ?? []).toString('utf8'), r.key ? [...r.key] : null]),
+      [
+        ['{"payload":[1,2]}', [0x00, 0xff, 0xfe, 0x80, 0x41]],
+        ['{"payload":[1,2]}', [0x00, 0xff, 0xfe, 0x80, 0x41]],
+        ['{"b":1}', [...Buffer.from('k')]],
+      ],
+    );
+    assert.throws(() => deliveredRecords([second]), /references a message that is not in this object/);
+  });
+});
