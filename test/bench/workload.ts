@@ -1,6 +1,7 @@
 /**
- * A deterministic CDC workload for the benchmark: Debezium PostgreSQL JSON messages (bare payload)
- * on one Kinesis shard, over a Zipf-skewed key set, with at-least-once redelivery of earlier
+ * A deterministic CDC workload for the benchmark: Debezium 3.x PostgreSQL JSON messages (bare
+ * payload, with the `ts_us` / `ts_ns` fields every Debezium message carries since 2.6, so each one
+ * holds integers beyond 2^53) on one Kinesis shard, over a Zipf-skewed key set, with at-least-once redelivery of earlier
  * windows of the stream. Everything derives from one seed (no Math.random), so two runs with the
  * same parameters produce byte-identical records.
  */
@@ -75,6 +76,9 @@ interface Row {
 }
 
 const BASE_TS = 1_735_732_800_000;
+/** JSON.stringify cannot print a bigint: it is written as a marked string, then unquoted. */
+const bigNumber = (n: bigint): string => `@big:${n}`;
+const BIG_NUMBER = /"@big:(\d+)"/g;
 /** A 56-digit Kinesis-like sequence number to count up from. */
 const BASE_SEQUENCE = BigInt(`4965831${'0'.repeat(49)}`);
 
@@ -141,13 +145,17 @@ export function generateWorkload(options: WorkloadOptions): Workload {
       snapshot: 'false',
       db: 'shop',
       sequence: JSON.stringify([String(lastCommitLsn), String(lsn)]),
+      ts_us: ts * 1000,
+      ts_ns: bigNumber(BigInt(ts) * 1_000_000n),
       schema: 'public',
       table: 'orders',
       txId,
       lsn: Number(lsn),
     };
     if (after) rowBytes += JSON.stringify(after).length;
-    originals.push(JSON.stringify({ before, after, source, op, ts_ms: ts + int(5, 60) }));
+    const processed = ts + int(5, 60);
+    const message = { before, after, source, op, ts_ms: processed, ts_us: processed * 1000, ts_ns: bigNumber(BigInt(processed) * 1_000_000n), transaction: null };
+    originals.push(JSON.stringify(message).replace(BIG_NUMBER, '$1'));
     partitionKeys.push(String(orderId));
     if (txLeft === 0) lastCommitLsn = lsn + 8n; // the commit record follows the last change
   }

@@ -1,0 +1,120 @@
+/**
+ * CPU-only measurements (no emulator): decode + normalize + plan against the bare
+ * `base64 + JSON.parse` of the same records, and raw landing (gzip) per level.
+ *
+ * Every figure is a median over interleaved rounds (A, B, A, B, …) so that load from other
+ * processes on the machine hits both sides alike; ratios are what to compare, not absolute times.
+ */
+import { gzipSync } from 'node:zlib';
+import type { Normalizer, RawRecord } from '../../functions/core/normalize.js';
+import { planBatch } from '../../functions/core/plan.js';
+import type { ChangeEvent } from '../../functions/core/types.js';
+
+export const median = (xs: readonly number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
+};
+
+/** Runs every side `rounds` times, interleaved, after one untimed warm-up each; median ms per side. */
+export function interleaved(sides: readonly (() => void)[], rounds: number): number[] {
+  for (const side of sides) side();
+  const times = sides.map(() => [] as number[]);
+  for (let r = 0; r < rounds; r++) {
+    sides.forEach((side, i) => {
+      const started = performance.now();
+      side();
+      (times[i] as number[]).push(performance.now() - started);
+    });
+  }
+  return times.map(median);
+}
+
+/** A Kinesis record as the Lambda event carries it: the value base64-encoded. */
+export interface Base64Record {
+  readonly data: string;
+  readonly record: RawRecord;
+}
+
+export const toBase64Records = (batches: readonly (readonly RawRecord[])[]): Base64Record[][] =>
+  batches.map((b) => b.map((record) => ({ data: Buffer.from(record.value ?? new Uint8Array()).toString('base64'), record })));
+
+export interface DecodePlanCost {
+  readonly records: number;
+  /** µs per record of `JSON.parse(Buffer.from(data, 'base64').toString())`. */
+  readonly bareMicros: number;
+  /** µs per record of base64 decode + Normalizer.normalize + planBatch. */
+  readonly pipelineMicros: number;
+  /** pipeline rate / bare rate (goal: ≥ 0.25). */
+  readonly ratio: number;
+  /** µs per record of the parts, measured alone: base64 + normalize (no plan), plan (on normalized events). */
+  readonly normalizeMicros: number;
+  readonly planMicros: number;
+}
+
+/** Goal 1: decode + normalize + plan against the bare parse of the same records. */
+export function measureDecodePlan(batches: readonly (readonly Base64Record[])[], normalizer: Normalizer, rounds = 7): DecodePlanCost {
+  const records = batches.reduce((n, b) => n + b.length, 0);
+  let sink = 0;
+  const bare = () => {
+    for (const b of batches) for (const r of b) sink += (JSON.parse(Buffer.from(r.data, 'base64').toString('utf8')) as unknown) === null ? 1 : 0;
+  };
+  const decode = (b: readonly Base64Record[]): ChangeEvent[] => {
+    const out: ChangeEvent[] = [];
+    for (const r of b) {
+      const res = normalizer.normalize({ ...r.record, value: Buffer.from(r.data, 'base64') });
+      if (!res.ok) throw new Error(`bench record did not decode: ${res.reason}: ${res.detail}`);
+      for (const e of res.events) if (e.kind === 'change') out.push(e);
+    }
+    return out;
+  };
+  const identify = (e: ChangeEvent) => normalizer.keyIdOf(e);
+  const pipeline = () => {
+    for (const b of batches) sink += planBatch(decode(b), identify).writes.length;
+  };
+  const normalizeOnly = () => {
+    for (const b of batches) sink += decode(b).length;
+  };
+  const normalized = batches.map(decode);
+  const planOnly = () => {
+    for (const events of normalized) sink += planBatch(events, identify).writes.length;
+  };
+  const [bareMs, pipelineMs, normalizeMs, planMs] = interleaved([bare, pipeline, normalizeOnly, planOnly], rounds) as [number, number, number, number];
+  if (sink < 0) throw new Error('unreachable'); // keeps the work observable
+  const us = (ms: number) => (ms * 1000) / records;
+  return { records, bareMicros: us(bareMs), pipelineMicros: us(pipelineMs), ratio: bareMs / pipelineMs, normalizeMicros: us(normalizeMs), planMicros: us(planMs) };
+}
+
+export interface GzipLevelCost {
+  readonly level: number;
+  /** µs per record to gzip the batch's raw NDJSON at this level. */
+  readonly micros: number;
+  /** compressed bytes / uncompressed bytes. */
+  readonly compression: number;
+  /** gzip time / (decode + normalize + plan) time (goal 2: ≤ 1). */
+  readonly vsDecodePlan: number;
+}
+
+/** Goal 2: gzip of each batch's raw lines (one NDJSON line per record) at every level. */
+export function measureGzipLevels(batches: readonly (readonly RawRecord[])[], decodePlanMicros: number, levels: readonly number[] = [1, 2, 3, 4, 6, 9], rounds = 5): GzipLevelCost[] {
+  // The raw line holds the message as text plus transport fields, about what raw-store writes.
+  const bodies = batches.map((b) =>
+    Buffer.from(
+      b
+        .map((r) => `{"transport":${JSON.stringify(r.transport)},"value":${Buffer.from(r.value ?? new Uint8Array()).toString('utf8')}}`)
+        .join('\n'),
+      'utf8',
+    ),
+  );
+  const records = batches.reduce((n, b) => n + b.length, 0);
+  const plain = bodies.reduce((n, b) => n + b.length, 0);
+  const sides = levels.map((level) => () => {
+    for (const body of bodies) gzipSync(body, { level });
+  });
+  const times = interleaved(sides, rounds);
+  return levels.map((level, i) => {
+    const compressed = bodies.reduce((n, b) => n + gzipSync(b, { level }).length, 0);
+    const micros = ((times[i] as number) * 1000) / records;
+    return { level, micros, compression: compressed / plain, vsDecodePlan: micros / decodePlanMicros };
+  });
+}
