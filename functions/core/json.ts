@@ -6,13 +6,13 @@
  * JS number become `number`; all others stay a `LosslessNumber` holding the exact decimal text.
  *
  * Parsing is the hot path of ingest, so it runs in two tiers that give identical results:
- * - fast: one scan of the text finds every number token that could lose precision and counts the
- *   object members; the native `JSON.parse` builds the value; the unsafe tokens (replaced by
- *   placeholder strings before parsing) are put back as `LosslessNumber`s; a member count lower
- *   than the text's shows a duplicate key;
+ * - fast: one scan of the text finds every number token that could lose precision (by its ordinal
+ *   among the text's numbers) and counts the object members; the native `JSON.parse` builds the
+ *   value; one walk in document order puts the unsafe tokens back as `LosslessNumber`s and counts
+ *   the members again: fewer than the text's shows a duplicate key;
  * - exact: `lossless-json`, used whenever the fast tier cannot vouch for its result (a duplicate
- *   key, invalid JSON, a placeholder that could collide with the input). It rejects a duplicate
- *   key whose values differ, and gives the error messages.
+ *   key, invalid JSON, an unsafe number in an object with integer-like keys, whose order V8
+ *   changes). It rejects a duplicate key whose values differ, and gives the error messages.
  * Both tiers store a `__proto__` key as an own property, never as the prototype.
  */
 import { isLosslessNumber, isSafeNumber, LosslessNumber, parse, stringify } from 'lossless-json';
@@ -42,21 +42,26 @@ const SAFE_DIGITS = 15;
 interface Scan {
   /** Object members (`:` outside strings). */
   members: number;
-  /** Start and end offsets of number tokens that a double would not hold, in text order. */
-  unsafe: number[] | null;
+  /**
+   * Number tokens a double would not hold: their ordinal among all number tokens of the text and
+   * their text, or null when there is none.
+   */
+  unsafeOrdinals: number[] | null;
+  unsafeTexts: string[] | null;
 }
 
 const isNumberChar = (c: number): boolean => (c >= 0x30 && c <= 0x39) || c === 0x2e || c === 0x2d || c === 0x2b || c === 0x65 || c === 0x45;
 
 /**
  * One pass over the text outside strings (strings are skipped with `indexOf`). Returns null when
- * only the exact tier can answer: an unterminated string, or an unsafe token that is not a JSON
- * number or stands where a key belongs (replacing it by a string must never turn invalid JSON valid).
+ * only the exact tier can answer: an unterminated string or a malformed unsafe number.
  */
 function scan(text: string): Scan | null {
   const n = text.length;
   let members = 0;
-  let unsafe: number[] | null = null;
+  let numbers = 0;
+  let unsafeOrdinals: number[] | null = null;
+  let unsafeTexts: string[] | null = null;
   let i = 0;
   while (i < n) {
     const c = text.charCodeAt(i);
@@ -76,6 +81,7 @@ function scan(text: string): Scan | null {
       i++;
     } else if ((c >= 0x30 && c <= 0x39) || c === 0x2d) {
       const start = i;
+      const ordinal = numbers++;
       let digits = 0;
       let plain = true;
       for (; i < n; i++) {
@@ -89,46 +95,67 @@ function scan(text: string): Scan | null {
       const token = text.slice(start, i);
       if (isSafeNumber(token)) continue;
       if (!NUMBER_GRAMMAR.test(token)) return null;
-      let k = i;
-      while (k < n && isJsonSpace(text.charCodeAt(k))) k++;
-      if (text.charCodeAt(k) === 0x3a) return null;
-      if (unsafe === null) unsafe = [];
-      unsafe.push(start, i);
+      if (unsafeOrdinals === null || unsafeTexts === null) {
+        unsafeOrdinals = [];
+        unsafeTexts = [];
+      }
+      unsafeOrdinals.push(ordinal);
+      unsafeTexts.push(token);
     } else i++;
   }
-  return { members, unsafe };
+  return { members, unsafeOrdinals, unsafeTexts };
 }
 
-const isJsonSpace = (c: number): boolean => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+/** The walk over the parsed value: members counted, numbers counted in document order. */
+interface Walk {
+  members: number;
+  /** Ordinal of the next number value met. */
+  ordinal: number;
+  /** Index into `ordinals` of the next unsafe number to put back. */
+  next: number;
+  readonly ordinals: readonly number[] | null;
+  readonly texts: readonly string[] | null;
+  /**
+   * Set when an object has a key starting with a digit: V8 lists integer-like keys first, so the
+   * walk's order may differ from the text's and the numbers cannot be matched by ordinal.
+   */
+  reordered: boolean;
+}
 
 /**
- * Puts the unsafe numbers back (`"\u0000<index>"` placeholders) and counts object members.
- * `numbers` is null when the text had no unsafe number.
+ * Counts object members and puts the unsafe numbers back as LosslessNumbers. JSON.parse keeps
+ * document order (arrays by index, objects by insertion) except for integer-like keys, so the n-th
+ * number value met is the n-th number token of the text.
  */
-function restore(value: unknown, numbers: readonly string[] | null): number {
-  let members = 0;
+function restore(value: object, w: Walk): void {
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
       const v: unknown = value[i];
-      if (typeof v === 'object' && v !== null) members += restore(v, numbers);
-      else if (numbers !== null && typeof v === 'string' && v.charCodeAt(0) === 0) value[i] = placeholderNumber(v, numbers);
+      if (typeof v === 'object') {
+        if (v !== null) restore(v, w);
+      } else if (typeof v === 'number' && w.ordinals !== null && w.ordinal++ === w.ordinals[w.next]) value[i] = nextUnsafe(w);
     }
-    return members;
+    return;
   }
   const obj = value as Record<string, unknown>;
+  const matching = w.ordinals !== null;
   for (const k in obj) {
-    members++;
+    w.members++;
+    if (matching) {
+      const first = k.charCodeAt(0);
+      if (first >= 0x30 && first <= 0x39) w.reordered = true;
+    }
     const v = obj[k];
-    if (typeof v === 'object' && v !== null) members += restore(v, numbers);
-    // `k` is an own key, so even `__proto__` assigns the own property here.
-    else if (numbers !== null && typeof v === 'string' && v.charCodeAt(0) === 0) obj[k] = placeholderNumber(v, numbers);
+    if (typeof v === 'object') {
+      if (v !== null) restore(v, w);
+      // `k` is an own key, so even `__proto__` assigns the own property here.
+    } else if (typeof v === 'number' && matching && w.ordinal++ === w.ordinals?.[w.next]) obj[k] = nextUnsafe(w);
   }
-  return members;
 }
 
-function placeholderNumber(placeholder: string, numbers: readonly string[]): LosslessNumber {
-  const text = numbers[Number(placeholder.slice(1))];
-  if (text === undefined) throw new SyntaxError('number placeholder out of range'); // unreachable: placeholders are ours
+function nextUnsafe(w: Walk): LosslessNumber {
+  const text = w.texts?.[w.next++];
+  if (text === undefined) throw new SyntaxError('unsafe number out of range'); // unreachable: one per ordinal
   return new LosslessNumber(text);
 }
 
@@ -139,36 +166,21 @@ function placeholderNumber(placeholder: string, numbers: readonly string[]): Los
 export function parseJson(text: string): JsonValue {
   const found = scan(text);
   if (found === null) return parseExact(text);
-  let source = text;
-  let numbers: string[] | null = null;
-  if (found.unsafe !== null) {
-    // A `\u0000` escape in the input could spell a placeholder: leave such texts to the exact tier.
-    if (text.includes('\\u0000')) return parseExact(text);
-    numbers = [];
-    const unsafe = found.unsafe;
-    let rewritten = '';
-    let from = 0;
-    for (let u = 0; u < unsafe.length; u += 2) {
-      const start = unsafe[u] as number;
-      const end = unsafe[u + 1] as number;
-      rewritten += `${text.slice(from, start)}"\\u0000${numbers.length}"`;
-      numbers.push(text.slice(start, end));
-      from = end;
-    }
-    source = rewritten + text.slice(from);
-  }
   let value: unknown;
   try {
-    value = JSON.parse(source);
+    value = JSON.parse(text);
   } catch {
     return parseExact(text); // for its error message
   }
   if (typeof value === 'object' && value !== null) {
-    if (restore(value, numbers) !== found.members) return parseExact(text); // a duplicate key
+    const w: Walk = { members: 0, ordinal: 0, next: 0, ordinals: found.unsafeOrdinals, texts: found.unsafeTexts, reordered: false };
+    restore(value, w);
+    // Fewer members than the text holds: a duplicate key, which only the exact tier judges.
+    if (w.members !== found.members || w.reordered) return parseExact(text);
     return value as JsonValue;
   }
-  if (numbers !== null && typeof value === 'string' && value.charCodeAt(0) === 0) return placeholderNumber(value, numbers);
-  return value as JsonValue;
+  const only = found.unsafeTexts?.[0];
+  return only !== undefined ? new LosslessNumber(only) : (value as JsonValue);
 }
 
 /** Serializes a value produced by {@link parseJson}; big numbers are written digit for digit. */
@@ -228,9 +240,20 @@ function canonicalObject(value: object): string {
   for (let i = 0; i < keys.length; i++) {
     const k = keys[i] as string;
     if (i > 0) out += ',';
-    out += `${JSON.stringify(k)}:${canonicalJson(obj[k])}`;
+    out += `${quotedKey(k)}:${canonicalJson(obj[k])}`;
   }
   return `${out}}`;
+}
+
+/** Column names repeat on every row: their JSON form is kept (bounded, so odd inputs cannot grow it). */
+const quotedKeys = new Map<string, string>();
+function quotedKey(k: string): string {
+  let q = quotedKeys.get(k);
+  if (q === undefined) {
+    q = JSON.stringify(k);
+    if (quotedKeys.size < 4096) quotedKeys.set(k, q);
+  }
+  return q;
 }
 
 const INTEGER_TEXT = /^-?\d+$/;
@@ -267,15 +290,20 @@ export function toPlainNumber(value: number | LosslessNumber): number | Lossless
 export function cloneJson<T extends JsonValue | undefined>(value: T): T {
   if (value === null || typeof value !== 'object' || isLosslessNumber(value)) return value;
   if (Array.isArray(value)) {
-    const out: JsonValue[] = new Array(value.length);
-    for (let i = 0; i < value.length; i++) out[i] = cloneJson(value[i] as JsonValue);
+    const out: JsonValue[] = value.slice();
+    for (let i = 0; i < out.length; i++) {
+      const v = out[i];
+      if (typeof v === 'object' && v !== null) out[i] = cloneJson(v);
+    }
     return out as T;
   }
-  const out: JsonObject = {};
-  for (const k of Object.keys(value)) {
-    const v = cloneJson((value as JsonObject)[k]);
-    if (k === '__proto__') Object.defineProperty(out, k, { value: v, writable: true, enumerable: true, configurable: true });
-    else out[k] = v as JsonValue;
+  // Spread defines own properties (a `__proto__` key included) without calling any setter; only
+  // nested objects and arrays need a deeper copy. Assigning an own key, even `__proto__`, writes
+  // the own property.
+  const out: JsonObject = { ...(value as JsonObject) };
+  for (const k in out) {
+    const v = out[k];
+    if (typeof v === 'object' && v !== null && !isLosslessNumber(v)) out[k] = cloneJson(v);
   }
   return out as T;
 }

@@ -11,7 +11,7 @@
  *   highest-positioned one is counted as superseded.
  * A truncate becomes a table watermark: events of that table below it are superseded.
  */
-import { createHash } from 'node:crypto';
+import * as crypto from 'node:crypto';
 import { composeEffects, type Effect, eventEffect } from './effect.js';
 import { canonicalJson } from './json.js';
 import { compareTuples, encodePosition, type Position } from './position.js';
@@ -128,8 +128,13 @@ export function contentCanonical(event: ChangeEvent): string {
  * prefix of the 43-character digest stored before, see {@link sameContent}.
  */
 export function contentHash(event: ChangeEvent): string {
-  return createHash('sha256').update(contentCanonical(event)).digest('base64url').slice(0, CONTENT_HASH_LENGTH);
+  return sha256Base64url(contentCanonical(event)).slice(0, CONTENT_HASH_LENGTH);
 }
+
+type OneShotHash = (algorithm: string, data: string, encoding: 'base64url') => string;
+/** `crypto.hash` (Node ≥ 20.12, 22): one call, no Hash object per digest. */
+const oneShot = (crypto as unknown as { hash?: OneShotHash }).hash;
+const sha256Base64url = (text: string): string => (oneShot ? oneShot('sha256', text, 'base64url') : crypto.createHash('sha256').update(text).digest('base64url'));
 
 /**
  * Whether a stored `__hash` and a planned one name the same content. A row stored before the

@@ -2,8 +2,9 @@
  * CPU-only measurements (no emulator): decode + normalize + plan against the bare
  * `base64 + JSON.parse` of the same records, and raw landing (gzip) per level.
  *
- * Every figure is a median over interleaved rounds (A, B, A, B, …) so that load from other
- * processes on the machine hits both sides alike; ratios are what to compare, not absolute times.
+ * Every figure is process CPU time, a median over rounds in which the compared sides alternate
+ * batch by batch, so that load from other processes on the machine hits both sides alike; ratios
+ * are what to compare, not absolute times.
  */
 import { gzipSync } from 'node:zlib';
 import type { Normalizer, RawRecord } from '../../functions/core/normalize.js';
@@ -16,15 +17,36 @@ export const median = (xs: readonly number[]): number => {
   return s.length % 2 === 1 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
 };
 
-/** Runs every side `rounds` times, interleaved, after one untimed warm-up each; median ms per side. */
-export function interleaved(sides: readonly (() => void)[], rounds: number): number[] {
-  for (const side of sides) side();
-  const times = sides.map(() => [] as number[]);
+/** CPU time of this process (user + system), ms: unlike wall time, it does not count the time
+ * other processes on a busy machine hold the cores. */
+export const cpuNow = (): number => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
+
+/**
+ * Runs every side `rounds` times after one untimed warm-up each, and returns each side's median
+ * CPU ms per round. A side is a list of chunks (e.g. one per batch); the sides alternate chunk by
+ * chunk (A1 B1 A2 B2 …), so a change of machine load hits every side alike.
+ */
+export function interleaved(sides: readonly (readonly (() => void)[] | (() => void))[], rounds: number): number[] {
+  const chunked = sides.map((s) => (typeof s === 'function' ? [s] : s));
+  for (const side of chunked) for (const chunk of side) chunk();
+  const times = chunked.map(() => [] as number[]);
+  const longest = Math.max(...chunked.map((s) => s.length));
   for (let r = 0; r < rounds; r++) {
-    sides.forEach((side, i) => {
-      const started = performance.now();
-      side();
-      (times[i] as number[]).push(performance.now() - started);
+    const sums = chunked.map(() => 0);
+    for (let c = 0; c < longest; c++) {
+      chunked.forEach((side, i) => {
+        const chunk = side[c];
+        if (!chunk) return;
+        const started = cpuNow();
+        chunk();
+        sums[i] = (sums[i] as number) + cpuNow() - started;
+      });
+    }
+    sums.forEach((ms, i) => {
+      (times[i] as number[]).push(ms);
     });
   }
   return times.map(median);
@@ -56,9 +78,9 @@ export interface DecodePlanCost {
 export function measureDecodePlan(batches: readonly (readonly Base64Record[])[], normalizer: Normalizer, rounds = 7): DecodePlanCost {
   const records = batches.reduce((n, b) => n + b.length, 0);
   let sink = 0;
-  const bare = () => {
-    for (const b of batches) for (const r of b) sink += (JSON.parse(Buffer.from(r.data, 'base64').toString('utf8')) as unknown) === null ? 1 : 0;
-  };
+  const bare = batches.map((b) => () => {
+    for (const r of b) sink += (JSON.parse(Buffer.from(r.data, 'base64').toString('utf8')) as unknown) === null ? 1 : 0;
+  });
   const decode = (b: readonly Base64Record[]): ChangeEvent[] => {
     const out: ChangeEvent[] = [];
     for (const r of b) {
@@ -69,16 +91,15 @@ export function measureDecodePlan(batches: readonly (readonly Base64Record[])[],
     return out;
   };
   const identify = (e: ChangeEvent) => normalizer.keyIdOf(e);
-  const pipeline = () => {
-    for (const b of batches) sink += planBatch(decode(b), identify).writes.length;
-  };
-  const normalizeOnly = () => {
-    for (const b of batches) sink += decode(b).length;
-  };
-  const normalized = batches.map(decode);
-  const planOnly = () => {
-    for (const events of normalized) sink += planBatch(events, identify).writes.length;
-  };
+  const pipeline = batches.map((b) => () => {
+    sink += planBatch(decode(b), identify).writes.length;
+  });
+  const normalizeOnly = batches.map((b) => () => {
+    sink += decode(b).length;
+  });
+  const planOnly = batches.map(decode).map((events) => () => {
+    sink += planBatch(events, identify).writes.length;
+  });
   const [bareMs, pipelineMs, normalizeMs, planMs] = interleaved([bare, pipeline, normalizeOnly, planOnly], rounds) as [number, number, number, number];
   if (sink < 0) throw new Error('unreachable'); // keeps the work observable
   const us = (ms: number) => (ms * 1000) / records;
@@ -108,9 +129,7 @@ export function measureGzipLevels(batches: readonly (readonly RawRecord[])[], de
   );
   const records = batches.reduce((n, b) => n + b.length, 0);
   const plain = bodies.reduce((n, b) => n + b.length, 0);
-  const sides = levels.map((level) => () => {
-    for (const body of bodies) gzipSync(body, { level });
-  });
+  const sides = levels.map((level) => bodies.map((body) => () => void gzipSync(body, { level })));
   const times = interleaved(sides, rounds);
   return levels.map((level, i) => {
     const compressed = bodies.reduce((n, b) => n + gzipSync(b, { level }).length, 0);

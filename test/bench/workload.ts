@@ -20,6 +20,8 @@ export interface WorkloadOptions {
   /** Share of redelivered copies, relative to `events`. */
   readonly redelivery: number;
   readonly seed: number;
+  /** Length range of the free-text `note` column (default 150..190: rows of about 300 bytes). */
+  readonly noteLength?: readonly [number, number];
 }
 
 /** The generated stream and what went into it. */
@@ -85,6 +87,7 @@ const BASE_SEQUENCE = BigInt(`4965831${'0'.repeat(49)}`);
 /** Builds the workload. Pure apart from CPU time. */
 export function generateWorkload(options: WorkloadOptions): Workload {
   const random = prng(options.seed);
+  const [noteMin, noteMax] = options.noteLength ?? [150, 190];
   const int = (lo: number, hi: number) => lo + Math.floor(random() * (hi - lo + 1));
   const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
   const text = (n: number) => Array.from({ length: n }, () => ALPHABET[Math.floor(random() * ALPHABET.length)]).join('');
@@ -124,7 +127,7 @@ export function generateWorkload(options: WorkloadOptions): Workload {
     let after: Row | null;
     if (before === null) {
       op = 'c';
-      after = { order_id: orderId, customer_id: int(1, 90_000), status: 'pending', amount_minor: int(100, 500_000), currency: pick(CURRENCIES), note: text(int(150, 190)), updated_at: ts };
+      after = { order_id: orderId, customer_id: int(1, 90_000), status: 'pending', amount_minor: int(100, 500_000), currency: pick(CURRENCIES), note: text(int(noteMin, noteMax)), updated_at: ts };
       rows.set(orderId, after);
     } else if (random() < 0.1 / 0.85) {
       op = 'd';
@@ -133,7 +136,7 @@ export function generateWorkload(options: WorkloadOptions): Workload {
     } else {
       op = 'u';
       after = { ...before, status: pick(STATUSES), amount_minor: before.amount_minor + int(-500, 500), updated_at: ts };
-      if (random() < 0.3) after.note = text(int(150, 190));
+      if (random() < 0.3) after.note = text(int(noteMin, noteMax));
       rows.set(orderId, after);
     }
     ops[op]++;
