@@ -37,6 +37,8 @@ function parseExact(text: string): JsonValue {
 const NUMBER_GRAMMAR = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
 /** A double holds every decimal of up to 15 significant digits exactly enough to round-trip. */
 const SAFE_DIGITS = 15;
+/** 2^53 - 1, the largest integer a double holds with its neighbours: compared as same-length text. */
+const MAX_SAFE_TEXT = String(Number.MAX_SAFE_INTEGER);
 
 /** What one scan of a JSON text found. */
 interface Scan {
@@ -84,17 +86,24 @@ function scan(text: string): Scan | null {
       const ordinal = numbers++;
       let digits = 0;
       let plain = true;
+      let integer = true;
       for (; i < n; i++) {
         const d = text.charCodeAt(i);
         if (d >= 0x30 && d <= 0x39) digits++;
         else if (!isNumberChar(d)) break;
-        else if (d !== 0x2e && !(d === 0x2d && i === start)) plain = false;
+        else if (d === 0x2e) integer = false;
+        else if (!(d === 0x2d && i === start)) plain = false;
       }
       // Up to 15 digits without an exponent: always safe, the common case, no slice needed.
       if (plain && digits <= SAFE_DIGITS) continue;
       const token = text.slice(start, i);
-      if (isSafeNumber(token)) continue;
-      if (!NUMBER_GRAMMAR.test(token)) return null;
+      if (plain && integer && digits === i - start - (c === 0x2d ? 1 : 0) && text.charCodeAt(i - digits) !== 0x30) {
+        // A well-formed integer (no leading zero) of 16+ digits: safe only below 2^53 (16 digits).
+        if (digits === 16 && token.slice(token.length - 16) <= MAX_SAFE_TEXT) continue;
+      } else {
+        if (isSafeNumber(token)) continue;
+        if (!NUMBER_GRAMMAR.test(token)) return null;
+      }
       if (unsafeOrdinals === null || unsafeTexts === null) {
         unsafeOrdinals = [];
         unsafeTexts = [];
@@ -235,22 +244,48 @@ function canonicalObject(value: object): string {
     return `${out}]`;
   }
   const obj = value as Record<string, unknown>;
-  const keys = Object.keys(obj).sort();
+  const keys = sortedKeys(Object.keys(obj));
   let out = '{';
   for (let i = 0; i < keys.length; i++) {
     const k = keys[i] as string;
     if (i > 0) out += ',';
-    out += `${quotedKey(k)}:${canonicalJson(obj[k])}`;
+    out += quotedKey(k);
+    out += canonicalJson(obj[k]);
   }
   return `${out}}`;
 }
 
-/** Column names repeat on every row: their JSON form is kept (bounded, so odd inputs cannot grow it). */
+/**
+ * Rows of one table list the same columns in the same order, so the sorted order is remembered
+ * per column list (found by its first key and checked element by element: the strings are
+ * internalized, so each comparison is a pointer compare).
+ */
+const sortedByFirst = new Map<string, { readonly keys: readonly string[]; readonly sorted: readonly string[] }>();
+function sortedKeys(keys: string[]): readonly string[] {
+  if (keys.length < 2) return keys;
+  const first = keys[0] as string;
+  const known = sortedByFirst.get(first);
+  if (known !== undefined && known.keys.length === keys.length) {
+    let same = true;
+    for (let i = 1; i < keys.length; i++) {
+      if (known.keys[i] !== keys[i]) {
+        same = false;
+        break;
+      }
+    }
+    if (same) return known.sorted;
+  }
+  const sorted = [...keys].sort();
+  if (sortedByFirst.size < 1024) sortedByFirst.set(first, { keys, sorted });
+  return sorted;
+}
+
+/** Column names repeat on every row: their JSON form and colon are kept (bounded, so odd inputs cannot grow it). */
 const quotedKeys = new Map<string, string>();
 function quotedKey(k: string): string {
   let q = quotedKeys.get(k);
   if (q === undefined) {
-    q = JSON.stringify(k);
+    q = `${JSON.stringify(k)}:`;
     if (quotedKeys.size < 4096) quotedKeys.set(k, q);
   }
   return q;

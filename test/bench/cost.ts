@@ -25,6 +25,8 @@ export const PRICES = {
   lambdaGbSecond: 0.0000166667,
   lambdaRequest: 0.2 / 1e6,
   lambdaMemoryGb: 1769 / 1024,
+  s3StandardGbMonth: 0.023,
+  s3InfrequentGbMonth: 0.0125,
 } as const;
 
 /** DynamoDB's item size: attribute names plus values (numbers: about one byte per two digits). */

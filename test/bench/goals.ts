@@ -9,8 +9,9 @@ import { Normalizer } from '../../functions/core/normalize.js';
 import { CONTENT_HASH_LENGTH } from '../../functions/core/plan.js';
 import type { ChangeEvent } from '../../functions/core/types.js';
 import { legacyParseJson } from '../helpers/legacy-json.js';
-import { type CostColumn, costTable, perRecordUsage, tidemarkUsage } from './cost.js';
-import { interleaved, measureDecodePlan, median, measureGzipLevels, toBase64Records } from './cpu.js';
+import { rawLinesFor } from '../../functions/ingest/raw-lines.js';
+import { type CostColumn, costTable, PRICES, perRecordUsage, tidemarkUsage } from './cost.js';
+import { type GzipLevelCost, interleaved, measureDecodePlan, median, measureGzipLevels, toBase64Records } from './cpu.js';
 import { defaultVariant, measureClients, profileClient, startStub, tidemarkVariant } from './sdk.js';
 import { generateWorkload, type Workload } from './workload.js';
 
@@ -125,14 +126,33 @@ export async function reportGoals(narrow: Workload, o: GoalOptions, print: (line
 
   // Goal 2.
   print('');
-  const narrowCost = decodeCost.get('narrow');
-  if (!narrowCost) throw new Error('unreachable');
-  const levels = measureGzipLevels(firstRecords(narrow, o.cpuRecords), narrowCost.pipelineMicros, [1, 3, 6, 9], o.quick ? 3 : 5);
-  print('goal 2: raw landing (gzip of the batch NDJSON) / decode+normalize+plan, per level (target ≤ 1)');
-  for (const l of levels) print(`  level ${l.level}: ratio ${f(l.vsDecodePlan)}  (${f(l.micros)} µs/record, compressed to ${pct(l.compression)})`);
-  const fitting = levels.filter((l) => l.vsDecodePlan <= 1);
-  const best = fitting.length > 0 ? fitting.reduce((a, b) => (b.compression < a.compression - 0.005 ? b : a)) : levels[0];
-  if (best) print(`  recommended: level ${best.level} (smallest output within the target; the zlib default is 6)`);
+  print('goal 2: raw landing (raw lines built, NDJSON, gzip) / decode+normalize+plan, per gzip level (target ≤ 1); first-year $ per million records:');
+  print('        Lambda CPU at 1769 MB + S3 storage (30 days Standard, then Infrequent Access, as the raw bucket lifecycle does)');
+  const yearDollars = (l: GzipLevelCost) => {
+    const gb = (l.compressedBytes * 1e6) / 1024 ** 3;
+    return l.micros * PRICES.lambdaMemoryGb * PRICES.lambdaGbSecond + gb * (PRICES.s3StandardGbMonth + 11 * PRICES.s3InfrequentGbMonth);
+  };
+  const landing = new Map<string, GzipLevelCost>();
+  for (const { name, batches } of workloads) {
+    const cost = decodeCost.get(name);
+    if (!cost) continue;
+    const lineNormalizer = new Normalizer(o.config);
+    const lineBatches = batches.map((b) =>
+      b.flatMap((r) => {
+        const res = lineNormalizer.normalize(r);
+        return res.ok ? rawLinesFor(r, res).map((l) => l.line) : [];
+      }),
+    );
+    const records = batches.reduce((n, b) => n + b.length, 0);
+    const levels = measureGzipLevels(lineBatches, records, cost.pipelineMicros, [1, 3, 6, 9], o.quick ? 3 : 5);
+    for (const l of levels) {
+      print(`  ${name.padEnd(6)} level ${l.level}: ratio ${f(l.vsDecodePlan)}  (${f(l.micros)} µs/record, ${Math.round(l.compressedBytes)} B/record = ${pct(l.compression)} of the text; first year $${yearDollars(l).toFixed(4)}/million)`);
+    }
+    const fitting = levels.filter((l) => l.vsDecodePlan <= 1);
+    const best = (fitting.length > 0 ? fitting : levels).reduce((a, b) => (yearDollars(b) < yearDollars(a) ? b : a));
+    landing.set(name, best);
+    print(`  ${name.padEnd(6)} recommended: level ${best.level} (cheapest first year within the target; raw objects are kept, so bytes outweigh CPU)`);
+  }
 
   // Goal 6.
   print('');
@@ -159,7 +179,7 @@ export async function reportGoals(narrow: Workload, o: GoalOptions, print: (line
   for (const u of usages) {
     const cost = decodeCost.get(u.name);
     if (!cost) continue;
-    const gzip = (best ?? levels[0])?.micros ?? 0;
+    const gzip = landing.get(u.name)?.micros ?? 0;
     const recordsN = u.tidemark.records;
     const tidemarkCpu = cost.pipelineMicros + gzip + ((u.tidemark.writeRequests + u.tidemark.s3Puts) / recordsN) * writeCpu;
     const perRecordCpu = cost.normalizeMicros + writeCpu;
