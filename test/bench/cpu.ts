@@ -108,8 +108,10 @@ export function measureDecodePlan(batches: readonly (readonly Base64Record[])[],
 
 export interface GzipLevelCost {
   readonly level: number;
-  /** µs per record to build the batch's raw NDJSON lines and gzip them at this level. */
+  /** µs per record to serialize the batch's raw lines as NDJSON and gzip them at this level. */
   readonly micros: number;
+  /** µs per record of the serialization alone (the same for every level). */
+  readonly serializeMicros: number;
   /** Compressed bytes per record. */
   readonly compressedBytes: number;
   /** compressed bytes / uncompressed bytes. */
@@ -119,17 +121,19 @@ export interface GzipLevelCost {
 }
 
 /**
- * Goal 2: raw landing CPU per gzip level: build each batch's raw lines (as the ingest does, with
- * `rawLinesFor`), serialize them as NDJSON and gzip the body. `lines` gives a batch's lines.
+ * Goal 2: raw landing CPU per gzip level: serialize each batch's raw lines (built as the ingest
+ * builds them, with `rawLinesFor`) as NDJSON and gzip the body, against the serialization alone.
  */
 export function measureGzipLevels(lineBatches: readonly (readonly unknown[])[], records: number, decodePlanMicros: number, levels: readonly number[], rounds: number): GzipLevelCost[] {
   const body = (lines: readonly unknown[]) => Buffer.from(`${lines.map((l) => JSON.stringify(l)).join('\n')}\n`, 'utf8');
+  const serializeOnly = lineBatches.map((lines) => () => void body(lines));
   const sides = levels.map((level) => lineBatches.map((lines) => () => void gzipSync(body(lines), { level })));
-  const times = interleaved(sides, rounds);
+  const [serializeMs, ...times] = interleaved([serializeOnly, ...sides], rounds) as [number, ...number[]];
   const plain = lineBatches.reduce((n, lines) => n + body(lines).length, 0);
   return levels.map((level, i) => {
     const compressed = lineBatches.reduce((n, lines) => n + gzipSync(body(lines), { level }).length, 0);
     const micros = ((times[i] as number) * 1000) / records;
-    return { level, micros, compressedBytes: compressed / records, compression: compressed / plain, vsDecodePlan: micros / decodePlanMicros };
+    const serializeMicros = (serializeMs * 1000) / records;
+    return { level, micros, serializeMicros, compressedBytes: compressed / records, compression: compressed / plain, vsDecodePlan: micros / decodePlanMicros };
   });
 }
