@@ -4,7 +4,7 @@
  * `tidemark plan` (a dry run from empty state), property tests and benchmarks.
  */
 import { type PatchEffect, patchMissing } from './effect.js';
-import { type PlannedTruncate, type PlannedWrite, rebaseWrite } from './plan.js';
+import { type PlannedTruncate, type PlannedWrite, rebaseWrite, sameContent } from './plan.js';
 import type { Key, Row, RowOp } from './types.js';
 
 export interface StoredItem {
@@ -30,7 +30,8 @@ export type ApplyOutcome = 'applied' | 'stale' | 'duplicate' | 'conflict';
 export function guardOutcome(stored: Pick<StoredItem, 'position' | 'contentHash'> | undefined, write: Pick<PlannedWrite, 'encodedPosition' | 'contentHash'>): ApplyOutcome {
   if (!stored || stored.position < write.encodedPosition) return 'applied';
   if (stored.position > write.encodedPosition) return 'stale';
-  return stored.contentHash === write.contentHash ? 'duplicate' : 'conflict';
+  // sameContent: a row stored before the digest was shortened holds the full 43-character digest.
+  return sameContent(stored.contentHash, write.contentHash) ? 'duplicate' : 'conflict';
 }
 
 /** The item a write leaves behind, given what was stored. */
