@@ -34,7 +34,6 @@ function parseExact(text: string): JsonValue {
   return parse(text, null, parseNumber) as JsonValue;
 }
 
-const NUMBER_GRAMMAR = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
 /** A double holds every decimal of up to 15 significant digits exactly enough to round-trip. */
 const SAFE_DIGITS = 15;
 /** 2^53 - 1, the largest integer a double holds with its neighbours: compared as same-length text. */
@@ -55,8 +54,9 @@ interface Scan {
 const isNumberChar = (c: number): boolean => (c >= 0x30 && c <= 0x39) || c === 0x2e || c === 0x2d || c === 0x2b || c === 0x65 || c === 0x45;
 
 /**
- * One pass over the text outside strings (strings are skipped with `indexOf`). Returns null when
- * only the exact tier can answer: an unterminated string or a malformed unsafe number.
+ * One pass over the text outside strings (strings are skipped with `indexOf`). In valid JSON every
+ * maximal run of number characters outside strings is one number token. Returns null for an
+ * unterminated string (invalid JSON: the exact tier gives the error).
  */
 function scan(text: string): Scan | null {
   const n = text.length;
@@ -97,13 +97,11 @@ function scan(text: string): Scan | null {
       // Up to 15 digits without an exponent: always safe, the common case, no slice needed.
       if (plain && digits <= SAFE_DIGITS) continue;
       const token = text.slice(start, i);
-      if (plain && integer && digits === i - start - (c === 0x2d ? 1 : 0) && text.charCodeAt(i - digits) !== 0x30) {
-        // A well-formed integer (no leading zero) of 16+ digits: safe only below 2^53 (16 digits).
+      if (plain && integer) {
+        // An integer of 16+ digits: safe only below 2^53, which has 16 digits.
         if (digits === 16 && token.slice(token.length - 16) <= MAX_SAFE_TEXT) continue;
-      } else {
-        if (isSafeNumber(token)) continue;
-        if (!NUMBER_GRAMMAR.test(token)) return null;
-      }
+      } else if (isSafeNumber(token)) continue;
+      // A malformed token needs no check here: JSON.parse rejects the text and the exact tier answers.
       if (unsafeOrdinals === null || unsafeTexts === null) {
         unsafeOrdinals = [];
         unsafeTexts = [];
