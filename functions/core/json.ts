@@ -242,27 +242,39 @@ function canonicalObject(value: object): string {
     return `${out}]`;
   }
   const obj = value as Record<string, unknown>;
-  const keys = sortedKeys(Object.keys(obj));
+  const layout = layoutOf(Object.keys(obj));
+  const keys = layout.sorted;
   let out = '{';
   for (let i = 0; i < keys.length; i++) {
-    const k = keys[i] as string;
     if (i > 0) out += ',';
-    out += quotedKey(k);
-    out += canonicalJson(obj[k]);
+    out += layout.quoted[i] as string;
+    out += canonicalJson(obj[keys[i] as string]);
   }
   return `${out}}`;
 }
 
+/** An object's keys in canonical order, each with its JSON text and colon. */
+interface Layout {
+  readonly keys: readonly string[];
+  readonly sorted: readonly string[];
+  readonly quoted: readonly string[];
+}
+
+const layoutFor = (keys: readonly string[]): Layout => {
+  const sorted = [...keys].sort();
+  return { keys, sorted, quoted: sorted.map((k) => `${JSON.stringify(k)}:`) };
+};
+
 /**
- * Rows of one table list the same columns in the same order, so the sorted order is remembered
- * per column list (found by its first key and checked element by element: the strings are
- * internalized, so each comparison is a pointer compare).
+ * Rows of one table list the same columns in the same order, so each column list's layout is
+ * remembered (found by its first key, checked element by element: the strings are internalized,
+ * so each comparison is a pointer compare; bounded, so odd inputs cannot grow it).
  */
-const sortedByFirst = new Map<string, { readonly keys: readonly string[]; readonly sorted: readonly string[] }>();
-function sortedKeys(keys: string[]): readonly string[] {
-  if (keys.length < 2) return keys;
+const layouts = new Map<string, Layout>();
+function layoutOf(keys: string[]): Layout {
+  if (keys.length === 0) return layoutFor(keys);
   const first = keys[0] as string;
-  const known = sortedByFirst.get(first);
+  const known = layouts.get(first);
   if (known !== undefined && known.keys.length === keys.length) {
     let same = true;
     for (let i = 1; i < keys.length; i++) {
@@ -271,22 +283,11 @@ function sortedKeys(keys: string[]): readonly string[] {
         break;
       }
     }
-    if (same) return known.sorted;
+    if (same) return known;
   }
-  const sorted = [...keys].sort();
-  if (sortedByFirst.size < 1024) sortedByFirst.set(first, { keys, sorted });
-  return sorted;
-}
-
-/** Column names repeat on every row: their JSON form and colon are kept (bounded, so odd inputs cannot grow it). */
-const quotedKeys = new Map<string, string>();
-function quotedKey(k: string): string {
-  let q = quotedKeys.get(k);
-  if (q === undefined) {
-    q = `${JSON.stringify(k)}:`;
-    if (quotedKeys.size < 4096) quotedKeys.set(k, q);
-  }
-  return q;
+  const layout = layoutFor(keys);
+  if (layouts.size < 1024) layouts.set(first, layout);
+  return layout;
 }
 
 const INTEGER_TEXT = /^-?\d+$/;
