@@ -190,7 +190,9 @@ export function planBatch(events: readonly ChangeEvent[], identify: KeyIdentity)
   };
 
   const truncates = new Map<string, { winner: Candidate; sources: number[] }>();
-  const groups = new Map<string, Group>();
+  // Groups by table, then by key id (no joined string per event); `groups` keeps first-arrival order.
+  const byTable = new Map<string, Map<string, Group>>();
+  const groups: Group[] = [];
 
   for (let index = 0; index < events.length; index++) {
     const event = events[index] as ChangeEvent;
@@ -211,10 +213,18 @@ export function planBatch(events: readonly ChangeEvent[], identify: KeyIdentity)
       continue;
     }
     const id = identify(event);
-    const groupKey = `${event.table}\u0000${id}`;
-    const g = groups.get(groupKey);
+    let perKey = byTable.get(event.table);
+    if (perKey === undefined) {
+      perKey = new Map();
+      byTable.set(event.table, perKey);
+    }
+    const g = perKey.get(id);
     if (g) g.items.push(candidate);
-    else groups.set(groupKey, { table: event.table, keyId: id, items: [candidate] });
+    else {
+      const group: Group = { table: event.table, keyId: id, items: [candidate] };
+      perKey.set(id, group);
+      groups.push(group);
+    }
   }
 
   const plannedTruncates: PlannedTruncate[] = [];
@@ -231,7 +241,7 @@ export function planBatch(events: readonly ChangeEvent[], identify: KeyIdentity)
 
   const writes: PlannedWrite[] = [];
   const conflicts: Conflict[] = [];
-  for (const g of groups.values()) {
+  for (const g of groups) {
     const write = planGroup(g, countsFor(g.table), truncates.get(g.table)?.winner.event.position.tuple, conflicts);
     if (write) writes.push(write);
   }

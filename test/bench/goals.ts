@@ -12,7 +12,7 @@ import { legacyParseJson } from '../helpers/legacy-json.js';
 import { rawLinesFor } from '../../functions/ingest/raw-lines.js';
 import { type CostColumn, costTable, PRICES, perRecordUsage, tidemarkUsage } from './cost.js';
 import { type GzipLevelCost, interleaved, measureDecodePlan, median, measureGzipLevels, toBase64Records } from './cpu.js';
-import { defaultVariant, measureClients, profileClient, startStub, tidemarkVariant } from './sdk.js';
+import { agentVariant, defaultVariant, measureClients, noRetryVariant, profileClient, startStub, tidemarkVariant } from './sdk.js';
 import { generateWorkload, type Workload } from './workload.js';
 
 const f = (n: number, d = 2) => n.toFixed(d);
@@ -167,10 +167,12 @@ export async function reportGoals(narrow: Workload, o: GoalOptions, print: (line
   const stub = await startStub();
   let writeCpu = 0;
   try {
-    const costs = await measureClients(stub.endpoint, [defaultVariant, tidemarkVariant], o.quick ? 300 : 600, o.quick ? 5 : 9);
-    const [def, tuned] = costs as [(typeof costs)[number], (typeof costs)[number]];
+    const variants = o.quick ? [defaultVariant, tidemarkVariant] : [defaultVariant, tidemarkVariant, agentVariant, noRetryVariant];
+    const costs = await measureClients(stub.endpoint, variants, o.quick ? 300 : 500, o.quick ? 5 : 7);
+    const [def, tuned, ...others] = costs as [(typeof costs)[number], (typeof costs)[number], ...(typeof costs)[number][]];
     writeCpu = tuned.cpuMicros;
     print(`  tuned/default CPU per write: ${f(tuned.cpuMicros / def.cpuMicros)}  (default ${f(def.cpuMicros, 0)} µs, tidemark createClients ${f(tuned.cpuMicros, 0)} µs; wall ${f(def.wallMicros, 0)} / ${f(tuned.wallMicros, 0)} µs at 16 in flight)`);
+    for (const other of others) print(`  ${other.name}: ${f(other.cpuMicros / def.cpuMicros)} of the default's CPU`);
     for (const v of [defaultVariant, tidemarkVariant]) {
       const shares = await profileClient(stub.endpoint, v, o.quick ? 300 : 800);
       print(`  where the time goes (${v.name}): ${shares.filter(([, s]) => s >= 0.02).map(([k, s]) => `${k} ${pct(s)}`).join(', ')}`);

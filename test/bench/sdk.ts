@@ -5,8 +5,11 @@
  * A CPU profile of each client shows where the time goes, grouped by package.
  */
 import { spawn } from 'node:child_process';
+import { Agent as HttpAgent } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
 import { Session } from 'node:inspector/promises';
 import { DynamoDBClient, PutItemCommand, type PutItemCommandInput } from '@aws-sdk/client-dynamodb';
+import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { createClients, destroyClients } from '../../functions/commons/clients.js';
 import { mapLimit } from '../../functions/ingest/concurrency.js';
 import { median } from './cpu.js';
@@ -81,6 +84,29 @@ export const defaultVariant: ClientVariant = {
   name: 'default SDK client',
   make: (endpoint) => {
     const client = new DynamoDBClient({ endpoint, region: 'us-east-1', credentials });
+    return { client, close: () => client.destroy() };
+  },
+};
+
+/** A default client with its own keep-alive agent (64 sockets) instead of the SDK's handler defaults. */
+export const agentVariant: ClientVariant = {
+  name: 'default + keep-alive agent, 64 sockets',
+  make: (endpoint) => {
+    const client = new DynamoDBClient({
+      endpoint,
+      region: 'us-east-1',
+      credentials,
+      requestHandler: new NodeHttpHandler({ httpAgent: new HttpAgent({ keepAlive: true, maxSockets: 64 }), httpsAgent: new HttpsAgent({ keepAlive: true, maxSockets: 64 }) }),
+    });
+    return { client, close: () => client.destroy() };
+  },
+};
+
+/** A default client that never retries (shown for its CPU; not applied: throttling needs retries). */
+export const noRetryVariant: ClientVariant = {
+  name: 'default + maxAttempts 1',
+  make: (endpoint) => {
+    const client = new DynamoDBClient({ endpoint, region: 'us-east-1', credentials, maxAttempts: 1 });
     return { client, close: () => client.destroy() };
   },
 };
