@@ -134,23 +134,38 @@ async function run(client: DynamoDBClient, writes: number, concurrency: number):
   });
 }
 
-/** CPU per write for each variant: `rounds` interleaved runs of `writes` writes, median. */
+/**
+ * CPU per write for each variant: `rounds` rounds of `writes` writes each, sent in chunks of 100
+ * that alternate between the variants (in a rotating order), so load changes and garbage
+ * collections spread over all of them; median round.
+ */
 export async function measureClients(endpoint: string, variants: readonly ClientVariant[], writes = 2_000, rounds = 5, concurrency = 16): Promise<WriteCost[]> {
   const made = variants.map((v) => v.make(endpoint));
+  const chunk = 100;
   try {
     for (const m of made) await run(m.client, 300, concurrency);
     const cpu = variants.map(() => [] as number[]);
     const wall = variants.map(() => [] as number[]);
     for (let r = 0; r < rounds; r++) {
-      for (let i = 0; i < made.length; i++) {
-        const m = made[i] as (typeof made)[number];
-        const c0 = process.cpuUsage();
-        const w0 = performance.now();
-        await run(m.client, writes, concurrency);
-        const used = process.cpuUsage(c0);
-        (wall[i] as number[]).push(((performance.now() - w0) * 1000) / writes);
-        (cpu[i] as number[]).push((used.user + used.system) / writes);
+      const cpuSum = made.map(() => 0);
+      const wallSum = made.map(() => 0);
+      for (let c = 0; c * chunk < writes; c++) {
+        for (let k = 0; k < made.length; k++) {
+          const i = (k + c + r) % made.length;
+          const m = made[i] as (typeof made)[number];
+          const c0 = process.cpuUsage();
+          const w0 = performance.now();
+          await run(m.client, chunk, concurrency);
+          const used = process.cpuUsage(c0);
+          wallSum[i] = (wallSum[i] as number) + (performance.now() - w0) * 1000;
+          cpuSum[i] = (cpuSum[i] as number) + used.user + used.system;
+        }
       }
+      const sent = Math.ceil(writes / chunk) * chunk;
+      made.forEach((_, i) => {
+        (cpu[i] as number[]).push((cpuSum[i] as number) / sent);
+        (wall[i] as number[]).push((wallSum[i] as number) / sent);
+      });
     }
     return variants.map((v, i) => ({ name: v.name, cpuMicros: median(cpu[i] as number[]), wallMicros: median(wall[i] as number[]) }));
   } finally {
