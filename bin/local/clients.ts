@@ -7,6 +7,7 @@ import { Agent as HttpAgent } from 'node:http';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { KinesisClient } from '@aws-sdk/client-kinesis';
 import { S3Client } from '@aws-sdk/client-s3';
+import { lean } from '../../functions/commons/clients.js';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { RuntimeClients } from '../../functions/commons/clients.js';
 
@@ -67,7 +68,7 @@ export function createClients(endpoints: Partial<Endpoints> & { region?: string 
   };
 
   const dynamodbEndpoint = endpointOf('dynamodb');
-  const dynamodb = new DynamoDBClient({ ...common, ...(dynamodbEndpoint !== undefined ? { endpoint: dynamodbEndpoint } : {}) });
+  const dynamodb = lean(new DynamoDBClient({ ...common, ...(dynamodbEndpoint !== undefined ? { endpoint: dynamodbEndpoint } : {}) }));
 
   const kinesisEndpoint = endpointOf('kinesis');
   const kinesis = new KinesisClient({
@@ -79,12 +80,14 @@ export function createClients(endpoints: Partial<Endpoints> & { region?: string 
   });
 
   const s3Endpoint = endpointOf('s3');
-  const s3 = new S3Client({
-    ...common,
-    ...(s3Endpoint !== undefined ? { endpoint: s3Endpoint, forcePathStyle: true } : {}),
-    requestChecksumCalculation: 'WHEN_REQUIRED',
-    responseChecksumValidation: 'WHEN_REQUIRED',
-  });
+  const s3 = lean(
+    new S3Client({
+      ...common,
+      ...(s3Endpoint !== undefined ? { endpoint: s3Endpoint, forcePathStyle: true } : {}),
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      responseChecksumValidation: 'WHEN_REQUIRED',
+    }),
+  );
 
   return { dynamodb, kinesis, s3 };
 }

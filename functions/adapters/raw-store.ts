@@ -19,6 +19,11 @@ import { PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import type { TransportMeta } from '../core/types.js';
 
 const gzipAsync = promisify(gzip);
+/**
+ * Level 3 costs about half the CPU of zlib's default 6 for about 3% larger objects
+ * (`npm run bench`, goal 2; docs/performance.md): raw landing then costs no more than decoding.
+ */
+const GZIP = { level: 3 } as const;
 
 export interface BatchCoordinates {
   readonly shard: string;
@@ -198,7 +203,7 @@ export class RawStore {
   async spill(table: string, keyId: string, position: string, body: string): Promise<string> {
     const digest = Buffer.from(keyId).toString('base64url').slice(0, 200);
     const key = `${this.rawPrefix}spill/table=${encodeSegment(table)}/${digest}/${position}.json.gz`;
-    const gz = await gzipAsync(Buffer.from(body, 'utf8'));
+    const gz = await gzipAsync(Buffer.from(body, 'utf8'), GZIP);
     await this.s3.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: gz, ContentType: 'application/json', ContentEncoding: 'gzip' }));
     return `s3://${this.bucket}/${key}`;
   }
@@ -206,7 +211,7 @@ export class RawStore {
   private async put(keyFor: (digest: string) => string, lines: readonly unknown[]): Promise<{ key: string; bytes: number }> {
     const text = `${lines.map((l) => JSON.stringify(l)).join('\n')}\n`;
     const key = keyFor(contentDigest(text));
-    const body = await gzipAsync(Buffer.from(text, 'utf8'));
+    const body = await gzipAsync(Buffer.from(text, 'utf8'), GZIP);
     await this.s3.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentType: 'application/x-ndjson', ContentEncoding: 'gzip' }));
     return { key, bytes: body.length };
   }

@@ -2,9 +2,18 @@
  * Lossless JSON for change events.
  *
  * Source systems send integers beyond 2^53 (PostgreSQL LSNs, `ts_ns`, BIGINT UNSIGNED columns)
- * and decimals with more digits than a double holds. We parse every message with `lossless-json`:
- * numbers that survive a round trip through a JS number become `number`, all others stay a
- * `LosslessNumber` holding the exact decimal text.
+ * and decimals with more digits than a double holds. Numbers that survive a round trip through a
+ * JS number become `number`; all others stay a `LosslessNumber` holding the exact decimal text.
+ *
+ * Parsing is the hot path of ingest, so it runs in two tiers that give identical results:
+ * - fast: one scan of the text finds every number token that could lose precision (by its ordinal
+ *   among the text's numbers) and counts the object members; the native `JSON.parse` builds the
+ *   value; one walk in document order puts the unsafe tokens back as `LosslessNumber`s and counts
+ *   the members again: fewer than the text's shows a duplicate key;
+ * - exact: `lossless-json`, used whenever the fast tier cannot vouch for its result (a duplicate
+ *   key, invalid JSON, an unsafe number in an object with integer-like keys, whose order V8
+ *   changes). It rejects a duplicate key whose values differ, and gives the error messages.
+ * Both tiers store a `__proto__` key as an own property, never as the prototype.
  */
 import { isLosslessNumber, isSafeNumber, LosslessNumber, parse, stringify } from 'lossless-json';
 
@@ -20,9 +29,165 @@ function parseNumber(text: string): number | LosslessNumber {
   return isSafeNumber(text) ? Number(text) : new LosslessNumber(text);
 }
 
-/** Parses JSON text without ever rounding a number. Throws `SyntaxError` on bad input. */
-export function parseJson(text: string): JsonValue {
+/** The exact tier: a recursive-descent parser that never rounds and rejects differing duplicate keys. */
+function parseExact(text: string): JsonValue {
   return parse(text, null, parseNumber) as JsonValue;
+}
+
+/** A double holds every decimal of up to 15 significant digits exactly enough to round-trip. */
+const SAFE_DIGITS = 15;
+/** 2^53 - 1, the largest integer a double holds with its neighbours: compared as same-length text. */
+const MAX_SAFE_TEXT = String(Number.MAX_SAFE_INTEGER);
+
+/** What one scan of a JSON text found. */
+interface Scan {
+  /** Object members (`:` outside strings). */
+  members: number;
+  /**
+   * Number tokens a double would not hold: their ordinal among all number tokens of the text and
+   * their text, or null when there is none.
+   */
+  unsafeOrdinals: number[] | null;
+  unsafeTexts: string[] | null;
+}
+
+const isNumberChar = (c: number): boolean => (c >= 0x30 && c <= 0x39) || c === 0x2e || c === 0x2d || c === 0x2b || c === 0x65 || c === 0x45;
+
+/**
+ * One pass over the text outside strings (strings are skipped with `indexOf`). In valid JSON every
+ * maximal run of number characters outside strings is one number token. Returns null for an
+ * unterminated string (invalid JSON: the exact tier gives the error).
+ */
+function scan(text: string): Scan | null {
+  const n = text.length;
+  let members = 0;
+  let numbers = 0;
+  let unsafeOrdinals: number[] | null = null;
+  let unsafeTexts: string[] | null = null;
+  let i = 0;
+  while (i < n) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      let j = text.indexOf('"', i + 1);
+      while (j !== -1 && text.charCodeAt(j - 1) === 0x5c) {
+        // The quote ends the string unless an odd run of backslashes escapes it.
+        let k = j - 2;
+        while (text.charCodeAt(k) === 0x5c) k--;
+        if (((j - 1 - k) & 1) === 0) break;
+        j = text.indexOf('"', j + 1);
+      }
+      if (j === -1) return null;
+      i = j + 1;
+    } else if (c === 0x3a) {
+      members++;
+      i++;
+    } else if ((c >= 0x30 && c <= 0x39) || c === 0x2d) {
+      const start = i;
+      const ordinal = numbers++;
+      let digits = 0;
+      let plain = true;
+      let integer = true;
+      for (; i < n; i++) {
+        const d = text.charCodeAt(i);
+        if (d >= 0x30 && d <= 0x39) digits++;
+        else if (!isNumberChar(d)) break;
+        else if (d === 0x2e) integer = false;
+        else if (!(d === 0x2d && i === start)) plain = false;
+      }
+      // Up to 15 digits without an exponent: always safe, the common case, no slice needed.
+      if (plain && digits <= SAFE_DIGITS) continue;
+      const token = text.slice(start, i);
+      if (plain && integer) {
+        // An integer of 16+ digits: safe only below 2^53, which has 16 digits.
+        if (digits === 16 && token.slice(token.length - 16) <= MAX_SAFE_TEXT) continue;
+      } else if (isSafeNumber(token)) continue;
+      // A malformed token needs no check here: JSON.parse rejects the text and the exact tier answers.
+      if (unsafeOrdinals === null || unsafeTexts === null) {
+        unsafeOrdinals = [];
+        unsafeTexts = [];
+      }
+      unsafeOrdinals.push(ordinal);
+      unsafeTexts.push(token);
+    } else i++;
+  }
+  return { members, unsafeOrdinals, unsafeTexts };
+}
+
+/** The walk over the parsed value: members counted, numbers counted in document order. */
+interface Walk {
+  members: number;
+  /** Ordinal of the next number value met. */
+  ordinal: number;
+  /** Index into `ordinals` of the next unsafe number to put back. */
+  next: number;
+  readonly ordinals: readonly number[] | null;
+  readonly texts: readonly string[] | null;
+  /**
+   * Set when an object has a key starting with a digit: V8 lists integer-like keys first, so the
+   * walk's order may differ from the text's and the numbers cannot be matched by ordinal.
+   */
+  reordered: boolean;
+}
+
+/**
+ * Counts object members and puts the unsafe numbers back as LosslessNumbers. JSON.parse keeps
+ * document order (arrays by index, objects by insertion) except for integer-like keys, so the n-th
+ * number value met is the n-th number token of the text.
+ */
+function restore(value: object, w: Walk): void {
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const v: unknown = value[i];
+      if (typeof v === 'object') {
+        if (v !== null) restore(v, w);
+      } else if (typeof v === 'number' && w.ordinals !== null && w.ordinal++ === w.ordinals[w.next]) value[i] = nextUnsafe(w);
+    }
+    return;
+  }
+  const obj = value as Record<string, unknown>;
+  const matching = w.ordinals !== null;
+  for (const k in obj) {
+    w.members++;
+    if (matching) {
+      const first = k.charCodeAt(0);
+      if (first >= 0x30 && first <= 0x39) w.reordered = true;
+    }
+    const v = obj[k];
+    if (typeof v === 'object') {
+      if (v !== null) restore(v, w);
+      // `k` is an own key, so even `__proto__` assigns the own property here.
+    } else if (typeof v === 'number' && matching && w.ordinal++ === w.ordinals?.[w.next]) obj[k] = nextUnsafe(w);
+  }
+}
+
+function nextUnsafe(w: Walk): LosslessNumber {
+  const text = w.texts?.[w.next++];
+  if (text === undefined) throw new SyntaxError('unsafe number out of range'); // unreachable: one per ordinal
+  return new LosslessNumber(text);
+}
+
+/**
+ * Parses JSON text without ever rounding a number. Throws `SyntaxError` on bad input, and on a
+ * key given twice with different values.
+ */
+export function parseJson(text: string): JsonValue {
+  const found = scan(text);
+  if (found === null) return parseExact(text);
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return parseExact(text); // for its error message
+  }
+  if (typeof value === 'object' && value !== null) {
+    const w: Walk = { members: 0, ordinal: 0, next: 0, ordinals: found.unsafeOrdinals, texts: found.unsafeTexts, reordered: false };
+    restore(value, w);
+    // Fewer members than the text holds: a duplicate key, which only the exact tier judges.
+    if (w.members !== found.members || w.reordered) return parseExact(text);
+    return value as JsonValue;
+  }
+  const only = found.unsafeTexts?.[0];
+  return only !== undefined ? new LosslessNumber(only) : (value as JsonValue);
 }
 
 /** Serializes a value produced by {@link parseJson}; big numbers are written digit for digit. */
@@ -39,22 +204,97 @@ export function isJsonObject(value: unknown): value is JsonObject {
 /**
  * A canonical text form: object keys sorted, numbers in their exact decimal text.
  * Two values are the same content exactly when their canonical forms are equal.
+ *
+ * The text is part of the stored content hash (`__hash`), so it must never change: the
+ * differential fuzz test holds it byte for byte to the first implementation.
  */
 export function canonicalJson(value: unknown): string {
-  if (value === undefined) return 'null';
-  if (isLosslessNumber(value)) return normalizeNumberText(value.value);
-  if (typeof value === 'number') return normalizeNumberText(String(value));
-  if (typeof value === 'bigint') return value.toString();
-  if (value === null || typeof value !== 'object') return JSON.stringify(value);
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  const obj = value as Record<string, unknown>;
-  const keys = Object.keys(obj).sort();
-  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k])}`).join(',')}}`;
+  switch (typeof value) {
+    case 'string':
+      return JSON.stringify(value);
+    case 'number':
+      // String(n) is already canonical: integers print all their digits, others the shortest
+      // round-trip form (the normalization below returns it unchanged for every double).
+      return String(value);
+    case 'boolean':
+      return value ? 'true' : 'false';
+    case 'undefined':
+      return 'null';
+    case 'bigint':
+      return value.toString();
+    case 'object':
+      return value === null ? 'null' : canonicalObject(value);
+    default:
+      return String(JSON.stringify(value));
+  }
 }
+
+function canonicalObject(value: object): string {
+  if (value instanceof LosslessNumber || isLosslessNumber(value)) return normalizeNumberText((value as LosslessNumber).value);
+  if (Array.isArray(value)) {
+    let out = '[';
+    for (let i = 0; i < value.length; i++) {
+      if (i > 0) out += ',';
+      const v: unknown = value[i];
+      // A hole prints as nothing, as Array.prototype.join does.
+      if (v !== undefined || i in value) out += canonicalJson(v);
+    }
+    return `${out}]`;
+  }
+  const obj = value as Record<string, unknown>;
+  const layout = layoutOf(Object.keys(obj));
+  const keys = layout.sorted;
+  let out = '{';
+  for (let i = 0; i < keys.length; i++) {
+    if (i > 0) out += ',';
+    out += layout.quoted[i] as string;
+    out += canonicalJson(obj[keys[i] as string]);
+  }
+  return `${out}}`;
+}
+
+/** An object's keys in canonical order, each with its JSON text and colon. */
+interface Layout {
+  readonly keys: readonly string[];
+  readonly sorted: readonly string[];
+  readonly quoted: readonly string[];
+}
+
+const layoutFor = (keys: readonly string[]): Layout => {
+  const sorted = [...keys].sort();
+  return { keys, sorted, quoted: sorted.map((k) => `${JSON.stringify(k)}:`) };
+};
+
+/**
+ * Rows of one table list the same columns in the same order, so each column list's layout is
+ * remembered (found by its first key, checked element by element: the strings are internalized,
+ * so each comparison is a pointer compare; bounded, so odd inputs cannot grow it).
+ */
+const layouts = new Map<string, Layout>();
+function layoutOf(keys: string[]): Layout {
+  if (keys.length === 0) return layoutFor(keys);
+  const first = keys[0] as string;
+  const known = layouts.get(first);
+  if (known !== undefined && known.keys.length === keys.length) {
+    let same = true;
+    for (let i = 1; i < keys.length; i++) {
+      if (known.keys[i] !== keys[i]) {
+        same = false;
+        break;
+      }
+    }
+    if (same) return known;
+  }
+  const layout = layoutFor(keys);
+  if (layouts.size < 1024) layouts.set(first, layout);
+  return layout;
+}
+
+const INTEGER_TEXT = /^-?\d+$/;
 
 function normalizeNumberText(text: string): string {
   // 1e3, 1000 and 1000.0 are the same number; integers are compared by their digits.
-  if (/^-?\d+$/.test(text)) return BigInt(text).toString();
+  if (INTEGER_TEXT.test(text)) return BigInt(text).toString();
   const n = Number(text);
   return Number.isFinite(n) && isSafeNumber(text, { approx: true }) ? String(n) : text;
 }
@@ -66,8 +306,8 @@ function normalizeNumberText(text: string): string {
 export function toBigInt(value: unknown): bigint | undefined {
   if (typeof value === 'bigint') return value;
   if (typeof value === 'number') return Number.isSafeInteger(value) ? BigInt(value) : undefined;
-  if (isLosslessNumber(value)) return /^-?\d+$/.test(value.value) ? BigInt(value.value) : undefined;
-  if (typeof value === 'string' && /^-?\d+$/.test(value.trim())) return BigInt(value.trim());
+  if (isLosslessNumber(value)) return INTEGER_TEXT.test(value.value) ? BigInt(value.value) : undefined;
+  if (typeof value === 'string' && INTEGER_TEXT.test(value.trim())) return BigInt(value.trim());
   return undefined;
 }
 
@@ -77,11 +317,27 @@ export function toPlainNumber(value: number | LosslessNumber): number | Lossless
   return isSafeNumber(value.value) ? Number(value.value) : value;
 }
 
-/** A deep copy that keeps LosslessNumber instances (structuredClone would drop their prototype). */
+/**
+ * A deep copy that keeps LosslessNumber instances (structuredClone would drop their prototype).
+ * A `__proto__` key is copied as an own property, never as the copy's prototype.
+ */
 export function cloneJson<T extends JsonValue | undefined>(value: T): T {
   if (value === null || typeof value !== 'object' || isLosslessNumber(value)) return value;
-  if (Array.isArray(value)) return value.map((v) => cloneJson(v)) as T;
-  const out: JsonObject = {};
-  for (const [k, v] of Object.entries(value)) out[k] = cloneJson(v);
+  if (Array.isArray(value)) {
+    const out: JsonValue[] = value.slice();
+    for (let i = 0; i < out.length; i++) {
+      const v = out[i];
+      if (typeof v === 'object' && v !== null) out[i] = cloneJson(v);
+    }
+    return out as T;
+  }
+  // Spread defines own properties (a `__proto__` key included) without calling any setter; only
+  // nested objects and arrays need a deeper copy. Assigning an own key, even `__proto__`, writes
+  // the own property.
+  const out: JsonObject = { ...(value as JsonObject) };
+  for (const k in out) {
+    const v = out[k];
+    if (typeof v === 'object' && v !== null && !isLosslessNumber(v)) out[k] = cloneJson(v);
+  }
   return out as T;
 }

@@ -11,7 +11,7 @@
  *   highest-positioned one is counted as superseded.
  * A truncate becomes a table watermark: events of that table below it are superseded.
  */
-import { createHash } from 'node:crypto';
+import * as crypto from 'node:crypto';
 import { composeEffects, type Effect, eventEffect } from './effect.js';
 import { canonicalJson } from './json.js';
 import { compareTuples, encodePosition, type Position } from './position.js';
@@ -104,26 +104,71 @@ export const emptyCounts = (): TableCounts => ({
   truncated: 0,
 });
 
+/** Characters of the stored digest: 22 base64url characters, the first 132 bits of SHA-256. */
+export const CONTENT_HASH_LENGTH = 22;
+/** Length of the digests stored before they were shortened (all 256 bits, 43 characters). */
+const LEGACY_HASH_LENGTH = 43;
+
 /**
- * A digest of the content two deliveries of the same change share (position and transport excluded):
- * SHA-256 of the canonical JSON, base64url. Equal digests mean a duplicate; different ones at one
- * position mean a conflict. Stored as `__hash`, so it must stay small.
+ * The canonical JSON of the content two deliveries of the same change share (position and
+ * transport excluded): `canonicalJson({op, before, after, patch, placeholders: sorted})`, written
+ * directly in its sorted key order. Byte-identical to the object form, so digests of stored rows
+ * stay comparable.
+ */
+export function contentCanonical(event: ChangeEvent): string {
+  const placeholders = event.placeholders.length < 2 ? event.placeholders : [...event.placeholders].sort();
+  return `{"after":${canonicalJson(event.after)},"before":${canonicalJson(event.before)},"op":${canonicalJson(event.op)},"patch":${canonicalJson(event.patch)},"placeholders":${canonicalJson(placeholders)}}`;
+}
+
+/**
+ * A digest of the content two deliveries of the same change share: the SHA-256 of
+ * {@link contentCanonical}, base64url, cut to its first 22 characters (132 bits: a collision needs
+ * about 2^66 events of one key at one position). Equal digests mean a duplicate; different ones at
+ * one position mean a conflict. Stored as `__hash` on every item, so it is kept short; it is a
+ * prefix of the 43-character digest stored before, see {@link sameContent}.
  */
 export function contentHash(event: ChangeEvent): string {
-  const canonical = canonicalJson({
-    op: event.op,
-    before: event.before,
-    after: event.after,
-    patch: event.patch,
-    placeholders: [...event.placeholders].sort(),
-  });
-  return createHash('sha256').update(canonical).digest('base64url');
+  return sha256Base64url(contentCanonical(event)).slice(0, CONTENT_HASH_LENGTH);
+}
+
+type OneShotHash = (algorithm: string, data: string, encoding: 'base64url') => string;
+/** `crypto.hash` (Node ≥ 20.12, 22): one call, no Hash object per digest. */
+const oneShot = (crypto as unknown as { hash?: OneShotHash }).hash;
+const sha256Base64url = (text: string): string => (oneShot ? oneShot('sha256', text, 'base64url') : crypto.createHash('sha256').update(text).digest('base64url'));
+
+/**
+ * Whether a stored `__hash` and a planned one name the same content. A row stored before the
+ * digest was shortened holds all 43 characters, of which the short digest is the prefix.
+ */
+export function sameContent(stored: string, planned: string): boolean {
+  if (stored === planned) return true;
+  return stored.length === LEGACY_HASH_LENGTH && planned.length === CONTENT_HASH_LENGTH && stored.startsWith(planned);
 }
 
 interface Candidate {
   readonly index: number;
   readonly event: ChangeEvent;
-  readonly hash: string;
+  /** The content digest, computed only when needed: for a write's winner or a position tie. */
+  hash: string | null;
+}
+
+const hashOf = (c: Candidate): string => {
+  if (c.hash === null) c.hash = contentHash(c.event);
+  return c.hash;
+};
+
+const byPosition = (a: Candidate, b: Candidate): number => compareTuples(a.event.position.tuple, b.event.position.tuple);
+
+/** Whether items are already in position order (the common case: a shard delivers in order). */
+function inPositionOrder(items: readonly Candidate[]): boolean {
+  for (let i = 1; i < items.length; i++) if (byPosition(items[i - 1] as Candidate, items[i] as Candidate) > 0) return false;
+  return true;
+}
+
+interface Group {
+  readonly table: string;
+  readonly keyId: string;
+  readonly items: Candidate[];
 }
 
 /**
@@ -145,16 +190,19 @@ export function planBatch(events: readonly ChangeEvent[], identify: KeyIdentity)
   };
 
   const truncates = new Map<string, { winner: Candidate; sources: number[] }>();
-  const groups = new Map<string, { table: string; keyId: string; items: Candidate[] }>();
+  // Groups by table, then by key id (no joined string per event); `groups` keeps first-arrival order.
+  const byTable = new Map<string, Map<string, Group>>();
+  const groups: Group[] = [];
 
-  events.forEach((event, index) => {
+  for (let index = 0; index < events.length; index++) {
+    const event = events[index] as ChangeEvent;
     const c = countsFor(event.table);
     c.events++;
     c.byOp[event.op]++;
     if (event.snapshot) c.snapshot++;
     if (event.patch || event.placeholders.length > 0) c.placeholders++;
     if (event.op === 'u' && event.before === null) c.beforeNullUpdates++;
-    const candidate: Candidate = { index, event, hash: '' };
+    const candidate: Candidate = { index, event, hash: null };
     if (event.op === 't') {
       const t = truncates.get(event.table);
       if (!t) truncates.set(event.table, { winner: candidate, sources: [index] });
@@ -162,17 +210,22 @@ export function planBatch(events: readonly ChangeEvent[], identify: KeyIdentity)
         t.sources.push(index);
         if (compareTuples(event.position.tuple, t.winner.event.position.tuple) > 0) t.winner = candidate;
       }
-      return;
+      continue;
     }
     const id = identify(event);
-    const groupKey = `${event.table}\u0000${id}`;
-    let g = groups.get(groupKey);
-    if (!g) {
-      g = { table: event.table, keyId: id, items: [] };
-      groups.set(groupKey, g);
+    let perKey = byTable.get(event.table);
+    if (perKey === undefined) {
+      perKey = new Map();
+      byTable.set(event.table, perKey);
     }
-    g.items.push({ index, event, hash: contentHash(event) });
-  });
+    const g = perKey.get(id);
+    if (g) g.items.push(candidate);
+    else {
+      const group: Group = { table: event.table, keyId: id, items: [candidate] };
+      perKey.set(id, group);
+      groups.push(group);
+    }
+  }
 
   const plannedTruncates: PlannedTruncate[] = [];
   for (const [table, t] of truncates) {
@@ -188,70 +241,83 @@ export function planBatch(events: readonly ChangeEvent[], identify: KeyIdentity)
 
   const writes: PlannedWrite[] = [];
   const conflicts: Conflict[] = [];
-  for (const g of groups.values()) {
-    const c = countsFor(g.table);
-    const truncate = truncates.get(g.table)?.winner.event.position.tuple;
-    // Stable sort: equal positions keep arrival order.
-    const ordered = [...g.items].sort((a, b) => compareTuples(a.event.position.tuple, b.event.position.tuple));
-    const kept: Candidate[] = [];
-    for (const item of ordered) {
-      if (truncate && compareTuples(item.event.position.tuple, truncate) < 0) {
-        c.truncated++;
-        continue;
-      }
-      const prev = kept[kept.length - 1];
-      if (prev && compareTuples(prev.event.position.tuple, item.event.position.tuple) === 0) {
-        if (prev.hash === item.hash) c.duplicates++;
-        else {
-          c.conflicts++;
-          conflicts.push({
-            table: g.table,
-            keyId: g.keyId,
-            encodedPosition: encodePosition(item.event.position.tuple),
-            kept: prev.index,
-            dropped: item.index,
-          });
-        }
-        continue;
-      }
-      kept.push(item);
-    }
-    if (kept.length === 0) continue;
-    c.superseded += kept.length - 1;
-    // Only the last full row or delete and what follows it contribute.
-    let anchor = 0;
-    kept.forEach((item, i) => {
-      if (item.event.op === 'd' || (!item.event.patch && item.event.placeholders.length === 0)) anchor = i;
-    });
-    const chain: ChainLink[] = kept.slice(anchor).map((item) => ({
-      encodedPosition: encodePosition(item.event.position.tuple),
-      effect: eventEffect(item.event),
-    }));
-    const winner = kept[kept.length - 1]!;
-    writes.push({
-      table: g.table,
-      keyId: g.keyId,
-      key: winner.event.key,
-      effect: foldChain(chain),
-      position: winner.event.position,
-      encodedPosition: chain[chain.length - 1]!.encodedPosition,
-      basePosition: chain[0]!.encodedPosition,
-      chain,
-      op: winner.event.op,
-      commitTs: winner.event.commitTs,
-      txid: winner.event.txid,
-      snapshot: winner.event.snapshot,
-      contentHash: winner.hash,
-      sources: g.items.map((i) => i.index),
-    });
+  for (const g of groups) {
+    const write = planGroup(g, countsFor(g.table), truncates.get(g.table)?.winner.event.position.tuple, conflicts);
+    if (write) writes.push(write);
   }
   return { writes, truncates: plannedTruncates, conflicts, counts };
+}
+
+/** The one write of a key, or null when a truncate of the batch supersedes all its events. */
+function planGroup(g: Group, c: TableCounts, truncate: readonly bigint[] | undefined, conflicts: Conflict[]): PlannedWrite | null {
+  // Stable sort: equal positions keep arrival order. `items` itself stays in arrival order.
+  const ordered = g.items.length === 1 || inPositionOrder(g.items) ? g.items : [...g.items].sort(byPosition);
+  const kept: Candidate[] = [];
+  for (const item of ordered) {
+    if (truncate && compareTuples(item.event.position.tuple, truncate) < 0) {
+      c.truncated++;
+      continue;
+    }
+    const prev = kept[kept.length - 1];
+    if (prev && compareTuples(prev.event.position.tuple, item.event.position.tuple) === 0) {
+      if (hashOf(prev) === hashOf(item)) c.duplicates++;
+      else {
+        c.conflicts++;
+        conflicts.push({
+          table: g.table,
+          keyId: g.keyId,
+          encodedPosition: encodePosition(item.event.position.tuple),
+          kept: prev.index,
+          dropped: item.index,
+        });
+      }
+      continue;
+    }
+    kept.push(item);
+  }
+  const winner = kept[kept.length - 1];
+  if (winner === undefined) return null;
+  c.superseded += kept.length - 1;
+  // Only the last full row or delete and what follows it contribute.
+  let anchor = 0;
+  for (let i = kept.length - 1; i >= 0; i--) {
+    const e = (kept[i] as Candidate).event;
+    if (e.op === 'd' || (!e.patch && e.placeholders.length === 0)) {
+      anchor = i;
+      break;
+    }
+  }
+  const chain: ChainLink[] = [];
+  for (let i = anchor; i < kept.length; i++) {
+    const e = (kept[i] as Candidate).event;
+    chain.push({ encodedPosition: encodePosition(e.position.tuple), effect: eventEffect(e) });
+  }
+  const last = chain[chain.length - 1] as ChainLink;
+  const sources: number[] = new Array(g.items.length);
+  for (let i = 0; i < g.items.length; i++) sources[i] = (g.items[i] as Candidate).index;
+  return {
+    table: g.table,
+    keyId: g.keyId,
+    key: winner.event.key,
+    effect: chain.length === 1 ? last.effect : foldChain(chain),
+    position: winner.event.position,
+    encodedPosition: last.encodedPosition,
+    basePosition: (chain[0] as ChainLink).encodedPosition,
+    chain,
+    op: winner.event.op,
+    commitTs: winner.event.commitTs,
+    txid: winner.event.txid,
+    snapshot: winner.event.snapshot,
+    contentHash: hashOf(winner),
+    sources,
+  };
 }
 
 function foldChain(chain: readonly ChainLink[]): Effect {
   let effect: Effect | null = null;
   for (const link of chain) effect = composeEffects(effect, link.effect);
-  return effect!;
+  if (effect === null) throw new RangeError('a write chain holds at least one event');
+  return effect;
 }
 
 /**
@@ -263,5 +329,5 @@ function foldChain(chain: readonly ChainLink[]): Effect {
 export function rebaseWrite(write: PlannedWrite, storedPosition: string): PlannedWrite | null {
   const chain = write.chain.filter((link) => link.encodedPosition > storedPosition);
   if (chain.length === 0) return null;
-  return { ...write, chain, effect: foldChain(chain), basePosition: chain[0]!.encodedPosition };
+  return { ...write, chain, effect: foldChain(chain), basePosition: (chain[0] as ChainLink).encodedPosition };
 }

@@ -18,7 +18,7 @@
  * returned by ALL_OLD.
  */
 import { type PatchEffect, patchMissing } from './effect.js';
-import { type PlannedWrite, rebaseWrite } from './plan.js';
+import { type PlannedWrite, rebaseWrite, sameContent } from './plan.js';
 import type { Key, Row, RowOp } from './types.js';
 
 /** What the decision needs to know about the stored row. */
@@ -45,7 +45,7 @@ export type ApplyOutcome = 'applied' | 'stale' | 'duplicate' | 'conflict';
 export function resolveAgainstStored(stored: StoredMark | undefined, write: PlannedWrite): Resolution {
   if (stored === undefined || stored.position < write.basePosition) return { kind: 'apply', write };
   if (stored.position > write.encodedPosition) return { kind: 'stale' };
-  if (stored.position === write.encodedPosition) return { kind: stored.contentHash === write.contentHash ? 'duplicate' : 'conflict' };
+  if (stored.position === write.encodedPosition) return { kind: sameContent(stored.contentHash, write.contentHash) ? 'duplicate' : 'conflict' };
   const rebased = rebaseWrite(write, stored.position);
   // Unreachable while stored < pos (the newest link is always newer), kept so a bad chain is stale, not applied.
   return rebased === null ? { kind: 'stale' } : { kind: 'rebase', write: rebased };

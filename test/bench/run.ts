@@ -1,9 +1,11 @@
 /**
- * Benchmark: tidemark's processBatch against the obvious one-conditional-write-per-event build, on
+ * Benchmark. First the CPU goals of the performance work (test/bench/goals.ts: decode+plan against a
+ * bare parse, gzip levels, SDK client CPU per write, cost per million events), then tidemark's
+ * processBatch against the obvious one-conditional-write-per-event build, on
  * embedded emulators (DynamoDB Local, kinesalite, s3rver), with a correctness check of both final
  * states and the CPU cost of planning on its own.
  *
- *   npm run bench [-- --quick | --events N --keys K --batch B --seed S]
+ *   npm run bench [-- --quick | --cpu-only | --events N --keys K --batch B --seed S --cpu-records R]
  *
  * DynamoDB Local binds every interface, so as root on Linux this script re-executes itself inside
  * a loopback-only network namespace (`bin/with-loopback.mjs`) unless it is already in one.
@@ -20,6 +22,7 @@ import { buildIngestDeps } from '../../functions/ingest/deps.js';
 import { emptySummary, processBatch } from '../../functions/ingest/process-batch.js';
 import { openTarget, uniqueConfig } from '../helpers/target.js';
 import { runBaseline } from './baseline.js';
+import { reportGoals } from './goals.js';
 import { comparisonTable, measurePlanning } from './report.js';
 import { checkState, expectedState } from './state.js';
 import { generateWorkload, type Workload } from './workload.js';
@@ -74,16 +77,19 @@ const describeCounts = (counts: Map<string, number>): string => [...counts].map(
 async function main(): Promise<number> {
   const program = new Command('bench')
     .description('tidemark vs a one-write-per-event baseline on embedded emulators')
-    .option('--events <n>', 'original change events', positiveInt, 50_000)
-    .option('--keys <n>', 'distinct keys', positiveInt, 5_000)
+    .option('--events <n>', 'original change events', positiveInt, 20_000)
+    .option('--keys <n>', 'distinct keys', positiveInt, 2_000)
     .option('--batch <n>', 'records per batch', positiveInt, 500)
     .option('--seed <n>', 'PRNG seed', positiveInt, 20_250_101)
-    .option('--quick', 'a quick run: 5,000 events over 500 keys')
+    .option('--quick', 'a quick run: 5,000 events over 500 keys, fewer rounds')
+    .option('--cpu-only', 'only the CPU goals (no emulator)')
+    .option('--cpu-records <n>', 'records in the CPU measurements', positiveInt, 10_000)
     .parse(process.argv);
-  const opts = program.opts<{ events: number; keys: number; batch: number; seed: number; quick?: boolean }>();
+  const opts = program.opts<{ events: number; keys: number; batch: number; seed: number; quick?: boolean; cpuOnly?: boolean; cpuRecords: number }>();
   if (opts.quick) {
     if (program.getOptionValueSource('events') === 'default') opts.events = 5_000;
     if (program.getOptionValueSource('keys') === 'default') opts.keys = 500;
+    if (program.getOptionValueSource('cpuRecords') === 'default') opts.cpuRecords = 4_000;
   }
 
   const genStarted = performance.now();
@@ -102,6 +108,13 @@ async function main(): Promise<number> {
     tables: [{ source: 'public.orders', target: 'bench-orders', key: ['order_id'], keyTypes: { order_id: 'number' } }],
     raw: { bucket: 'bench-raw' },
   });
+  const goalsStarted = performance.now();
+  await reportGoals(workload, { config: base, seed: opts.seed, batch: opts.batch, cpuRecords: opts.cpuRecords, quick: opts.quick === true }, (line) => console.log(line));
+  console.log(`(CPU goals measured in ${Math.round((performance.now() - goalsStarted) / 1000)} s)`);
+  if (opts.cpuOnly) return 0;
+  console.log('');
+  console.log('== end to end on embedded emulators (DynamoDB Local, kinesalite, s3rver) ==');
+
   const configA = uniqueConfig(base);
   const configB = uniqueConfig(base);
   const tableA = configA.tables[0]!;

@@ -1,6 +1,7 @@
 /**
- * A deterministic CDC workload for the benchmark: Debezium PostgreSQL JSON messages (bare payload)
- * on one Kinesis shard, over a Zipf-skewed key set, with at-least-once redelivery of earlier
+ * A deterministic CDC workload for the benchmark: Debezium 3.x PostgreSQL JSON messages (bare
+ * payload, with the `ts_us` / `ts_ns` fields every Debezium message carries since 2.6, so each one
+ * holds integers beyond 2^53) on one Kinesis shard, over a Zipf-skewed key set, with at-least-once redelivery of earlier
  * windows of the stream. Everything derives from one seed (no Math.random), so two runs with the
  * same parameters produce byte-identical records.
  */
@@ -19,6 +20,8 @@ export interface WorkloadOptions {
   /** Share of redelivered copies, relative to `events`. */
   readonly redelivery: number;
   readonly seed: number;
+  /** Length range of the free-text `note` column (default 150..190: rows of about 300 bytes). */
+  readonly noteLength?: readonly [number, number];
 }
 
 /** The generated stream and what went into it. */
@@ -75,12 +78,16 @@ interface Row {
 }
 
 const BASE_TS = 1_735_732_800_000;
+/** JSON.stringify cannot print a bigint: it is written as a marked string, then unquoted. */
+const bigNumber = (n: bigint): string => `@big:${n}`;
+const BIG_NUMBER = /"@big:(\d+)"/g;
 /** A 56-digit Kinesis-like sequence number to count up from. */
 const BASE_SEQUENCE = BigInt(`4965831${'0'.repeat(49)}`);
 
 /** Builds the workload. Pure apart from CPU time. */
 export function generateWorkload(options: WorkloadOptions): Workload {
   const random = prng(options.seed);
+  const [noteMin, noteMax] = options.noteLength ?? [150, 190];
   const int = (lo: number, hi: number) => lo + Math.floor(random() * (hi - lo + 1));
   const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
   const text = (n: number) => Array.from({ length: n }, () => ALPHABET[Math.floor(random() * ALPHABET.length)]).join('');
@@ -120,7 +127,7 @@ export function generateWorkload(options: WorkloadOptions): Workload {
     let after: Row | null;
     if (before === null) {
       op = 'c';
-      after = { order_id: orderId, customer_id: int(1, 90_000), status: 'pending', amount_minor: int(100, 500_000), currency: pick(CURRENCIES), note: text(int(150, 190)), updated_at: ts };
+      after = { order_id: orderId, customer_id: int(1, 90_000), status: 'pending', amount_minor: int(100, 500_000), currency: pick(CURRENCIES), note: text(int(noteMin, noteMax)), updated_at: ts };
       rows.set(orderId, after);
     } else if (random() < 0.1 / 0.85) {
       op = 'd';
@@ -129,7 +136,7 @@ export function generateWorkload(options: WorkloadOptions): Workload {
     } else {
       op = 'u';
       after = { ...before, status: pick(STATUSES), amount_minor: before.amount_minor + int(-500, 500), updated_at: ts };
-      if (random() < 0.3) after.note = text(int(150, 190));
+      if (random() < 0.3) after.note = text(int(noteMin, noteMax));
       rows.set(orderId, after);
     }
     ops[op]++;
@@ -141,13 +148,17 @@ export function generateWorkload(options: WorkloadOptions): Workload {
       snapshot: 'false',
       db: 'shop',
       sequence: JSON.stringify([String(lastCommitLsn), String(lsn)]),
+      ts_us: ts * 1000,
+      ts_ns: bigNumber(BigInt(ts) * 1_000_000n),
       schema: 'public',
       table: 'orders',
       txId,
       lsn: Number(lsn),
     };
     if (after) rowBytes += JSON.stringify(after).length;
-    originals.push(JSON.stringify({ before, after, source, op, ts_ms: ts + int(5, 60) }));
+    const processed = ts + int(5, 60);
+    const message = { before, after, source, op, ts_ms: processed, ts_us: processed * 1000, ts_ns: bigNumber(BigInt(processed) * 1_000_000n), transaction: null };
+    originals.push(JSON.stringify(message).replace(BIG_NUMBER, '$1'));
     partitionKeys.push(String(orderId));
     if (txLeft === 0) lastCommitLsn = lsn + 8n; // the commit record follows the last change
   }
