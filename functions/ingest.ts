@@ -5,7 +5,7 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { KinesisStreamBatchResponse, KinesisStreamEvent, MSKEvent } from 'aws-lambda';
 import { createClients } from './commons/clients.js';
-import { configFromEnv } from './commons/config.js';
+import { loadRuntimeConfig as configFromEnv } from './commons/runtime-config.js';
 import { recordsFromKinesis, recordsFromMsk } from './adapters/records.js';
 import { PowertoolsMetricSink } from './adapters/telemetry.js';
 import { buildIngestDeps } from './ingest/deps.js';
