@@ -49,7 +49,19 @@ export interface HandlerCode {
   readonly bundleBytes: number;
 }
 
-/** esbuild options of a handler bundle: one minified ESM file for node22 with the AWS SDK inside. */
+/**
+ * Modules replaced in Lambda bundles by lean stand-ins (`lib/bundle-shims/`): the credential chain
+ * by the environment provider Lambda always satisfies, the Kinesis client the Lambda never calls.
+ */
+export const BUNDLE_ALIASES: Readonly<Record<string, string>> = {
+  '@aws-sdk/credential-provider-node': path.join(PACKAGE_ROOT, 'lib', 'bundle-shims', 'credentials-from-env.ts'),
+  '@aws-sdk/client-kinesis': path.join(PACKAGE_ROOT, 'lib', 'bundle-shims', 'no-kinesis.ts'),
+};
+
+/**
+ * esbuild options of a handler bundle: one minified ESM file for node22 with the pinned AWS SDK
+ * inside (no reliance on the runtime's copy), the aliases above, no legal comments.
+ */
 export function bundleOptions(entry: string, outfile: string, sourceMap: boolean) {
   return {
     entryPoints: [entry],
@@ -62,15 +74,22 @@ export function bundleOptions(entry: string, outfile: string, sourceMap: boolean
     sourcemap: sourceMap,
     mainFields: ['module', 'main'],
     banner: { js: ESM_REQUIRE_BANNER },
+    alias: { ...BUNDLE_ALIASES },
+    legalComments: 'none' as const,
     metafile: true,
     logLevel: 'error' as const,
   };
 }
 
-type EsbuildModule = { buildSync(options: ReturnType<typeof bundleOptions>): { metafile?: unknown } };
+/** The parts of esbuild's metafile read here. */
+export interface BundleMetafile {
+  readonly inputs: Record<string, { readonly bytes: number }>;
+  readonly outputs: Record<string, { readonly bytes: number; readonly inputs: Record<string, { readonly bytesInOutput: number }> }>;
+}
+type EsbuildModule = { buildSync(options: ReturnType<typeof bundleOptions>): { metafile?: BundleMetafile } };
 
 /** Bundles `entry` into `outDir/index.mjs` with esbuild (a devDependency: present in a clone). */
-export function bundleHandler(entry: string, outDir: string, sourceMap = false): { metafile: unknown } {
+export function bundleHandler(entry: string, outDir: string, sourceMap = false): { metafile: BundleMetafile } {
   let esbuild: EsbuildModule;
   try {
     esbuild = createRequire(path.join(PACKAGE_ROOT, 'package.json'))('esbuild') as EsbuildModule;
@@ -78,6 +97,7 @@ export function bundleHandler(entry: string, outDir: string, sourceMap = false):
     throw new Error(`bundling ${entry} needs esbuild (npm install --save-dev esbuild), or use the prebuilt handler of the published package`);
   }
   const result = esbuild.buildSync(bundleOptions(entry, path.join(outDir, BUNDLE_FILE), sourceMap));
+  if (result.metafile === undefined) throw new Error(`esbuild returned no metafile for ${entry}`);
   return { metafile: result.metafile };
 }
 
