@@ -26,6 +26,35 @@ export const STATUS_TABLE_ACTIONS = ['dynamodb:BatchGetItem', 'dynamodb:UpdateIt
 /** KMS actions under `encryption: kms`: GenerateDataKey to put S3 objects, Decrypt to read the stream. */
 export const KEY_ACTIONS = ['kms:Decrypt', 'kms:GenerateDataKey'] as const;
 
+/**
+ * Characters of resource ARNs per IAM statement. IAM allows 10,240 characters of inline policy per
+ * role and 6,144 per managed policy; the CDK moves whole statements into managed policies when a
+ * role outgrows its inline budget, so no single statement may exceed a managed policy.
+ */
+export const ARN_CHARS_PER_STATEMENT = 5000;
+
+/** Characters an ARN of `name` takes once resolved, with room for the longest partition and region. */
+export const arnChars = (name: string): number => name.length + 64;
+
+/** `items` in consecutive groups whose `size` adds up to at most `budget` (each group holds at least one). */
+export function chunksBySize<T>(items: readonly T[], size: (item: T) => number, budget = ARN_CHARS_PER_STATEMENT): T[][] {
+  const out: T[][] = [];
+  let current: T[] = [];
+  let used = 0;
+  for (const item of items) {
+    const n = size(item);
+    if (current.length > 0 && used + n > budget) {
+      out.push(current);
+      current = [];
+      used = 0;
+    }
+    current.push(item);
+    used += n;
+  }
+  if (current.length > 0) out.push(current);
+  return out;
+}
+
 export interface IngestFunctionProps {
   /** The resolved config; shipped whole in the asset, and the function's own settings read from it. */
   readonly config: TidemarkConfig;
@@ -89,9 +118,17 @@ export class IngestFunction extends Construct {
     );
     // By name, not by reference: the tables may live in nested stacks, and a name needs no output.
     const tableArn = (name: string) => stack.formatArn({ service: 'dynamodb', resource: 'table', resourceName: name });
-    this.role.addToPrincipalPolicy(
-      new iam.PolicyStatement({ sid: 'GuardedWritesAndTruncate', actions: [...TARGET_TABLE_ACTIONS], resources: config.tables.map((t) => tableArn(t.target)) }),
-    );
+    // Statements small enough for the CDK to move whole into managed policies when hundreds of
+    // tables outgrow the role's inline budget.
+    chunksBySize(config.tables, (t) => arnChars(t.target)).forEach((group, i) => {
+      this.role.addToPrincipalPolicy(
+        new iam.PolicyStatement({
+          sid: i === 0 ? 'GuardedWritesAndTruncate' : `GuardedWritesAndTruncate${i + 1}`,
+          actions: [...TARGET_TABLE_ACTIONS],
+          resources: group.map((t) => tableArn(t.target)),
+        }),
+      );
+    });
     this.role.addToPrincipalPolicy(new iam.PolicyStatement({ sid: 'StatusRows', actions: [...STATUS_TABLE_ACTIONS], resources: [tableArn(config.statusTable)] }));
     if (props.encryptionKey) {
       this.role.addToPrincipalPolicy(new iam.PolicyStatement({ sid: 'UsePipelineKey', actions: [...KEY_ACTIONS], resources: [props.encryptionKey.keyArn] }));

@@ -34,6 +34,14 @@ export function suppressJustifiedFindings(pipeline: TidemarkPipeline): void {
       reason: 'encryption: "kms" asks for the pipeline customer-managed key on every store, the stream included.',
     });
   }
+  if (pipeline.kafkaAccessByPrefix) {
+    for (const arn of [pipeline.kafkaAccessByPrefix.topics, pipeline.kafkaAccessByPrefix.groups]) {
+      Validations.of(pipeline.ingest.role).acknowledge({
+        id: `AwsSolutions-IAM5[Resource::${arn}]`,
+        reason: `Hundreds of topics derived from topicPrefix: every topic and consumer group the pipeline reads is named under this prefix, and one ARN each would exceed IAM's policy size limits.`,
+      });
+    }
+  }
   if (config.source.type === 'msk' && pipeline.stream === undefined) {
     Validations.of(pipeline.ingest.role).acknowledge({
       id: 'AwsSolutions-IAM5[Resource::*]',

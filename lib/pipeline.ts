@@ -26,7 +26,7 @@ import {
 } from './defaults.js';
 import { createPipelineKey } from './encryption.js';
 import { History } from './history.js';
-import { IngestFunction } from './ingest-function.js';
+import { chunksBySize, IngestFunction } from './ingest-function.js';
 import { TidemarkMetricFactory } from './metrics.js';
 import { Monitoring } from './monitoring.js';
 import { S3OnFailure } from './on-failure.js';
@@ -171,6 +171,8 @@ export class TidemarkPipeline extends Construct {
   readonly eventSourceMappings: lambda.EventSourceMapping[] = [];
   /** Nested stacks holding mappings, when there are more than `INLINE_RESOURCE_LIMIT` topics. */
   readonly mappingStacks: NestedStack[] = [];
+  /** The topic and group ARN patterns granted when hundreds of topics share a prefix (else undefined: exact ARNs). */
+  kafkaAccessByPrefix?: { readonly topics: string; readonly groups: string };
 
   constructor(scope: Construct, id: string, props: TidemarkPipelineProps) {
     super(scope, id);
@@ -251,13 +253,22 @@ export class TidemarkPipeline extends Construct {
     const scoped = (kind: 'topic' | 'group', name: string): string => `${source.clusterArn.replace(':cluster/', `:${kind}/`)}/${name}`;
     fn.addToRolePolicy(new iam.PolicyStatement({ sid: 'FindCluster', actions: [...MSK_CLUSTER_ACTIONS], resources: [source.clusterArn] }));
     fn.addToRolePolicy(new iam.PolicyStatement({ sid: 'ClusterNetworkInterfaces', actions: [...MSK_NETWORK_ACTIONS], resources: ['*'] }));
-    fn.addToRolePolicy(
-      new iam.PolicyStatement({
-        sid: 'ReadTopicsAsConsumerGroups',
-        actions: [...MSK_DATA_ACTIONS],
-        resources: [source.clusterArn, ...source.topics.map((t) => scoped('topic', t)), ...source.topics.map((t) => scoped('group', groupOf(t)))],
-      }),
-    );
+    // Exact topic and group ARNs for a modest list; past INLINE_RESOURCE_LIMIT topics derived from a
+    // prefix, the prefix itself (every topic and group tidemark reads is named under it), so the
+    // policy stays within IAM's size limits.
+    const byPrefix = source.topicPrefix !== undefined && source.topics.length > INLINE_RESOURCE_LIMIT;
+    const topicArns = byPrefix ? [scoped('topic', `${source.topicPrefix}.*`)] : source.topics.map((t) => scoped('topic', t));
+    const groupArns = byPrefix ? [scoped('group', `${source.consumerGroupId}.${source.topicPrefix}.*`)] : source.topics.map((t) => scoped('group', groupOf(t)));
+    chunksBySize([...topicArns, ...groupArns], (arn) => arn.length + 8).forEach((group, i) => {
+      fn.addToRolePolicy(
+        new iam.PolicyStatement({
+          sid: i === 0 ? 'ReadTopicsAsConsumerGroups' : `ReadTopicsAsConsumerGroups${i + 1}`,
+          actions: [...MSK_DATA_ACTIONS],
+          resources: i === 0 ? [source.clusterArn, ...group] : group,
+        }),
+      );
+    });
+    this.kafkaAccessByPrefix = byPrefix ? { topics: topicArns[0] ?? '', groups: groupArns[0] ?? '' } : undefined;
     for (const table of tablesWithoutTopic(this.config.tables, source.topics)) {
       Annotations.of(this).addWarningV2(
         'tidemark:table-without-topic',
