@@ -210,6 +210,13 @@ export class TidemarkPipeline extends Construct {
     });
 
     if (props.stream === undefined && config.source.type === 'msk') {
+      const stack = Stack.of(this);
+      if (Token.isUnresolved(stack.region) || Token.isUnresolved(stack.account)) {
+        Annotations.of(this).addWarningV2(
+          'tidemark:msk-env-agnostic',
+          'the stack has no explicit account and region, so the MSK cluster ARN could not be checked against them; give the stack an env',
+        );
+      }
       this.addKafkaMappings(config.source, props.kafkaEventSourceOverrides);
     } else {
       const stream = props.stream ?? this.createOrImportStream(config, key);

@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { Duration, Stack } from 'aws-cdk-lib';
+import { App, Duration, Stack } from 'aws-cdk-lib';
 import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import * as kinesis from 'aws-cdk-lib/aws-kinesis';
 import { ConfigError } from '../../../functions/core/errors.js';
 import { defaultKinesisMappingProps, overrideProps } from '../../../lib/defaults.js';
 import { deploymentIssues, tablesWithoutTopic } from '../../../lib/pipeline.js';
-import { buildStack, MSK_CLUSTER_ARN, templateOf, testConfig } from './fixtures/stack.js';
+import { TidemarkStack } from '../../../lib/stack.js';
+import { buildStack, FIXTURE_HANDLER, MSK_CLUSTER_ARN, templateOf, testConfig } from './fixtures/stack.js';
 
 type Statement = { Action: string | string[]; Resource: unknown };
 const statementsOf = (template: Template): Statement[] =>
@@ -81,6 +82,11 @@ describe('TidemarkPipeline with an MSK source', () => {
         e.issues.some((i) => i.includes('the cluster is in eu-west-1, the stack in us-east-1')) &&
         e.issues.some((i) => i.includes('account 999988887777, the stack in 111122223333')),
     );
+  });
+
+  it('says so when an env-agnostic stack leaves the cluster’s region and account unchecked', () => {
+    const stack = new TidemarkStack(new App(), 'Agnostic', { config: mskConfig({ topic: 'shop.cdc' }), pipeline: { ingestEntry: FIXTURE_HANDLER } });
+    assert.equal(Annotations.fromStack(stack).findWarning('*', Match.stringLikeRegexp('could not be checked')).length, 1);
   });
 
   it('shows offset lag instead of an iterator-age alarm', () => {
