@@ -2,8 +2,9 @@
  * tidemark as users get it: `npm pack` (which prebuilds the handler, the library and the CLI),
  * installed into a scratch CDK app outside the repository, then synthesized and `npx tidemark plan`.
  *
- * Offline, on purpose. `npm install --offline` of the tarball cannot resolve its dependencies here
- * (npm's cache holds the tarballs but not the registry metadata), so the scratch app links each
+ * Offline, on purpose. The test first tries `npm install --offline` of the tarball in an empty
+ * folder; here it cannot resolve the dependencies (npm's cache holds tarballs but not the registry
+ * metadata), so it falls back, and says so in its output: the scratch app links each
  * already-installed dependency one by one (`node_modules/<name>` and `node_modules/@scope/<name>`
  * links; scope folders and `.bin` are real folders, so nothing can reach through a link into the
  * shared install) and installs only the tarball, by extracting it. npm is never run inside the
@@ -38,7 +39,7 @@ function linkDependencies(source: string, modules: string): void {
 
 describe('the packed package in a scratch CDK app (offline)', () => {
   const packDir = path.join(scratch, 'pack');
-  const app = path.join(scratch, 'app');
+  let app = path.join(scratch, 'app');
   mkdirSync(packDir);
   mkdirSync(app);
 
@@ -54,14 +55,31 @@ describe('the packed package in a scratch CDK app (offline)', () => {
       files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts')),
       [],
     );
+    const pkg = JSON.parse(run('tar', ['-xzOf', tarball, 'package/package.json'], scratch)) as Record<string, Record<string, unknown>>;
+    assert.deepEqual(Object.keys(pkg.peerDependencies ?? {}).sort(), ['aws-cdk-lib', 'constructs']);
+    assert.deepEqual(pkg.exports?.['.'], { types: './dist/lib/index.d.ts', import: './dist/lib/index.js' });
+    // First the ordinary way, in an empty folder (nothing shared to reach): npm install --offline.
+    const npmApp = path.join(scratch, 'npm-app');
+    mkdirSync(npmApp);
+    const version = (name: string) => JSON.parse(readFileSync(path.join(PACKAGE_ROOT, 'node_modules', name, 'package.json'), 'utf8')).version as string;
+    writeFileSync(
+      path.join(npmApp, 'package.json'),
+      JSON.stringify({ name: 'scratch-cdk-app', private: true, type: 'module', dependencies: { tidemark: `file:${tarball}`, 'aws-cdk-lib': version('aws-cdk-lib'), constructs: version('constructs') } }),
+    );
+    try {
+      run('npm', ['install', '--offline', '--no-audit', '--no-fund', '--ignore-scripts', '--loglevel=error'], npmApp);
+      app = npmApp;
+      console.log('installed the tarball with npm install --offline');
+      return;
+    } catch (err) {
+      const reason = String((err as { stderr?: string }).stderr ?? err).split('\n').find((l) => l.includes('npm error')) ?? String(err);
+      console.log(`npm install --offline cannot resolve the dependencies here (${reason.trim()}): linking the installed ones and installing only the tarball`);
+    }
     const modules = path.join(app, 'node_modules');
     linkDependencies(path.join(PACKAGE_ROOT, 'node_modules'), modules);
     mkdirSync(path.join(modules, 'tidemark'));
     run('tar', ['-xzf', tarball, '-C', path.join(modules, 'tidemark'), '--strip-components=1'], scratch);
     symlinkSync('../tidemark/bin/tidemark.mjs', path.join(modules, '.bin', 'tidemark'));
-    const pkg = JSON.parse(readFileSync(path.join(modules, 'tidemark', 'package.json'), 'utf8')) as Record<string, Record<string, unknown>>;
-    assert.deepEqual(Object.keys(pkg.peerDependencies ?? {}).sort(), ['aws-cdk-lib', 'constructs']);
-    assert.deepEqual(pkg.exports?.['.'], { types: './dist/lib/index.d.ts', import: './dist/lib/index.js' });
   });
 
   it('synthesizes a TidemarkPipeline imported from the package, with the prebuilt handler and the config in its asset', () => {
