@@ -2,7 +2,7 @@
  * End to end on LocalStack, against the stack `deploy.sh` deployed with cdklocal (not resources
  * provisioned by the test): puts Debezium records on the deployed stream, waits for the deployed
  * ingest Lambda to write current state and raw, checks both against `tidemark plan` of the same
- * records, checks the status rows, then runs every state machine the stack outputs (the jobs), if any.
+ * records, checks that a malformed record is quarantined with its bytes, checks the status rows, then runs every state machine the stack outputs (the jobs), if any.
  *
  *   node --import tsx localstack/e2e.ts [config] [outputs]    (localstack/test.sh runs it)
  *
@@ -68,7 +68,10 @@ async function main(): Promise<void> {
       const key = JSON.stringify(message.after?.id ?? message.before?.id ?? null);
       await clients.kinesis.send(new PutRecordsCommand({ StreamName: streamName, Records: [{ Data: Buffer.from(line), PartitionKey: key }] }));
     }
-    console.log(`put ${lines.length} Debezium records on ${streamName}`);
+    // And one record no decoder accepts: it must be quarantined with its bytes, not retried.
+    const bad = Buffer.from('{"this is": not json');
+    await clients.kinesis.send(new PutRecordsCommand({ StreamName: streamName, Records: [{ Data: bad, PartitionKey: 'bad' }] }));
+    console.log(`put ${lines.length} Debezium records and 1 malformed record on ${streamName}`);
 
     // Expected state: the CLI's dry run of the same records.
     const expected = runPlan(config, FIXTURE, 'value').lines.map((l) => JSON.parse(l) as { table: string; key: JsonObject; row: JsonObject | null; deleted: boolean });
@@ -98,6 +101,15 @@ async function main(): Promise<void> {
     }
     assert.ok(rawLines >= lines.length, `raw holds ${rawLines} lines for ${lines.length} records`);
     console.log(`raw holds ${rawLines} lines in ${landed?.length ?? 0} objects`);
+
+    const quarantined = await waitFor('a quarantine object', async () => {
+      const res = await clients.s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: config.raw.quarantinePrefix }));
+      return res.Contents?.[0]?.Key;
+    });
+    const qBody = await clients.s3.send(new GetObjectCommand({ Bucket: bucket, Key: quarantined }));
+    const qText = gunzipSync(Buffer.from(await (qBody.Body?.transformToByteArray() ?? Promise.resolve(new Uint8Array())))).toString('utf8');
+    assert.ok(qText.includes(bad.toString('base64')), 'the quarantine line keeps the record’s exact bytes');
+    console.log(`quarantined: ${quarantined}`);
 
     const status = await statusRows(clients.dynamodb, config);
     assert.ok(status.length > 0, 'status rows were written');
