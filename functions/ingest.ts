@@ -11,7 +11,7 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { Context, KinesisStreamBatchResponse, KinesisStreamEvent, MSKEvent } from 'aws-lambda';
 import { createRuntimeClients } from './commons/clients.js';
-import { configFromEnv } from './commons/config.js';
+import { loadRuntimeConfig as configFromEnv } from './commons/runtime-config.js';
 import { SERVICE_NAME } from './commons/telemetry-contract.js';
 import { mskPartitions, recordsFromKinesis } from './adapters/records.js';
 import { logFromPowertools, PowertoolsMetricSink } from './adapters/telemetry.js';

@@ -1,20 +1,26 @@
 /**
  * Current state in DynamoDB: one table per configured source table, keyed by `keyLayout(table)`
  * (one column → partition key, two → partition + sort, more → `__key`), and the status table.
+ * Past `INLINE_RESOURCE_LIMIT` tables they are grouped into nested stacks, so a pipeline of
+ * hundreds of tables stays under CloudFormation's 500 resources per stack.
  */
-import { RemovalPolicy } from 'aws-cdk-lib';
+import { NestedStack, RemovalPolicy } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type * as kms from 'aws-cdk-lib/aws-kms';
 import { Construct } from 'constructs';
 import type { TableConfig, TidemarkConfig } from '../functions/commons/config.js';
 import { type KeyAttribute, keyLayout } from '../functions/core/keys.js';
 import { EXPIRES_AT_ATTRIBUTE } from '../functions/commons/telemetry-contract.js';
+import { INLINE_RESOURCE_LIMIT, RESOURCES_PER_NESTED_STACK } from './defaults.js';
 
 /** TTL attribute of tombstones and per-hour status rows: from the telemetry contract. */
 export { EXPIRES_AT_ATTRIBUTE } from '../functions/commons/telemetry-contract.js';
 
 export interface CurrentStateProps {
-  readonly config: TidemarkConfig;
+  /** The resolved tables: target name and key layout of each. */
+  readonly tables: readonly TableConfig[];
+  /** Name of the status table (resolved `statusTable`). */
+  readonly statusTable: TidemarkConfig['statusTable'];
   /**
    * Customer-managed key for every table.
    * @default - AWS-managed key (`alias/aws/dynamodb`)
@@ -38,6 +44,8 @@ export class CurrentState extends Construct {
   readonly tables: ReadonlyMap<string, dynamodb.Table>;
   /** One row per (pipeline, table): partition key `pipeline`, sort key `table`. */
   readonly statusTable: dynamodb.Table;
+  /** The nested stacks holding the target tables, when there are more than `INLINE_RESOURCE_LIMIT`. */
+  readonly nestedStacks: readonly NestedStack[];
 
   constructor(scope: Construct, id: string, props: CurrentStateProps) {
     super(scope, id);
@@ -54,11 +62,18 @@ export class CurrentState extends Construct {
     };
 
     const tables = new Map<string, dynamodb.Table>();
-    props.config.tables.forEach((table: TableConfig) => {
+    const nested: NestedStack[] = [];
+    const scopeOf = (index: number): Construct => {
+      if (props.tables.length <= INLINE_RESOURCE_LIMIT) return this;
+      const group = Math.floor(index / RESOURCES_PER_NESTED_STACK);
+      nested[group] ??= new NestedStack(this, `Tables${group}`, { description: `tidemark target tables, group ${group}` });
+      return nested[group];
+    };
+    props.tables.forEach((table, index) => {
       const layout = keyLayout(table);
       tables.set(
         table.source,
-        new dynamodb.Table(this, `Table-${table.target}`, {
+        new dynamodb.Table(scopeOf(index), `Table-${table.target}`, {
           ...common,
           tableName: table.target,
           partitionKey: attribute(layout.partitionKey),
@@ -67,10 +82,11 @@ export class CurrentState extends Construct {
       );
     });
     this.tables = tables;
+    this.nestedStacks = nested;
 
     this.statusTable = new dynamodb.Table(this, 'StatusTable', {
       ...common,
-      tableName: props.config.statusTable,
+      tableName: props.statusTable,
       partitionKey: { name: 'pipeline', type: dynamodb.AttributeType.STRING },
       sortKey: { name: 'table', type: dynamodb.AttributeType.STRING },
     });

@@ -13,10 +13,11 @@ import { Stack } from 'aws-cdk-lib';
 import * as glue from 'aws-cdk-lib/aws-glue';
 import type * as s3 from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
-import type { TidemarkConfig } from '../functions/commons/config.js';
-
 export interface HistoryProps {
-  readonly config: TidemarkConfig;
+  /** Pipeline name (`config.name`): names the database. */
+  readonly pipelineName: string;
+  /** The raw prefix (`config.raw.prefix`) the table reads. */
+  readonly rawPrefix: string;
   readonly bucket: s3.IBucket;
   /**
    * Glue database name (lowercase, underscores).
@@ -30,12 +31,20 @@ export interface HistoryProps {
   readonly firstDay?: string;
 }
 
-/** Columns of one raw line; `key`, `position` and `message` hold JSON-encoded strings. */
+/**
+ * Columns of one raw line, one per field the runtime writes (`RawLine` in
+ * functions/adapters/raw-store.ts; a test checks both ways). `key` holds JSON text, `message` and
+ * `messageKey` the delivered text untouched.
+ */
 export const RAW_COLUMNS: readonly glue.CfnTable.ColumnProperty[] = [
-  { name: 'op', type: 'string', comment: 'c, u, d, r, t, or a non-row kind' },
+  { name: 'kind', type: 'string', comment: 'change or control' },
+  { name: 'format', type: 'string', comment: 'wire format the message was decoded as' },
+  { name: 'op', type: 'string', comment: 'c, u, d, r or t (changes only)' },
+  { name: 'control', type: 'string', comment: 'kind of control message (control only)' },
   { name: 'table', type: 'string', comment: 'source table' },
   { name: 'key', type: 'string', comment: 'JSON: source primary-key columns' },
-  { name: 'position', type: 'string', comment: 'JSON: ordered source log position' },
+  { name: 'position', type: 'string', comment: 'encoded ordered source log position (sorts as text)' },
+  { name: 'orderingStrength', type: 'string', comment: 'how strongly the position orders the change' },
   { name: 'commitTs', type: 'bigint', comment: 'source commit time, epoch ms' },
   { name: 'txid', type: 'string' },
   { name: 'snapshot', type: 'boolean' },
@@ -44,10 +53,13 @@ export const RAW_COLUMNS: readonly glue.CfnTable.ColumnProperty[] = [
     type: 'struct<kind:string,stream:string,shard:string,sequence:string,partitionKey:string,arrivalTime:bigint>',
     comment: 'stream or topic, shard or partition, sequence or offset, arrival time (epoch ms)',
   },
-  { name: 'message', type: 'string', comment: 'JSON: the original message, untouched (null when not UTF-8, or on a messageRef line)' },
+  { name: 'topic', type: 'string', comment: 'Kafka topic (MSK), else null' },
+  { name: 'headers', type: 'map<string,string>', comment: 'Kafka headers' },
+  { name: 'messageKey', type: 'string', comment: 'the delivered message key, untouched (null when not UTF-8)' },
+  { name: 'messageKeyBase64', type: 'string', comment: 'the original key bytes, base64, when they are not valid UTF-8' },
+  { name: 'message', type: 'string', comment: 'the delivered message, untouched (null when not UTF-8, or on a messageRef line)' },
   { name: 'messageRef', type: 'boolean', comment: 'true: the message is on the first line of the same transport shard and sequence in this object' },
   { name: 'messageBase64', type: 'string', comment: 'the original message bytes, base64, when they are not valid UTF-8' },
-  { name: 'messageKeyBase64', type: 'string', comment: 'the original key bytes, base64, when they are not valid UTF-8' },
 ];
 
 /** The partition key names of the raw table. */
@@ -61,14 +73,14 @@ export class History extends Construct {
 
   constructor(scope: Construct, id: string, props: HistoryProps) {
     super(scope, id);
-    const { config, bucket } = props;
+    const { pipelineName, bucket } = props;
     const account = Stack.of(this).account;
-    this.databaseName = props.databaseName ?? `tidemark_${config.name.replace(/-/g, '_')}`;
-    const root = `s3://${bucket.bucketName}/${config.raw.prefix}`;
+    this.databaseName = props.databaseName ?? `tidemark_${pipelineName.replace(/-/g, '_')}`;
+    const root = `s3://${bucket.bucketName}/${props.rawPrefix}`;
 
     this.database = new glue.CfnDatabase(this, 'Database', {
       catalogId: account,
-      databaseInput: { name: this.databaseName, description: `tidemark ${config.name}: raw change history` },
+      databaseInput: { name: this.databaseName, description: `tidemark ${pipelineName}: raw change history` },
     });
 
     this.table = new glue.CfnTable(this, 'RawEvents', {

@@ -1,51 +1,72 @@
 /**
- * The ingest Lambda: one bundled ESM handler, its own log group and a role with no managed
- * policies, granted only what the handler does (land raw and quarantine objects, guarded writes
- * to the target and status tables, write its logs).
+ * The ingest Lambda: one bundled ESM handler shipped with the resolved config in its asset, its
+ * own log group, and a role with no managed policies granted exactly the SDK calls the handler
+ * makes (each action below names the command that needs it; a test derives them from the code).
  */
-import { Annotations, Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { Annotations, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as kms from 'aws-cdk-lib/aws-kms';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
+import type * as s3 from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
-import path from 'node:path';
 import type { TidemarkConfig } from '../functions/commons/config.js';
-import type { CurrentState } from './current-state.js';
-import { DEFAULT_BUNDLING, DEFAULT_INGEST_ENTRY, INGEST_RUNTIME, METRIC_NAMESPACE, REPO_ROOT, SERVICE_NAME } from './defaults.js';
-import type { RawStore } from './raw-store.js';
-
-/** Lambda caps the environment at 4 KB; leave room for the other variables. */
-const MAX_CONFIG_BYTES = 3500;
+import { INGEST_RUNTIME, MAX_ENVIRONMENT_BYTES, METRIC_NAMESPACE, SERVICE_NAME } from './defaults.js';
+import { handlerCode } from './handler-asset.js';
 
 /**
- * DynamoDB actions on the target tables: guarded puts and patches, and the truncate sweep
- * (`functions/ingest/truncate.ts`: a filtered Scan, then conditional deletes below the watermark).
+ * DynamoDB actions on the target tables: guarded puts and patches (PutItem, UpdateItem) and the
+ * truncate sweep (a filtered Scan, then conditional DeleteItems below the watermark).
  */
-export const TARGET_TABLE_ACTIONS = [
-  'dynamodb:GetItem',
-  'dynamodb:PutItem',
-  'dynamodb:UpdateItem',
-  'dynamodb:Query',
-  'dynamodb:Scan',
-  'dynamodb:DeleteItem',
-] as const;
+export const TARGET_TABLE_ACTIONS = ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Scan', 'dynamodb:DeleteItem'] as const;
 
-/** DynamoDB actions on the status table: load the batch's rows, then update them. */
-export const STATUS_TABLE_ACTIONS = ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query'] as const;
+/** DynamoDB actions on the status table: load the batch's rows (BatchGetItem), then update them. */
+export const STATUS_TABLE_ACTIONS = ['dynamodb:BatchGetItem', 'dynamodb:UpdateItem'] as const;
+
+/** KMS actions under `encryption: kms`: GenerateDataKey to put S3 objects, Decrypt to read the stream. */
+export const KEY_ACTIONS = ['kms:Decrypt', 'kms:GenerateDataKey'] as const;
+
+/**
+ * Characters of resource ARNs per IAM statement. IAM allows 10,240 characters of inline policy per
+ * role and 6,144 per managed policy; the CDK moves whole statements into managed policies when a
+ * role outgrows its inline budget, so no single statement may exceed a managed policy.
+ */
+export const ARN_CHARS_PER_STATEMENT = 5000;
+
+/** Characters an ARN of `name` takes once resolved, with room for the longest partition and region. */
+export const arnChars = (name: string): number => name.length + 64;
+
+/** `items` in consecutive groups whose `size` adds up to at most `budget` (each group holds at least one). */
+export function chunksBySize<T>(items: readonly T[], size: (item: T) => number, budget = ARN_CHARS_PER_STATEMENT): T[][] {
+  const out: T[][] = [];
+  let current: T[] = [];
+  let used = 0;
+  for (const item of items) {
+    const n = size(item);
+    if (current.length > 0 && used + n > budget) {
+      out.push(current);
+      current = [];
+      used = 0;
+    }
+    current.push(item);
+    used += n;
+  }
+  if (current.length > 0) out.push(current);
+  return out;
+}
 
 export interface IngestFunctionProps {
+  /** The resolved config; shipped whole in the asset, and the function's own settings read from it. */
   readonly config: TidemarkConfig;
-  readonly rawStore: RawStore;
-  readonly currentState: CurrentState;
+  /** Raw bucket: raw and quarantine objects (and spilled rows under the raw prefix) are put here. */
+  readonly bucket: s3.IBucket;
   /**
    * Handler source file; it must export `handler`.
-   * @default `<repo>/functions/ingest.ts`
+   * @default `functions/ingest.ts`, or the prebuilt handler of the installed package
    */
   readonly entry?: string;
   /**
-   * Customer-managed key of the bucket, tables, queue and log group.
+   * Customer-managed key of the bucket, tables, stream, log group and environment.
    * @default - AWS-managed encryption
    */
   readonly encryptionKey?: kms.IKey;
@@ -54,17 +75,27 @@ export interface IngestFunctionProps {
    * @default RemovalPolicy.RETAIN
    */
   readonly removalPolicy?: RemovalPolicy;
+  /**
+   * Ship a source map and run with `--enable-source-maps` (larger asset, slower cold start).
+   * @default false
+   */
+  readonly sourceMaps?: boolean;
 }
 
 export class IngestFunction extends Construct {
-  readonly function: NodejsFunction;
+  readonly function: lambda.Function;
   readonly role: iam.Role;
   readonly logGroup: logs.LogGroup;
+  /** Bytes of the handler bundle (`index.mjs`). */
+  readonly bundleBytes: number;
+  /** The staged asset folder: `index.mjs` and the shipped `tidemark.config.json`. */
+  readonly codeDirectory: string;
 
   constructor(scope: Construct, id: string, props: IngestFunctionProps) {
     super(scope, id);
-    const { config, rawStore, currentState } = props;
+    const { config, bucket } = props;
     const functionName = `${config.name}-ingest`;
+    const stack = Stack.of(this);
 
     this.logGroup = new logs.LogGroup(this, 'LogGroup', {
       logGroupName: `/aws/lambda/${functionName}`,
@@ -82,55 +113,53 @@ export class IngestFunction extends Construct {
       new iam.PolicyStatement({
         sid: 'LandRawAndQuarantine',
         actions: ['s3:PutObject'],
-        resources: [rawStore.objectsUnder(config.raw.prefix), rawStore.objectsUnder(config.raw.quarantinePrefix)],
+        resources: [bucket.arnForObjects(`${config.raw.prefix}*`), bucket.arnForObjects(`${config.raw.quarantinePrefix}*`)],
       }),
     );
-    this.role.addToPrincipalPolicy(
-      new iam.PolicyStatement({
-        sid: 'GuardedWritesAndTruncate',
-        actions: [...TARGET_TABLE_ACTIONS],
-        resources: [...currentState.tables.values()].map((t) => t.tableArn),
-      }),
-    );
-    this.role.addToPrincipalPolicy(
-      new iam.PolicyStatement({ sid: 'StatusRows', actions: [...STATUS_TABLE_ACTIONS], resources: [currentState.statusTable.tableArn] }),
-    );
-    if (props.encryptionKey) {
+    // By name, not by reference: the tables may live in nested stacks, and a name needs no output.
+    const tableArn = (name: string) => stack.formatArn({ service: 'dynamodb', resource: 'table', resourceName: name });
+    // Statements small enough for the CDK to move whole into managed policies when hundreds of
+    // tables outgrow the role's inline budget.
+    chunksBySize(config.tables, (t) => arnChars(t.target)).forEach((group, i) => {
       this.role.addToPrincipalPolicy(
         new iam.PolicyStatement({
-          sid: 'UsePipelineKey',
-          actions: ['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey', 'kms:DescribeKey'],
-          resources: [props.encryptionKey.keyArn],
+          sid: i === 0 ? 'GuardedWritesAndTruncate' : `GuardedWritesAndTruncate${i + 1}`,
+          actions: [...TARGET_TABLE_ACTIONS],
+          resources: group.map((t) => tableArn(t.target)),
         }),
       );
+    });
+    this.role.addToPrincipalPolicy(new iam.PolicyStatement({ sid: 'StatusRows', actions: [...STATUS_TABLE_ACTIONS], resources: [tableArn(config.statusTable)] }));
+    if (props.encryptionKey) {
+      this.role.addToPrincipalPolicy(new iam.PolicyStatement({ sid: 'UsePipelineKey', actions: [...KEY_ACTIONS], resources: [props.encryptionKey.keyArn] }));
     }
 
-    const configJson = JSON.stringify(config);
-    this.function = new NodejsFunction(this, 'Function', {
+    const asset = handlerCode({ name: 'ingest', config, ...(props.entry ? { entry: props.entry } : {}), sourceMap: props.sourceMaps ?? false });
+    this.bundleBytes = asset.bundleBytes;
+    this.codeDirectory = asset.directory;
+    const environment: Record<string, string> = {
+      POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
+      POWERTOOLS_METRICS_NAMESPACE: METRIC_NAMESPACE,
+      ...(props.sourceMaps ? { NODE_OPTIONS: '--enable-source-maps' } : {}),
+    };
+    this.function = new lambda.Function(this, 'Function', {
       functionName,
       description: `tidemark ${config.name}: decode, land raw, collapse per key, guarded write`,
-      entry: props.entry ?? DEFAULT_INGEST_ENTRY,
-      handler: 'handler',
-      projectRoot: REPO_ROOT,
-      depsLockFilePath: path.join(REPO_ROOT, 'package-lock.json'),
+      code: asset.code,
+      handler: 'index.handler',
       runtime: INGEST_RUNTIME,
       architecture: lambda.Architecture.ARM_64,
       memorySize: config.ingest.memoryMb,
       timeout: Duration.seconds(config.ingest.timeoutSeconds),
       role: this.role,
       logGroup: this.logGroup,
-      bundling: DEFAULT_BUNDLING,
-      environment: {
-        TIDEMARK_CONFIG: configJson,
-        POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
-        POWERTOOLS_METRICS_NAMESPACE: METRIC_NAMESPACE,
-        NODE_OPTIONS: '--enable-source-maps',
-      },
+      environment,
+      ...(props.encryptionKey ? { environmentEncryption: props.encryptionKey } : {}),
+      ...(config.ingest.reservedConcurrency !== undefined ? { reservedConcurrentExecutions: config.ingest.reservedConcurrency } : {}),
     });
-    if (Buffer.byteLength(configJson) > MAX_CONFIG_BYTES) {
-      Annotations.of(this.function).addError(
-        `TIDEMARK_CONFIG is ${Buffer.byteLength(configJson)} bytes; Lambda allows 4 KB of environment in total (keep the config under ${MAX_CONFIG_BYTES} bytes)`,
-      );
+    const envBytes = Object.entries(environment).reduce((n, [k, v]) => n + Buffer.byteLength(k) + Buffer.byteLength(v), 0);
+    if (envBytes > MAX_ENVIRONMENT_BYTES) {
+      Annotations.of(this.function).addError(`the environment is ${envBytes} bytes; Lambda allows ${MAX_ENVIRONMENT_BYTES} in total`);
     }
   }
 }

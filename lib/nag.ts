@@ -1,6 +1,6 @@
 /**
- * cdk-nag (v3, CDK policy validation) AwsSolutions findings accepted on purpose, each with its
- * one-line reason. Acknowledged with `Validations.of(construct).acknowledge`.
+ * cdk-nag (v3, CDK policy validation) AwsSolutions findings accepted on purpose, each with the
+ * reason it is true for this pipeline. Acknowledged with `Validations.of(construct).acknowledge`.
  */
 import { type CfnResource, Stack, Validations } from 'aws-cdk-lib';
 import type { TidemarkPipeline } from './pipeline.js';
@@ -10,11 +10,12 @@ export function suppressJustifiedFindings(pipeline: TidemarkPipeline): void {
   const stack = Stack.of(pipeline);
   Validations.of(pipeline.deadLetterQueue).acknowledge({
     id: 'AwsSolutions-SQS3',
-    reason: 'This queue is itself the dead letter: the on-failure destination of the ingest event source mapping.',
+    reason:
+      'The queue only carries S3 notifications that point at failed batches kept whole in the raw bucket; a message that could not be received would still leave the batch in S3, so a further dead letter queue would hold pointers to pointers.',
   });
   Validations.of(pipeline.ingest.function).acknowledge({
     id: 'AwsSolutions-L1',
-    reason: 'The ingest runtime is pinned to nodejs22.x, the Node line the project bundles for and tests against.',
+    reason: 'The ingest runtime is pinned to nodejs22.x, the Node line the project bundles for and tests against; moving it is a deliberate, tested change.',
   });
   const bucketId = stack.resolve(stack.getLogicalId(pipeline.rawStore.bucket.node.defaultChild as CfnResource)) as string;
   for (const prefix of [config.raw.prefix, config.raw.quarantinePrefix]) {
@@ -23,16 +24,29 @@ export function suppressJustifiedFindings(pipeline: TidemarkPipeline): void {
       reason: `s3:PutObject is limited to the objects under the "${prefix}" prefix; object keys are per batch and not known in advance.`,
     });
   }
+  Validations.of(pipeline.ingest.role).acknowledge({
+    id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/${pipeline.onFailure.prefix}*]`,
+    reason: `Lambda names each failed-batch object itself (${pipeline.onFailure.prefix}<mapping id>/<shard>/<date>/<uuid>); s3:PutObject is limited to that prefix.`,
+  });
   if (pipeline.encryptionKey && pipeline.stream) {
     Validations.of(pipeline.stream).acknowledge({
       id: 'AwsSolutions-KDS3',
       reason: 'encryption: "kms" asks for the pipeline customer-managed key on every store, the stream included.',
     });
   }
-  if (config.source?.type === 'msk' && pipeline.stream === undefined) {
+  if (pipeline.kafkaAccessByPrefix) {
+    for (const arn of [pipeline.kafkaAccessByPrefix.topics, pipeline.kafkaAccessByPrefix.groups]) {
+      Validations.of(pipeline.ingest.role).acknowledge({
+        id: `AwsSolutions-IAM5[Resource::${arn}]`,
+        reason: `Hundreds of topics derived from topicPrefix: every topic and consumer group the pipeline reads is named under this prefix, and one ARN each would exceed IAM's policy size limits.`,
+      });
+    }
+  }
+  if (config.source.type === 'msk' && pipeline.stream === undefined) {
     Validations.of(pipeline.ingest.role).acknowledge({
-      id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaMSKExecutionRole]',
-      reason: 'Added by ManagedKafkaEventSource: the MSK event source needs the ENI and cluster-describe permissions it grants.',
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason:
+        'The MSK mapping manages its network interfaces in the cluster VPC with ec2:CreateNetworkInterface, DeleteNetworkInterface and the Describe* calls, which EC2 does not scope to resources.',
     });
   }
 }

@@ -1,19 +1,27 @@
 /**
  * Raw in S3, the recovery position: every delivered record lands under the raw prefix before its
- * batch is applied; unparseable records go under the quarantine prefix. Access is logged to a
- * separate bucket.
+ * batch is applied; unparseable records go under the quarantine prefix; batches the event source
+ * mapping gives up on land whole under `aws/lambda/`, and each one is announced on the failed-batch
+ * queue. Access is logged to a separate bucket.
+ *
+ * Lifecycle: raw moves to STANDARD_IA after `infrequentAccessAfterDays` and is never expired (it is
+ * the replay source); quarantine expires after `quarantineRetentionDays`; failed batches are kept
+ * until replayed and removed by hand; noncurrent versions go after 30 days.
  */
-import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as kms from 'aws-cdk-lib/aws-kms';
 import * as s3 from 'aws-cdk-lib/aws-s3';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import type { TidemarkConfig } from '../functions/commons/config.js';
+import { ON_FAILURE_PREFIX, type TidemarkConfig } from '../functions/commons/config.js';
 
 export interface RawStoreProps {
-  readonly config: TidemarkConfig;
+  /** The resolved `raw` section: bucket name, prefixes and lifecycle. */
+  readonly raw: TidemarkConfig['raw'];
   /**
    * Name of the raw bucket.
-   * @default config.raw.bucket
+   * @default raw.bucket
    */
   readonly bucketName?: string;
   /**
@@ -22,7 +30,8 @@ export interface RawStoreProps {
    */
   readonly encryptionKey?: kms.IKey;
   /**
-   * What happens to the buckets when they leave the stack.
+   * What happens to the buckets when they leave the stack. `DESTROY` also empties them first
+   * (`autoDeleteObjects`), for throwaway stacks such as LocalStack's.
    * @default RemovalPolicy.RETAIN
    */
   readonly removalPolicy?: RemovalPolicy;
@@ -41,11 +50,15 @@ export class RawStore extends Construct {
   readonly bucket: s3.Bucket;
   /** Receives the raw bucket's server access logs. */
   readonly accessLogBucket: s3.Bucket;
+  /** The raw bucket's name, known at synth time. */
+  readonly bucketName: string;
 
   constructor(scope: Construct, id: string, props: RawStoreProps) {
     super(scope, id);
-    const { raw } = props.config;
+    const { raw } = props;
     const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
+    const autoDeleteObjects = removalPolicy === RemovalPolicy.DESTROY;
+    this.bucketName = props.bucketName ?? raw.bucket;
 
     // Log delivery writes with SSE-S3 only; the log bucket must not use SSE-KMS.
     this.accessLogBucket = new s3.Bucket(this, 'AccessLogs', {
@@ -56,6 +69,7 @@ export class RawStore extends Construct {
       objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
       versioned: true,
       removalPolicy,
+      autoDeleteObjects,
       lifecycleRules: [
         {
           id: 'expire-access-logs',
@@ -67,13 +81,14 @@ export class RawStore extends Construct {
     });
 
     this.bucket = new s3.Bucket(this, 'Bucket', {
-      bucketName: props.bucketName ?? raw.bucket,
+      bucketName: this.bucketName,
       blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
       enforceSSL: true,
       minimumTLSVersion: 1.2,
       objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
       versioned: true,
       removalPolicy,
+      autoDeleteObjects,
       ...(props.encryptionKey
         ? { encryption: s3.BucketEncryption.KMS, encryptionKey: props.encryptionKey, bucketKeyEnabled: true }
         : { encryption: s3.BucketEncryption.S3_MANAGED }),
@@ -103,5 +118,34 @@ export class RawStore extends Construct {
   /** ARN pattern of the objects under one key prefix, e.g. `arn:aws:s3:::shop-cdc-raw/raw/*`. */
   objectsUnder(prefix: string): string {
     return this.bucket.arnForObjects(`${prefix}*`);
+  }
+
+  /**
+   * Sends an S3 event notification to `queue` for every failed batch Lambda writes under
+   * `aws/lambda/`, so the queue's depth counts failed batches and its messages name their objects.
+   * Set natively on the bucket (no notification custom resource); the queue policy names the
+   * bucket by its literal ARN so that the bucket can depend on the policy without a cycle.
+   */
+  notifyFailedBatches(queue: sqs.IQueue): void {
+    const stack = Stack.of(this);
+    const added = queue.addToResourcePolicy(
+      new iam.PolicyStatement({
+        sid: 'S3FailedBatchNotifications',
+        principals: [new iam.ServicePrincipal('s3.amazonaws.com')],
+        actions: ['sqs:SendMessage'],
+        resources: [queue.queueArn],
+        conditions: {
+          ArnLike: { 'aws:SourceArn': `arn:${stack.partition}:s3:::${this.bucketName}` },
+          StringEquals: { 'aws:SourceAccount': stack.account },
+        },
+      }),
+    );
+    const cfnBucket = this.bucket.node.defaultChild as s3.CfnBucket;
+    cfnBucket.notificationConfiguration = {
+      queueConfigurations: [
+        { event: 's3:ObjectCreated:*', queue: queue.queueArn, filter: { s3Key: { rules: [{ name: 'prefix', value: ON_FAILURE_PREFIX }] } } },
+      ],
+    };
+    if (added.policyDependable) this.bucket.node.addDependency(added.policyDependable);
   }
 }

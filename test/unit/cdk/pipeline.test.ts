@@ -1,14 +1,18 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { Match } from 'aws-cdk-lib/assertions';
-import { templateOf, testConfig } from './fixtures/stack.js';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import { buildStack, testConfig } from './fixtures/stack.js';
 
 // One synth shared by every assertion in this file.
-const template = templateOf(testConfig());
+const built = buildStack(testConfig());
+const template = Template.fromStack(built.stack);
 const resources = (type: string): Record<string, { Properties: Record<string, unknown> }> =>
   template.findResources(type) as Record<string, { Properties: Record<string, unknown> }>;
 
 type Statement = { Action: string | string[]; Effect: string; Resource: unknown; Sid?: string };
+// Statements of the ingest role only (autoDeleteObjects and other helpers have their own roles).
 const statements = (): Statement[] =>
   Object.values(resources('AWS::IAM::Policy')).flatMap((p) => (p.Properties.PolicyDocument as { Statement: Statement[] }).Statement);
 const actionsOf = (s: Statement): string[] => (Array.isArray(s.Action) ? s.Action : [s.Action]);
@@ -17,19 +21,41 @@ const actionsOf = (s: Statement): string[] => (Array.isArray(s.Action) ? s.Actio
 const LOCATION_SUFFIX = '/raw/table=${source_table}/dt=${dt}/hr=${hr}/';
 
 describe('TidemarkPipeline with a Kinesis source', () => {
-  it('maps the stream with partial batch failures, bisect, bounded retries and age, and an SQS on-failure destination', () => {
+  const bucketArn = { 'Fn::GetAtt': [Match.stringLikeRegexp('^PipelineRawBucket'), 'Arn'] };
+  const tableArn = (name: string) => ({ 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, `:dynamodb:us-east-1:111122223333:table/${name}`]] });
+
+  it('maps the stream with partial batch failures, bisect, bounded retries, an age below retention, and whole failed batches to S3', () => {
     template.resourceCountIs('AWS::Lambda::EventSourceMapping', 1);
     template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
       EventSourceArn: { 'Fn::GetAtt': [Match.stringLikeRegexp('^PipelineStream'), 'Arn'] },
       FunctionResponseTypes: ['ReportBatchItemFailures'],
       BisectBatchOnFunctionError: true,
       MaximumRetryAttempts: 5,
-      MaximumRecordAgeInSeconds: 86_400,
+      MaximumRecordAgeInSeconds: 43_200,
       ParallelizationFactor: 1,
       BatchSize: 500,
       MaximumBatchingWindowInSeconds: 1,
       StartingPosition: 'TRIM_HORIZON',
-      DestinationConfig: { OnFailure: { Destination: { 'Fn::GetAtt': [Match.stringLikeRegexp('^PipelineDeadLetterQueue'), 'Arn'] } } },
+      DestinationConfig: { OnFailure: { Destination: bucketArn } },
+    });
+    const mapping = Object.values(template.findResources('AWS::Lambda::EventSourceMapping'))[0] as { DependsOn?: string[] };
+    assert.ok(mapping.DependsOn?.some((d) => d.startsWith('PipelineCurrentStateTable')), 'the mapping waits for the tables');
+  });
+
+  it('lets the mapping read the stream with exactly the non-EFO read actions, and write failed batches under aws/lambda/', () => {
+    template.hasResourceProperties('AWS::IAM::Policy', {
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          {
+            Sid: 'ReadStream',
+            Effect: 'Allow',
+            Action: ['kinesis:DescribeStream', 'kinesis:DescribeStreamSummary', 'kinesis:GetRecords', 'kinesis:GetShardIterator', 'kinesis:ListShards'],
+            Resource: { 'Fn::GetAtt': [Match.stringLikeRegexp('^PipelineStream'), 'Arn'] },
+          },
+          { Sid: 'WriteFailedBatches', Effect: 'Allow', Action: 's3:PutObject', Resource: { 'Fn::Join': ['', [bucketArn, '/aws/lambda/*']] } },
+          { Sid: 'FailedBatchesListBucket', Effect: 'Allow', Action: 's3:ListBucket', Resource: bucketArn },
+        ]),
+      },
     });
   });
 
@@ -43,14 +69,42 @@ describe('TidemarkPipeline with a Kinesis source', () => {
     });
   });
 
-  it('keeps failed-batch descriptors 14 days in an encrypted, SSL-only queue', () => {
-    template.hasResourceProperties('AWS::SQS::Queue', { QueueName: 'shop-ingest-failures', MessageRetentionPeriod: 1_209_600, KmsMasterKeyId: 'alias/aws/sqs' });
+  it('announces each failed batch object on an SSE-SQS, SSL-only queue that only S3 notifications of this bucket may use', () => {
+    template.hasResourceProperties('AWS::SQS::Queue', { QueueName: 'shop-ingest-failures', MessageRetentionPeriod: 1_209_600, SqsManagedSseEnabled: true, KmsMasterKeyId: Match.absent() });
     template.hasResourceProperties('AWS::SQS::QueuePolicy', {
-      PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })]) },
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+          Match.objectLike({
+            Sid: 'S3FailedBatchNotifications',
+            Principal: { Service: 's3.amazonaws.com' },
+            Action: 'sqs:SendMessage',
+            Condition: {
+              ArnLike: { 'aws:SourceArn': { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':s3:::shop-cdc-raw']] } },
+              StringEquals: { 'aws:SourceAccount': '111122223333' },
+            },
+          }),
+        ]),
+      },
+    });
+    template.hasResource('AWS::S3::Bucket', {
+      Properties: {
+        BucketName: 'shop-cdc-raw',
+        NotificationConfiguration: {
+          QueueConfigurations: [
+            {
+              Event: 's3:ObjectCreated:*',
+              Queue: { 'Fn::GetAtt': [Match.stringLikeRegexp('^PipelineDeadLetterQueue'), 'Arn'] },
+              Filter: { S3Key: { Rules: [{ Name: 'prefix', Value: 'aws/lambda/' }] } },
+            },
+          ],
+        },
+      },
+      DependsOn: Match.arrayWith([Match.stringLikeRegexp('^PipelineDeadLetterQueuePolicy')]),
     });
   });
 
-  it('bundles one ESM handler for nodejs22.x on arm64 with the config, Powertools settings and source maps', () => {
+  it('bundles one ESM handler for nodejs22.x on arm64 with the resolved config in its asset, not in its environment', () => {
     template.hasResourceProperties('AWS::Lambda::Function', {
       FunctionName: 'shop-ingest',
       Runtime: 'nodejs22.x',
@@ -58,17 +112,23 @@ describe('TidemarkPipeline with a Kinesis source', () => {
       Handler: 'index.handler',
       MemorySize: 1024,
       Timeout: 120,
+      ReservedConcurrentExecutions: Match.absent(),
       LoggingConfig: { LogGroup: { Ref: Match.stringLikeRegexp('^PipelineIngestLogGroup') } },
-      Environment: {
-        Variables: {
-          TIDEMARK_CONFIG: JSON.stringify(testConfig()),
-          POWERTOOLS_SERVICE_NAME: 'tidemark-ingest',
-          POWERTOOLS_METRICS_NAMESPACE: 'Tidemark',
-          NODE_OPTIONS: '--enable-source-maps',
-        },
-      },
+      Environment: { Variables: { POWERTOOLS_SERVICE_NAME: 'tidemark-ingest', POWERTOOLS_METRICS_NAMESPACE: 'Tidemark' } },
     });
     template.hasResourceProperties('AWS::Logs::LogGroup', { LogGroupName: '/aws/lambda/shop-ingest', RetentionInDays: 30 });
+    const dir = built.stack.pipeline.ingest.codeDirectory;
+    assert.deepEqual(readdirSync(dir).sort(), ['index.mjs', 'tidemark.config.json']);
+    assert.deepEqual(JSON.parse(readFileSync(path.join(dir, 'tidemark.config.json'), 'utf8')), JSON.parse(JSON.stringify(testConfig())));
+  });
+
+  it('reserves concurrency and ships source maps only when asked', () => {
+    const { stack } = buildStack(testConfig({ ingest: { reservedConcurrency: 7 } }), { sourceMaps: true });
+    Template.fromStack(stack).hasResourceProperties('AWS::Lambda::Function', {
+      ReservedConcurrentExecutions: 7,
+      Environment: { Variables: Match.objectLike({ NODE_OPTIONS: '--enable-source-maps' }) },
+    });
+    assert.deepEqual(readdirSync(stack.pipeline.ingest.codeDirectory).sort(), ['index.mjs', 'index.mjs.map', 'tidemark.config.json']);
   });
 
   it('gives the ingest role no managed policies and no wildcard actions', () => {
@@ -76,15 +136,26 @@ describe('TidemarkPipeline with a Kinesis source', () => {
     const wildcards = statements().flatMap(actionsOf).filter((a) => a.includes('*'));
     assert.deepEqual(wildcards, []);
     const granted = new Set(statements().flatMap(actionsOf));
-    for (const unwanted of ['cloudwatch:PutMetricData', 'dynamodb:BatchWriteItem', 'dynamodb:DeleteTable', 's3:GetObject', 's3:DeleteObject']) {
+    for (const unwanted of [
+      'cloudwatch:PutMetricData',
+      'dynamodb:BatchWriteItem',
+      'dynamodb:DeleteTable',
+      'dynamodb:GetItem',
+      'dynamodb:Query',
+      's3:GetObject',
+      's3:DeleteObject',
+      'kinesis:ListStreams',
+      'kinesis:SubscribeToShard',
+      'kinesis:DescribeStreamConsumer',
+      'sqs:SendMessage',
+    ]) {
       assert.equal(granted.has(unwanted), false, `${unwanted} is not needed by the ingest function`);
     }
   });
 
-  it('limits s3:PutObject to the raw and quarantine prefixes', () => {
+  it('limits s3:PutObject to the raw and quarantine prefixes (and Lambda’s failed-batch prefix)', () => {
     const puts = statements().filter((s) => actionsOf(s).includes('s3:PutObject'));
-    assert.equal(puts.length, 1);
-    const bucketArn = { 'Fn::GetAtt': [Match.stringLikeRegexp('^PipelineRawBucket'), 'Arn'] };
+    assert.deepEqual(puts.map((s) => s.Sid).sort(), ['LandRawAndQuarantine', 'WriteFailedBatches']);
     template.hasResourceProperties('AWS::IAM::Policy', {
       PolicyDocument: {
         Statement: Match.arrayWith([
@@ -99,27 +170,19 @@ describe('TidemarkPipeline with a Kinesis source', () => {
     });
   });
 
-  it('grants the target tables only the guarded-write and truncate-sweep actions, and the status table only its row actions', () => {
+  it('grants the target tables only the guarded-write and truncate-sweep actions, and the status table only its row actions, by name', () => {
     const ids = Object.keys(resources('AWS::DynamoDB::Table'));
-    const arn = (id: string) => ({ 'Fn::GetAtt': [id, 'Arn'] });
-    const targets = ids.filter((id) => !id.includes('StatusTable'));
-    const status = ids.filter((id) => id.includes('StatusTable'));
-    assert.deepEqual([targets.length, status.length], [3, 1]);
+    assert.deepEqual([ids.filter((id) => !id.includes('StatusTable')).length, ids.filter((id) => id.includes('StatusTable')).length], [3, 1]);
     template.hasResourceProperties('AWS::IAM::Policy', {
       PolicyDocument: {
         Statement: Match.arrayWith([
           {
             Sid: 'GuardedWritesAndTruncate',
             Effect: 'Allow',
-            Action: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query', 'dynamodb:Scan', 'dynamodb:DeleteItem'],
-            Resource: targets.map(arn),
+            Action: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Scan', 'dynamodb:DeleteItem'],
+            Resource: ['shop-customers', 'shop-order-lines', 'shop-shipments'].map(tableArn),
           },
-          {
-            Sid: 'StatusRows',
-            Effect: 'Allow',
-            Action: ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query'],
-            Resource: arn(status[0]!),
-          },
+          { Sid: 'StatusRows', Effect: 'Allow', Action: ['dynamodb:BatchGetItem', 'dynamodb:UpdateItem'], Resource: tableArn('shop-status') },
         ]),
       },
     });
@@ -297,9 +360,9 @@ describe('TidemarkPipeline with a Kinesis source', () => {
     });
   });
 
-  it('outputs the tables, status table, bucket, stream, queue, dashboard and alarm topic', () => {
+  it('outputs the tables, status table, bucket, stream, queue, function, dashboard and alarm topic', () => {
     const outputs = Object.keys(template.findOutputs('*'));
-    for (const prefix of ['PipelineTargetTable0', 'PipelineTargetTable1', 'PipelineTargetTable2', 'PipelineStatusTable', 'PipelineRawBucket', 'PipelineStreamName', 'PipelineDeadLetterQueueUrl', 'PipelineDashboardName', 'PipelineAlarmTopicArn']) {
+    for (const prefix of ['PipelineTargetTable0', 'PipelineTargetTable1', 'PipelineTargetTable2', 'PipelineStatusTable', 'PipelineRawBucket', 'PipelineStreamName', 'PipelineDeadLetterQueueUrl', 'PipelineIngestFunctionName', 'PipelineDashboardName', 'PipelineAlarmTopicArn']) {
       assert.ok(outputs.some((o) => o.startsWith(prefix)), `missing output ${prefix} in ${outputs.join(', ')}`);
     }
   });
