@@ -15,10 +15,12 @@ import { INGEST_RUNTIME, MAX_ENVIRONMENT_BYTES, METRIC_NAMESPACE, SERVICE_NAME }
 import { handlerCode } from './handler-asset.js';
 
 /**
- * DynamoDB actions on the target tables: guarded puts and patches (PutItem, UpdateItem) and the
+ * DynamoDB actions on the target tables: guarded puts and patches (PutItem, UpdateItem), the
+ * pre-read of stored positions for redelivered writes (BatchGetItem), the read of a row before a
+ * read-merge-put (GetItem: patches too wide for one UpdateItem, or on a spilled row), and the
  * truncate sweep (a filtered Scan, then conditional DeleteItems below the watermark).
  */
-export const TARGET_TABLE_ACTIONS = ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Scan', 'dynamodb:DeleteItem'] as const;
+export const TARGET_TABLE_ACTIONS = ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:Scan', 'dynamodb:DeleteItem'] as const;
 
 /** DynamoDB actions on the status table: load the batch's rows (BatchGetItem), then update them. */
 export const STATUS_TABLE_ACTIONS = ['dynamodb:BatchGetItem', 'dynamodb:UpdateItem'] as const;
@@ -116,6 +118,8 @@ export class IngestFunction extends Construct {
         resources: [bucket.arnForObjects(`${config.raw.prefix}*`), bucket.arnForObjects(`${config.raw.quarantinePrefix}*`)],
       }),
     );
+    // A patch on a spilled row is merged with the spilled copy, read back from S3.
+    this.role.addToPrincipalPolicy(new iam.PolicyStatement({ sid: 'ReadSpilledRows', actions: ['s3:GetObject'], resources: [bucket.arnForObjects(`${config.raw.prefix}spill/*`)] }));
     // By name, not by reference: the tables may live in nested stacks, and a name needs no output.
     const tableArn = (name: string) => stack.formatArn({ service: 'dynamodb', resource: 'table', resourceName: name });
     // Statements small enough for the CDK to move whole into managed policies when hundreds of

@@ -15,8 +15,12 @@ import { RAW_COLUMNS, RAW_PARTITION_KEYS } from '../../../lib/history.js';
 
 const config = parseConfig(JSON.parse(readFileSync(path.join(PACKAGE_ROOT, 'tidemark.config.json'), 'utf8')));
 
-/** A raw line the runtime builds from a Debezium PostgreSQL update (this repository's plan fixture, line 2), delivered over Kafka with headers. */
-function runtimeRawLine(): Record<string, unknown> {
+/**
+ * The raw lines the runtime builds from a Debezium PostgreSQL update (this repository's plan
+ * fixture, line 2), delivered over Kafka with headers: as delivered, with a binary key and value
+ * (base64 fields), and as a later line of a multi-row record (`messageRef`).
+ */
+function runtimeRawLines(): Record<string, unknown>[] {
   const message = readFileSync(path.join(PACKAGE_ROOT, 'test', 'fixtures', 'plan', 'mixed.jsonl'), 'utf8').split('\n')[1] ?? '';
   const record = {
     value: Buffer.from(message),
@@ -29,7 +33,9 @@ function runtimeRawLine(): Record<string, unknown> {
   assert.ok(result.ok, result.ok ? '' : `${result.reason}: ${result.detail}`);
   const [event] = result.events;
   assert.ok(event);
-  return JSON.parse(JSON.stringify(rawLineFor(recordPart(record), event, true))) as Record<string, unknown>;
+  const binary = { ...record, key: Buffer.from([0x00, 0xff, 0xfe, 0x80, 0x41]), value: Buffer.from([0xc3, 0x28]) };
+  const lines = [rawLineFor(recordPart(record), event, true), rawLineFor(recordPart(binary), event, true), rawLineFor(recordPart(record), event, false)];
+  return lines.map((l) => JSON.parse(JSON.stringify(l)) as Record<string, unknown>);
 }
 
 /** Whether a JSON value fits a Glue/Hive type as the OpenX JSON SerDe reads it (null fits all). */
@@ -54,15 +60,19 @@ function fits(value: unknown, type: string): boolean {
 }
 
 describe('the Glue table over raw', () => {
-  const line = runtimeRawLine();
+  const lines = runtimeRawLines();
 
   it('has one column per field of a raw line, and no column the runtime does not write', () => {
-    assert.deepEqual(Object.keys(line).sort(), RAW_COLUMNS.map((c) => c.name).sort());
+    const fields = new Set(lines.flatMap((l) => Object.keys(l)));
+    assert.deepEqual([...fields].sort(), RAW_COLUMNS.map((c) => c.name).sort());
   });
 
   it('types every column so the JSON SerDe reads the runtime’s values', () => {
-    for (const column of RAW_COLUMNS) {
-      assert.ok(fits(line[column.name], column.type ?? ''), `${column.name}: ${JSON.stringify(line[column.name])} is not ${column.type}`);
+    for (const line of lines) {
+      for (const column of RAW_COLUMNS) {
+        const value = line[column.name] ?? null;
+        assert.ok(fits(value, column.type ?? ''), `${column.name}: ${JSON.stringify(value)} is not ${column.type}`);
+      }
     }
   });
 });
