@@ -140,9 +140,7 @@ describe('TidemarkPipeline with a Kinesis source', () => {
       'cloudwatch:PutMetricData',
       'dynamodb:BatchWriteItem',
       'dynamodb:DeleteTable',
-      'dynamodb:GetItem',
       'dynamodb:Query',
-      's3:GetObject',
       's3:DeleteObject',
       'kinesis:ListStreams',
       'kinesis:SubscribeToShard',
@@ -170,7 +168,7 @@ describe('TidemarkPipeline with a Kinesis source', () => {
     });
   });
 
-  it('grants the target tables only the guarded-write and truncate-sweep actions, and the status table only its row actions, by name', () => {
+  it('grants the target tables only the guarded-write, pre-read, read-merge-put and truncate-sweep actions, and the status table only its row actions, by name', () => {
     const ids = Object.keys(resources('AWS::DynamoDB::Table'));
     assert.deepEqual([ids.filter((id) => !id.includes('StatusTable')).length, ids.filter((id) => id.includes('StatusTable')).length], [3, 1]);
     template.hasResourceProperties('AWS::IAM::Policy', {
@@ -179,7 +177,7 @@ describe('TidemarkPipeline with a Kinesis source', () => {
           {
             Sid: 'GuardedWritesAndTruncate',
             Effect: 'Allow',
-            Action: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Scan', 'dynamodb:DeleteItem'],
+            Action: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:Scan', 'dynamodb:DeleteItem'],
             Resource: ['shop-customers', 'shop-order-lines', 'shop-shipments'].map(tableArn),
           },
           { Sid: 'StatusRows', Effect: 'Allow', Action: ['dynamodb:BatchGetItem', 'dynamodb:UpdateItem'], Resource: tableArn('shop-status') },
