@@ -11,6 +11,7 @@ import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import { PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import type { TransportMeta } from '../core/types.js';
+import { keyFilterMetadata } from '../erase/key-filter.js';
 
 const gzipAsync = promisify(gzip);
 
@@ -92,7 +93,7 @@ export class RawStore {
   async land(batch: BatchCoordinates, linesByTable: ReadonlyMap<string, readonly RawLine[]>, quarantined: readonly QuarantineLine[]): Promise<LandResult> {
     const puts: Promise<{ table: string | null; key: string; bytes: number }>[] = [];
     for (const [table, lines] of linesByTable) {
-      if (lines.length > 0) puts.push(this.put(rawObjectKey(this.rawPrefix, table, batch), lines).then((d) => ({ ...d, table })));
+      if (lines.length > 0) puts.push(this.put(rawObjectKey(this.rawPrefix, table, batch), lines, keyFilterMetadata(lines)).then((d) => ({ ...d, table })));
     }
     if (quarantined.length > 0) puts.push(this.put(quarantineObjectKey(this.quarantinePrefix, batch), quarantined).then((d) => ({ ...d, table: null })));
     const done = await Promise.all(puts);
@@ -110,11 +111,11 @@ export class RawStore {
     return `s3://${this.bucket}/${key}`;
   }
 
-  private async put(key: string, lines: readonly unknown[]): Promise<{ key: string; bytes: number }> {
+  private async put(key: string, lines: readonly unknown[], metadata?: Record<string, string>): Promise<{ key: string; bytes: number }> {
     const text = `${lines.map((l) => JSON.stringify(l)).join('\n')}\n`;
     const body = await gzipAsync(Buffer.from(text, 'utf8'));
     await this.s3.send(
-      new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentType: 'application/x-ndjson', ContentEncoding: 'gzip' }),
+      new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentType: 'application/x-ndjson', ContentEncoding: 'gzip', Metadata: metadata }),
     );
     return { key, bytes: body.length };
   }
