@@ -116,13 +116,27 @@ interface RawObjectRefLike {
   readonly lastModified: number | null;
 }
 
-/** The table segments under `<prefix>table=` that may hold the table's objects (both encodings). */
+/**
+ * Every table segment under `<prefix>table=`. One delimited listing on S3; s3rver answers a
+ * delimited listing of nested keys with nothing at all, so an empty answer falls back to listing
+ * the keys (names only) and taking their first path segment.
+ */
+export async function allTableSegments(s3: S3Client, bucket: string, prefix: string): Promise<string[]> {
+  const base = `${prefix}table=`;
+  const { prefixes, keys } = await listAll(s3, bucket, base, '/');
+  if (prefixes.length > 0 || keys.length > 0) return prefixes.map((p) => p.slice(base.length, -1));
+  const segments = new Set<string>();
+  for (const k of (await listAll(s3, bucket, base)).keys) {
+    const seg = k.key.slice(base.length).split('/')[0];
+    if (seg) segments.add(seg);
+  }
+  return [...segments].sort();
+}
+
+/** The table segments that may hold the table's objects (both encodings). */
 export async function tableSegments(s3: S3Client, bucket: string, prefix: string, table: string): Promise<string[]> {
-  const { prefixes } = await listAll(s3, bucket, `${prefix}table=`, '/');
   const legacy = legacyTableSegment(table);
-  return prefixes
-    .map((p) => p.slice(`${prefix}table=`.length, -1))
-    .filter((seg) => seg === legacy || decodeTableSegment(seg) === table);
+  return (await allTableSegments(s3, bucket, prefix)).filter((seg) => seg === legacy || decodeTableSegment(seg) === table);
 }
 
 /** Lists a table's raw objects whose partition hour overlaps the landing-time range, oldest first. */

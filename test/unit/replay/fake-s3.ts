@@ -38,7 +38,8 @@ class NoSuchKey extends Error {
   $metadata = { httpStatusCode: 404 };
 }
 
-export function fakeS3(): FakeS3 {
+/** `brokenDelimiter`: answer delimited listings with nothing, as s3rver does for nested keys. */
+export function fakeS3(options: { brokenDelimiter?: boolean } = {}): FakeS3 {
   const objects = new Map<string, Version[]>();
   const calls: string[] = [];
   let seq = 0;
@@ -83,6 +84,7 @@ export function fakeS3(): FakeS3 {
     const prefix = input.Prefix ?? '';
     calls.push(`List ${prefix}`);
     const keys = listing(prefix);
+    if (input.Delimiter && options.brokenDelimiter) return { IsTruncated: false };
     if (input.Delimiter) {
       const prefixes = new Set<string>();
       const contents: { Key: string; Size: number }[] = [];

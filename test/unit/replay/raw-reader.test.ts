@@ -153,6 +153,18 @@ describe('raw reader', () => {
     assert.deepEqual(await ids('public.caf_', caf), ['2']);
   });
 
+  it('finds table segments when the store answers delimited listings with nothing (s3rver)', async () => {
+    const broken = fakeS3({ brokenDelimiter: true });
+    try {
+      broken.put('raw/table=public.caf%C3%A9/dt=2026-11-30/hr=07/a-1-1.jsonl.gz', gz([]));
+      broken.put('raw/table=public.customers/dt=2026-11-30/hr=07/a-1-1.jsonl.gz', gz([]));
+      const objects = await listRawObjects(broken.client, { bucket: 'b', prefix: 'raw/', table: 'public.café' });
+      assert.deepEqual(objects.map((o) => o.key), ['raw/table=public.caf%C3%A9/dt=2026-11-30/hr=07/a-1-1.jsonl.gz']);
+    } finally {
+      broken.restore();
+    }
+  });
+
   it('lists only the partitions that can hold the landing-time range', async () => {
     s3.put('raw/table=public.customers/dt=2026-11-29/hr=01/0-1-1.jsonl.gz', gz([]));
     s3.put('raw/table=public.customers/dt=2026-12-01/hr=01/0-9-9.jsonl.gz', gz([]));
