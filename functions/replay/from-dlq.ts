@@ -16,7 +16,7 @@ import { DeleteMessageCommand, ReceiveMessageCommand, type SQSClient } from '@aw
 import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import type { TidemarkConfig } from '../commons/config.js';
 import type { RawRecord } from '../core/normalize.js';
-import { decodeTableSegment, parseRawObject, parseRawObjectKey, RawRecordSet, readRawObject } from '../adapters/raw-reader.js';
+import { allTableSegments, decodeTableSegment, parseRawObject, parseRawObjectKey, RawRecordSet, readRawObject } from '../adapters/raw-reader.js';
 import type { IngestDeps } from '../ingest/process-batch.js';
 import { processBatch } from '../ingest/process-batch.js';
 import { addTally, emptyTally, type ReplayEngine, type ReplayTally } from './engine.js';
@@ -90,12 +90,11 @@ export async function readOnFailureObjects(s3: S3Client, bucket: string, prefix:
 /** The records of a range that raw holds: objects of the range's hours whose name starts with its shard. */
 export async function findRangeInRaw(s3: S3Client, config: TidemarkConfig, range: BatchRange): Promise<RawRecord[]> {
   const bucket = config.raw.bucket;
-  const segments = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: `${config.raw.prefix}table=`, Delimiter: '/' }));
+  const segments = await allTableSegments(s3, bucket, config.raw.prefix);
   const shardSegment = range.shard.replace(/[^A-Za-z0-9._=-]/g, '_');
   const set = new RawRecordSet();
-  for (const p of segments.CommonPrefixes ?? []) {
-    if (!p.Prefix) continue;
-    for (const listPrefix of hourPrefixes(p.Prefix, range)) {
+  for (const segment of segments) {
+    for (const listPrefix of hourPrefixes(`${config.raw.prefix}table=${segment}/`, range)) {
       let token: string | undefined;
       do {
         const page = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: listPrefix, ContinuationToken: token }));
