@@ -299,7 +299,8 @@ export async function deleteOlderVersions(s3: S3Client, bucket: string, key: str
       page = await s3.send(new ListObjectVersionsCommand({ Bucket: bucket, Prefix: key, KeyMarker: keyMarker, VersionIdMarker: versionMarker }));
     } catch (err) {
       const name = (err as { name?: string; Code?: string }).name ?? '';
-      if (name === 'NotImplemented' || /not implemented/i.test(errorMessage(err))) return null;
+      // s3rver answers ?versions with MethodNotAllowed (and ?versioning with NotImplemented).
+      if (name === 'NotImplemented' || name === 'MethodNotAllowed' || /not implemented|not allowed/i.test(errorMessage(err))) return null;
       throw err;
     }
     for (const v of [...(page.Versions ?? []), ...(page.DeleteMarkers ?? [])]) {
@@ -404,10 +405,13 @@ export async function finishErase(
 
 /**
  * Quarantine lines hold original bytes that did not normalize, so they carry no key field. A line
- * mentions the key when every key column appears in its bytes as `"column": value`; such a line
- * keeps its reason and transport, and loses its bytes.
+ * mentions the key when its bytes name the table (its last dotted part as a JSON string, as every
+ * supported format carries it) and hold every key column as `"column": value`; such a line keeps
+ * its reason and transport, and loses its bytes.
  */
-export function mentionsKey(text: string, key: JsonObject): boolean {
+export function mentionsKey(text: string, key: JsonObject, table: string): boolean {
+  const bare = table.split('.').pop() ?? table;
+  if (!text.includes(JSON.stringify(bare))) return false;
   return Object.entries(key).every(([col, v]) => {
     const value = String(v instanceof Object && 'value' in v ? (v as { value: string }).value : v).replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
     const name = JSON.stringify(col).replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
@@ -436,7 +440,7 @@ async function eraseFromQuarantine(ctx: EraseContext, r: Resolved, now: number):
           return line;
         }
         const bytes = [q.valueBase64, q.keyBase64].map((b) => (typeof b === 'string' ? Buffer.from(b, 'base64').toString('utf8') : '')).join('\n');
-        if (!mentionsKey(bytes, key)) return line;
+        if (!mentionsKey(bytes, key, r.table.source)) return line;
         changed++;
         return JSON.stringify({ ...q, valueBase64: null, keyBase64: null, erased: { keyHash: r.hash, at: now } });
       });
