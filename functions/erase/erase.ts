@@ -276,7 +276,7 @@ export async function rewriteEraseBatch(ctx: EraseContext, input: { runId: strin
       currentVersion = put.VersionId;
       out.objectsRewritten++;
     }
-    const removed = await deleteOlderVersions(s3, bucket, objectKey, currentVersion);
+    const removed = await deleteOlderVersions(s3, bucket, objectKey, currentVersion, kept.length === 0);
     if (removed === null) out.versioning = false;
     else out.versionsDeleted += removed;
   }
@@ -286,10 +286,11 @@ export async function rewriteEraseBatch(ctx: EraseContext, input: { runId: strin
 }
 
 /**
- * Deletes every version of `key` but `keep` (and delete markers). Returns null when the store
- * does not implement versions (then the overwrite already replaced the only copy).
+ * Deletes every version of `key` but `keep` (and delete markers); with `keep` undefined, every
+ * version but the latest, unless `all`. Returns null when the store does not implement versions
+ * (then the overwrite already replaced the only copy).
  */
-export async function deleteOlderVersions(s3: S3Client, bucket: string, key: string, keep: string | undefined): Promise<number | null> {
+export async function deleteOlderVersions(s3: S3Client, bucket: string, key: string, keep: string | undefined, all = false): Promise<number | null> {
   let deleted = 0;
   let keyMarker: string | undefined;
   let versionMarker: string | undefined;
@@ -305,6 +306,7 @@ export async function deleteOlderVersions(s3: S3Client, bucket: string, key: str
     }
     for (const v of [...(page.Versions ?? []), ...(page.DeleteMarkers ?? [])]) {
       if (v.Key !== key || !v.VersionId || v.VersionId === 'null' || v.VersionId === keep) continue;
+      if (keep === undefined && !all && 'IsLatest' in v && v.IsLatest === true) continue;
       await s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: key, VersionId: v.VersionId }));
       deleted++;
     }
@@ -324,7 +326,7 @@ async function deleteSpilled(ctx: EraseContext, r: Resolved): Promise<number> {
   for (const o of page.Contents ?? []) {
     if (!o.Key) continue;
     await ctx.clients.s3.send(new DeleteObjectCommand({ Bucket: ctx.config.raw.bucket, Key: o.Key }));
-    n += 1 + ((await deleteOlderVersions(ctx.clients.s3, ctx.config.raw.bucket, o.Key, undefined)) ?? 0);
+    n += 1 + ((await deleteOlderVersions(ctx.clients.s3, ctx.config.raw.bucket, o.Key, undefined, true)) ?? 0);
   }
   return n;
 }
@@ -398,7 +400,7 @@ export async function finishErase(
   delete (summary as { maxPosition?: string }).maxPosition;
   await putJson(s3, bucket, `${erasePrefix(ctx.config, input.runId)}summary.json`, summary);
   await s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: input.requestKey }));
-  await deleteOlderVersions(s3, bucket, input.requestKey, undefined);
+  await deleteOlderVersions(s3, bucket, input.requestKey, undefined, true);
   ctx.log.info('erase finished', { table: r.table.source, keyHash: r.hash, linesRemoved: totals.linesRemoved, objectsRewritten: totals.objectsRewritten });
   return summary;
 }

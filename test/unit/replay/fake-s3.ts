@@ -59,7 +59,7 @@ export function fakeS3(options: { brokenDelimiter?: boolean } = {}): FakeS3 {
   mock.on(PutObjectCommand).callsFake((input) => {
     calls.push(`Put ${input.Key}`);
     put(input.Key, input.Body as Uint8Array, input.Metadata ?? {});
-    return {};
+    return { VersionId: objects.get(input.Key)?.at(-1)?.id };
   });
   mock.on(GetObjectCommand).callsFake((input) => {
     calls.push(`Get ${input.Key}`);
