@@ -29,6 +29,7 @@ import { TidemarkMetricFactory } from './metrics.js';
 import { Monitoring } from './monitoring.js';
 import { QueueOnFailure } from './on-failure.js';
 import { MIN_INFREQUENT_ACCESS_DAYS, RawStore } from './raw-store.js';
+import { ReplayJobs } from './replay/jobs.js';
 
 export interface TidemarkPipelineProps {
   /** The validated pipeline config (`loadConfigFile` / `parseConfig` from `functions/commons/config.ts`). */
@@ -102,6 +103,8 @@ export class TidemarkPipeline extends Construct {
   readonly monitoring: Monitoring;
   /** The customer-managed key, when `config.encryption` is `kms`. */
   readonly encryptionKey?: kms.IKey;
+  /** The replay and erase state machines (docs/replay.md). */
+  readonly jobs: ReplayJobs;
 
   constructor(scope: Construct, id: string, props: TidemarkPipelineProps) {
     super(scope, id);
@@ -149,6 +152,9 @@ export class TidemarkPipeline extends Construct {
     }
 
     this.history = new History(this, 'History', { config, bucket: this.rawStore.bucket });
+    // A stand-in ingest handler (tests, offline synth) stands in for the job handlers too: one bundle.
+    const entries = props.ingestEntry ? { replay: props.ingestEntry, erase: props.ingestEntry } : undefined;
+    this.jobs = new ReplayJobs(this, 'Jobs', { config, rawStore: this.rawStore, currentState: this.currentState, removalPolicy, entries, ...withKey });
     this.metrics = new TidemarkMetricFactory({ pipeline: config.name });
     this.monitoring = new Monitoring(this, 'Monitoring', {
       config,

@@ -9,8 +9,11 @@ const resources = (type: string): Record<string, { Properties: Record<string, un
   template.findResources(type) as Record<string, { Properties: Record<string, unknown> }>;
 
 type Statement = { Action: string | string[]; Effect: string; Resource: unknown; Sid?: string };
+// The ingest role's statements (the replay and erase jobs have their own roles: test/unit/cdk/replay-jobs.test.ts).
 const statements = (): Statement[] =>
-  Object.values(resources('AWS::IAM::Policy')).flatMap((p) => (p.Properties.PolicyDocument as { Statement: Statement[] }).Statement);
+  Object.entries(resources('AWS::IAM::Policy'))
+    .filter(([id]) => id.startsWith('PipelineIngestRole'))
+    .flatMap(([, p]) => (p.Properties.PolicyDocument as { Statement: Statement[] }).Statement);
 const actionsOf = (s: Statement): string[] => (Array.isArray(s.Action) ? s.Action : [s.Action]);
 
 // biome-ignore lint/suspicious/noTemplateCurlyInString: Glue partition-projection placeholders, not JavaScript
