@@ -80,7 +80,7 @@ export function registerReplay(program: Command): void {
     .option('--force', 'allow a live replay reaching records older than now - tombstoneTtlDays')
     .option('--from-dlq [file]', 'replay failed batches: the local on-failure file(s), plus --queue-url and the S3 on-failure prefix')
     .option('--queue-url <url>', 'the on-failure SQS queue (with --from-dlq)')
-    .option('--on-failure-prefix <prefix>', 'S3 on-failure objects in the raw bucket (with --from-dlq; default replay.onFailurePrefix)')
+    .option('--on-failure-prefix <prefix>', 'S3 on-failure objects (with --from-dlq; default replay.onFailureBucket / replay.onFailurePrefix)')
     .option('--on <where>', 'local (run the state machine in-process) or aws (start the deployed one)', 'local')
     .option('--state-machine-arn <arn>', 'with --on aws; default: the state machine named <pipeline>-replay')
     .option('--json', 'print one JSON summary line on stdout')
@@ -261,7 +261,7 @@ async function fromDlq(cfg: TidemarkConfig, o: ReplayCliOptions): Promise<void> 
     problems.push(...parsed.problems);
   }
   if (o.queueUrl) items.push(...(await readQueue(new SQSClient({}), o.queueUrl, problems)));
-  items.push(...(await readOnFailureObjects(c.s3, cfg.raw.bucket, o.onFailurePrefix ?? cfg.replay.onFailurePrefix, problems)));
+  items.push(...(await readOnFailureObjects(c.s3, cfg.replay.onFailureBucket ?? cfg.raw.bucket, o.onFailurePrefix ?? cfg.replay.onFailurePrefix, problems)));
   const tables = cfg.tables.map((t) => t.source);
   const oldest = Math.min(...items.flatMap((i) => (i.batch.range?.firstArrival !== undefined && i.batch.range?.firstArrival !== null ? [i.batch.range.firstArrival] : [])));
   checkReplaySafety({ config: cfg, tables, target: { kind: 'live' }, oldestLanding: Number.isFinite(oldest) ? oldest : null, now: Date.now(), force: o.force === true });

@@ -35,8 +35,14 @@ export const ReplayConfigSchema = z
     objectsPerBatch: z.number().int().min(1).max(1000).default(20),
     /** Where job manifests and results are written in the raw bucket. @default "jobs/" */
     jobsPrefix: z.string().default('jobs/'),
-    /** S3 on-failure destination of the event source mapping (whole failed batches), in the raw bucket. @default "on-failure/" */
-    onFailurePrefix: z.string().default('on-failure/'),
+    /**
+     * Where the event source mapping's S3 on-failure destination writes (one invocation record with
+     * the whole batch per object, named `aws/lambda/<mapping id>/<shard>/YYYY/MM/DD/…`), read by
+     * `replay --from-dlq`. @default "aws/lambda/"
+     */
+    onFailurePrefix: z.string().default('aws/lambda/'),
+    /** Bucket of the S3 on-failure destination. @default the raw bucket */
+    onFailureBucket: z.string().min(3).optional(),
     erase: EraseConfigSchema.prefault({}),
   })
   .prefault({});

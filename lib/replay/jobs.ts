@@ -60,7 +60,7 @@ export class ReplayJobs extends Construct {
     const opts = { maxConcurrency: config.replay.maxConcurrency, toleratedFailurePercentage: config.replay.toleratedFailurePercentage };
 
     this.replayFunction = this.jobFunction('Replay', `${config.name}-replay`, props.entries?.replay ?? path.join(REPO_ROOT, 'functions', 'replay', 'handler.ts'), props, [
-      statement('ReadRawAndJobs', ['s3:GetObject'], [rawStore.objectsUnder(raw.prefix), rawStore.objectsUnder(jobs), rawStore.objectsUnder(config.replay.onFailurePrefix)]),
+      statement('ReadRawAndJobs', ['s3:GetObject'], [rawStore.objectsUnder(raw.prefix), rawStore.objectsUnder(jobs)]),
       statement('ListRaw', ['s3:ListBucket'], [rawStore.bucket.bucketArn]),
       statement('WriteJobsAndSpills', ['s3:PutObject'], [rawStore.objectsUnder(jobs), rawStore.objectsUnder(`${raw.prefix}spill/`)]),
       statement('GuardedReplayWrites', ['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Scan', 'dynamodb:DeleteItem'], [...targets, freshTables]),
@@ -157,7 +157,7 @@ export class ReplayJobs extends Construct {
     const bucket = `<${logicalId(props.rawStore.bucket)}.Arn>`;
     const { raw, replay, name } = props.config;
     const prefixes: [NodejsFunction, string[]][] = [
-      [this.replayFunction, [raw.prefix, replay.jobsPrefix, replay.onFailurePrefix, `${raw.prefix}spill/`]],
+      [this.replayFunction, [raw.prefix, replay.jobsPrefix, `${raw.prefix}spill/`]],
       [this.eraseFunction, [raw.prefix, raw.quarantinePrefix, replay.jobsPrefix]],
     ];
     for (const [fn, list] of prefixes) {
