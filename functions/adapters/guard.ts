@@ -5,6 +5,9 @@
  *   storedIsOlder    #pos < :base
  *
  * `:base` is the write's base position (see plan.ts): the earliest event whose content it carries.
+ * A patch adds `notSpilled`: on a spilled row it would update only the stub in DynamoDB, so it fails
+ * instead and the writer merges it with the spilled copy. A read-merge-put replaces the clauses by
+ * `storedIs` (the exact position it read) or `keyAbsent` alone, so nothing written in between is lost.
  */
 import type { AttributeValue, PutItemCommandInput, UpdateItemCommandInput } from '@aws-sdk/client-dynamodb';
 import type { TableConfig } from '../commons/config.js';
@@ -16,9 +19,23 @@ import { keyAttributes, keyColumnAttributes, META, marshallRow, marshallValue } 
 export const GUARD = {
   keyAbsent: 'attribute_not_exists(#pk)',
   storedIsOlder: '#pos < :base',
+  notSpilled: 'attribute_not_exists(#spill)',
+  storedIs: '#pos = :stored',
 } as const;
 
 export const guardExpression = `${GUARD.keyAbsent} OR ${GUARD.storedIsOlder}`;
+const patchGuardExpression = `(${guardExpression}) AND ${GUARD.notSpilled}`;
+
+/** DynamoDB refuses any expression string over 4 KB. */
+export const MAX_EXPRESSION_BYTES = 4096;
+
+/**
+ * The condition of a put: the position guard, or — for a read-merge-put — "the item is still the
+ * one read" (`exact`, its position) or "there is still no item" (`absent`).
+ */
+export type PutCondition = { readonly kind: 'guard' } | { readonly kind: 'exact'; readonly position: string } | { readonly kind: 'absent' };
+
+const GUARDED: PutCondition = { kind: 'guard' };
 
 export interface WriteContext {
   readonly table: TableConfig;
@@ -43,8 +60,19 @@ function guardNames(ctx: WriteContext): Record<string, string> {
   return { '#pk': keyLayout(ctx.table).partitionKey.name, '#pos': META.position };
 }
 
+function putConditionParts(w: PlannedWrite, ctx: WriteContext, condition: PutCondition): Pick<PutItemCommandInput, 'ConditionExpression' | 'ExpressionAttributeNames' | 'ExpressionAttributeValues'> {
+  switch (condition.kind) {
+    case 'guard':
+      return { ConditionExpression: guardExpression, ExpressionAttributeNames: guardNames(ctx), ExpressionAttributeValues: { ':base': { S: w.basePosition } } };
+    case 'exact':
+      return { ConditionExpression: GUARD.storedIs, ExpressionAttributeNames: { '#pos': META.position }, ExpressionAttributeValues: { ':stored': { S: condition.position } } };
+    case 'absent':
+      return { ConditionExpression: GUARD.keyAbsent, ExpressionAttributeNames: { '#pk': keyLayout(ctx.table).partitionKey.name } };
+  }
+}
+
 /** PutItem for a full row (replace) or a tombstone. */
-export function putCommand(targetTable: string, w: PlannedWrite, ctx: WriteContext): PutItemCommandInput {
+export function putCommand(targetTable: string, w: PlannedWrite, ctx: WriteContext, condition: PutCondition = GUARDED): PutItemCommandInput {
   const key = keyAttributes(ctx.table, w.key);
   let item: Record<string, AttributeValue>;
   if (w.effect.kind === 'tombstone') {
@@ -60,52 +88,62 @@ export function putCommand(targetTable: string, w: PlannedWrite, ctx: WriteConte
   return {
     TableName: targetTable,
     Item: { ...item, ...ctx.extra },
-    ConditionExpression: guardExpression,
-    ExpressionAttributeNames: guardNames(ctx),
-    ExpressionAttributeValues: { ':base': { S: w.basePosition } },
+    ...putConditionParts(w, ctx, condition),
     ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
     ReturnConsumedCapacity: 'TOTAL',
   };
 }
 
-/** UpdateItem for a patch: SET the carried columns, REMOVE the removed ones, keep the rest. */
+/**
+ * UpdateItem for a patch: SET the carried columns, REMOVE the removed ones, keep the rest.
+ * Every attribute is named once: DynamoDB refuses an expression that sets a path twice or sets and
+ * removes it ("Two document paths overlap"), which a patch carrying the key columns of a composite
+ * key would otherwise do (they are both patch columns and key-column attributes).
+ */
 export function patchCommand(targetTable: string, w: PlannedWrite & { effect: PatchEffect }, ctx: WriteContext): UpdateItemCommandInput {
-  const names = guardNames(ctx);
-  const values: Record<string, AttributeValue> = { ':base': { S: w.basePosition } };
-  const sets: string[] = [];
-  // A patch that lands on a tombstone revives the key: the tombstone's expiry must go.
-  const removes: string[] = ['#x'];
-  names['#x'] = META.expiresAt;
-  let i = 0;
-  const setAttr = (name: string, value: AttributeValue) => {
-    const n = `#a${i}`;
-    const v = `:a${i}`;
-    i++;
-    names[n] = name;
-    values[v] = value;
-    sets.push(`${n} = ${v}`);
-  };
-  // Key attributes identify the item; DynamoDB refuses to SET them.
   const layout = keyLayout(ctx.table);
+  // Key attributes identify the item; DynamoDB refuses to SET them.
   const keyNames = new Set([layout.partitionKey.name, layout.sortKey?.name].filter((n): n is string => n !== undefined));
-  for (const [col, value] of Object.entries(w.effect.set)) if (!keyNames.has(col)) setAttr(col, marshallValue(value));
-  for (const [name, value] of Object.entries({ ...keyColumnAttributes(ctx.table, w.key), ...metaAttributes(w, ctx.now), [META.deleted]: { BOOL: false } })) setAttr(name, value);
-  for (const [name, value] of Object.entries(ctx.extra ?? {})) setAttr(name, value);
-  w.effect.unset.forEach((col, j) => {
-    names[`#r${j}`] = col;
-    removes.push(`#r${j}`);
+  const sets = new Map<string, AttributeValue>();
+  for (const col of Object.keys(w.effect.set)) {
+    const value = w.effect.set[col];
+    if (value !== undefined && !keyNames.has(col)) sets.set(col, marshallValue(value));
+  }
+  const fixed: Record<string, AttributeValue> = { ...keyColumnAttributes(ctx.table, w.key), ...metaAttributes(w, ctx.now), [META.deleted]: { BOOL: false }, ...ctx.extra };
+  for (const name of Object.keys(fixed)) {
+    const value = fixed[name];
+    if (value !== undefined) sets.set(name, value);
+  }
+  // A patch that lands on a tombstone revives the key: the tombstone's expiry must go.
+  const removes = [META.expiresAt, ...w.effect.unset].filter((name, i, all) => !sets.has(name) && !keyNames.has(name) && all.indexOf(name) === i);
+  const names: Record<string, string> = { ...guardNames(ctx), '#spill': META.spill };
+  const values: Record<string, AttributeValue> = { ':base': { S: w.basePosition } };
+  const setClauses = [...sets].map(([name, value], i) => {
+    names[`#a${i}`] = name;
+    values[`:a${i}`] = value;
+    return `#a${i} = :a${i}`;
   });
+  const removeClauses = removes.map((name, j) => {
+    names[`#r${j}`] = name;
+    return `#r${j}`;
+  });
+  const update = `SET ${setClauses.join(', ')}${removeClauses.length > 0 ? ` REMOVE ${removeClauses.join(', ')}` : ''}`;
   return {
     TableName: targetTable,
     Key: keyAttributes(ctx.table, w.key),
-    UpdateExpression: `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}`,
-    ConditionExpression: guardExpression,
+    UpdateExpression: update,
+    ConditionExpression: patchGuardExpression,
     ExpressionAttributeNames: names,
     ExpressionAttributeValues: values,
     ReturnValues: 'ALL_OLD',
     ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
     ReturnConsumedCapacity: 'TOTAL',
   };
+}
+
+/** True when DynamoDB would refuse the command for an expression over its 4 KB limit. */
+export function expressionTooLarge(cmd: Pick<UpdateItemCommandInput, 'UpdateExpression' | 'ConditionExpression'>): boolean {
+  return [cmd.UpdateExpression, cmd.ConditionExpression].some((e) => e !== undefined && Buffer.byteLength(e, 'utf8') > MAX_EXPRESSION_BYTES);
 }
 
 /** After a patch: record which columns are missing and whether the row is partial, if that changed. */

@@ -3,7 +3,7 @@
  * `NumberValue`); tidemark's own attributes start with `__`.
  */
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
-import { marshall, NumberValueImpl as NumberValue, unmarshall } from '@aws-sdk/util-dynamodb';
+import { NumberValueImpl as NumberValue, unmarshall } from '@aws-sdk/util-dynamodb';
 import type { TableConfig } from '../commons/config.js';
 import { isLosslessNumber, type JsonObject, type JsonValue, LosslessNumber, toPlainNumber } from '../core/json.js';
 import { COMPOSITE_KEY_ATTRIBUTE, keyId, keyLayout } from '../core/keys.js';
@@ -23,17 +23,43 @@ export const META = {
   spill: '__spill',
 } as const;
 
-type Plain = null | boolean | number | string | NumberValue | Plain[] | { [k: string]: Plain };
+/**
+ * Sets an own, enumerable property even for names such as `__proto__`, which plain assignment would
+ * turn into a prototype change (and so drop the column).
+ */
+export function setOwn<T>(target: Record<string, T>, name: string, value: T): void {
+  if (name === '__proto__') Object.defineProperty(target, name, { value, enumerable: true, writable: true, configurable: true });
+  else target[name] = value;
+}
 
-function toPlain(value: JsonValue): Plain {
-  if (isLosslessNumber(value)) return NumberValue.from(value.value);
-  if (Array.isArray(value)) return value.map(toPlain);
-  if (value !== null && typeof value === 'object') {
-    const out: Record<string, Plain> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = toPlain(v);
-    return out;
+/** A record with no prototype: `constructor`, `toString` or `hasOwnProperty` are plain names in it. */
+export function ownRecord<T>(): Record<string, T> {
+  return Object.create(null) as Record<string, T>;
+}
+
+/**
+ * One JSON value as a DynamoDB attribute. Written here rather than with util-dynamodb's `marshall`,
+ * which rejects objects holding a `constructor` column ("Unsupported type passed") and reads
+ * inherited names; this walks own keys only. Numbers keep their exact text (LosslessNumber).
+ */
+export function marshallValue(value: JsonValue): AttributeValue {
+  if (value === null) return { NULL: true };
+  if (typeof value === 'string') return { S: value };
+  if (typeof value === 'boolean') return { BOOL: value };
+  if (typeof value === 'number') return { N: String(value) };
+  if (isLosslessNumber(value)) return { N: value.value };
+  if (Array.isArray(value)) return { L: value.map(marshallValue) };
+  return { M: marshallRow(value) };
+}
+
+/** A row (or a nested map) as DynamoDB attributes, own keys only. */
+export function marshallRow(row: JsonObject): Record<string, AttributeValue> {
+  const out = ownRecord<AttributeValue>();
+  for (const name of Object.keys(row)) {
+    const value = row[name];
+    if (value !== undefined) setOwn(out, name, marshallValue(value));
   }
-  return value;
+  return out;
 }
 
 function fromPlain(value: unknown): JsonValue {
@@ -43,20 +69,10 @@ function fromPlain(value: unknown): JsonValue {
   if (Array.isArray(value)) return value.map(fromPlain);
   if (value !== null && typeof value === 'object') {
     const out: JsonObject = {};
-    for (const [k, v] of Object.entries(value)) out[k] = fromPlain(v);
+    for (const [k, v] of Object.entries(value)) setOwn(out, k, fromPlain(v));
     return out;
   }
   return value as JsonValue;
-}
-
-const MARSHALL_OPTIONS = { removeUndefinedValues: true, convertEmptyValues: false } as const;
-
-export function marshallRow(row: Row): Record<string, AttributeValue> {
-  return marshall(toPlain(row) as Record<string, unknown>, MARSHALL_OPTIONS);
-}
-
-export function marshallValue(value: JsonValue): AttributeValue {
-  return marshall({ v: toPlain(value) }, MARSHALL_OPTIONS).v!;
 }
 
 /** The DynamoDB key attributes of a normalized key. */
@@ -97,7 +113,7 @@ export interface DecodedItem {
 export function decodeItem(table: TableConfig, item: Record<string, AttributeValue>): DecodedItem {
   const plain = unmarshall(item, { wrapNumbers: true }) as Record<string, unknown>;
   const row: Row = {};
-  for (const [k, v] of Object.entries(plain)) if (!k.startsWith('__')) row[k] = fromPlain(v);
+  for (const [k, v] of Object.entries(plain)) if (!k.startsWith('__')) setOwn(row, k, fromPlain(v));
   const layout = keyLayout(table);
   for (const attr of [layout.partitionKey, layout.sortKey]) {
     if (attr && !layout.composite && attr.name in row) {

@@ -1,72 +1,14 @@
 /**
  * An in-memory current-state store with exactly the guarded-write semantics of the DynamoDB
- * writer: a write applies only if the key is absent or its stored position is lower. Used by
+ * writer: both decide with `resolveAgainstStored` and build the next row with `nextItem`
+ * (stored.ts). Truncate watermarks are kept here as the status row keeps them in production. Used by
  * `tidemark plan` (a dry run from empty state), property tests and benchmarks.
  */
-import { type PatchEffect, patchMissing } from './effect.js';
-import { type PlannedTruncate, type PlannedWrite, rebaseWrite } from './plan.js';
-import type { Key, Row, RowOp } from './types.js';
+import type { PlannedTruncate, PlannedWrite } from './plan.js';
+import { type ApplyOutcome, nextItem, outcomeOf, resolveAgainstStored, type StoredItem } from './stored.js';
 
-export interface StoredItem {
-  readonly key: Key;
-  readonly row: Row;
-  readonly position: string;
-  readonly deleted: boolean;
-  readonly missing: readonly string[];
-  /**
-   * True when the row was started by a partial change with no stored row under it: columns it
-   * does not hold are unknown, not absent, so a later placeholder on them is missing.
-   */
-  readonly partial: boolean;
-  readonly op: RowOp;
-  readonly commitTs: number | null;
-  readonly contentHash: string;
-}
-
-/** `stale`: stored is newer. `duplicate`/`conflict`: stored has the same position, same/different content. */
-export type ApplyOutcome = 'applied' | 'stale' | 'duplicate' | 'conflict';
-
-/** The guard, as DynamoDB evaluates it: `attribute_not_exists(pk) OR #pos < :pos`. */
-export function guardOutcome(stored: Pick<StoredItem, 'position' | 'contentHash'> | undefined, write: Pick<PlannedWrite, 'encodedPosition' | 'contentHash'>): ApplyOutcome {
-  if (!stored || stored.position < write.encodedPosition) return 'applied';
-  if (stored.position > write.encodedPosition) return 'stale';
-  return stored.contentHash === write.contentHash ? 'duplicate' : 'conflict';
-}
-
-/** The item a write leaves behind, given what was stored. */
-export function nextItem(stored: StoredItem | undefined, write: PlannedWrite): StoredItem {
-  const meta = {
-    key: write.key,
-    position: write.encodedPosition,
-    op: write.op,
-    commitTs: write.commitTs,
-    contentHash: write.contentHash,
-  };
-  const effect = write.effect;
-  switch (effect.kind) {
-    case 'tombstone':
-      return { ...meta, row: {}, deleted: true, missing: [], partial: false };
-    case 'put':
-      return { ...meta, row: { ...effect.row }, deleted: false, missing: [...effect.missing], partial: effect.partial };
-    case 'patch':
-      return { ...meta, ...patchStored(stored, effect) };
-    default:
-      return unreachable(effect);
-  }
-}
-
-/**
- * A patch on top of what is stored. On nothing or a tombstone it starts a partial row: what it
- * does not carry is unknown, and its unresolved placeholders are missing.
- */
-export function patchStored(stored: Pick<StoredItem, 'row' | 'deleted' | 'missing' | 'partial'> | undefined, effect: PatchEffect): Pick<StoredItem, 'row' | 'deleted' | 'missing' | 'partial'> {
-  if (!stored || stored.deleted) {
-    return { row: { ...effect.set }, deleted: false, missing: [...effect.unresolved].sort(), partial: true };
-  }
-  const row: Row = { ...stored.row, ...effect.set };
-  for (const col of effect.unset) delete row[col];
-  return { row, deleted: false, missing: patchMissing(stored, effect), partial: stored.partial };
-}
+export type { ApplyOutcome, StoredItem } from './stored.js';
+export { nextItem, patchStored } from './stored.js';
 
 export class MemoryStore {
   private readonly tables = new Map<string, Map<string, StoredItem>>();
@@ -77,13 +19,9 @@ export class MemoryStore {
     if (watermark !== undefined && write.encodedPosition < watermark) return 'stale';
     const items = this.itemsOf(write.table);
     const stored = items.get(write.keyId);
-    const outcome = guardOutcome(stored, write);
-    if (outcome !== 'applied') return outcome;
-    // The guard proper is `stored < basePosition`; between base and winner, rebase the chain.
-    const effective = stored && stored.position >= write.basePosition ? rebaseWrite(write, stored.position) : write;
-    if (effective === null) return 'stale';
-    items.set(write.keyId, nextItem(stored, effective));
-    return outcome;
+    const resolution = resolveAgainstStored(stored, write);
+    if (resolution.kind === 'apply' || resolution.kind === 'rebase') items.set(write.keyId, nextItem(stored, resolution.write));
+    return outcomeOf(resolution);
   }
 
   /** Records the truncate watermark and removes every row of the table below it. */
@@ -121,8 +59,4 @@ export class MemoryStore {
     }
     return items;
   }
-}
-
-function unreachable(x: never): never {
-  throw new Error(`unexpected effect ${JSON.stringify(x)}`);
 }

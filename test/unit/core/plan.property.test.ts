@@ -3,15 +3,24 @@
  * windows), any interleaving across keys, any split into batches, any retried batch — planned with
  * planBatch and applied through the position guard converges to the state a plain sequential fold
  * of each key's history by position gives.
+ *
+ * It is proven twice: on the in-memory store, and on the production DynamoDB writer itself
+ * (DynamoWriter, with and without its pre-read) through a fake DynamoDB client that evaluates the
+ * guard and returns ALL_OLD on a failed condition as DynamoDB does. Both decide with
+ * resolveAgainstStored (core/stored.ts).
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { cloneJson, type JsonValue } from '../../../functions/core/json.js';
+import { parseConfig } from '../../../functions/commons/config.js';
 import { MemoryStore } from '../../../functions/core/memory-store.js';
-import { planBatch } from '../../../functions/core/plan.js';
+import { type PlannedWrite, planBatch } from '../../../functions/core/plan.js';
 import { encodePosition, sourcePosition } from '../../../functions/core/position.js';
 import type { ChangeEvent, Row } from '../../../functions/core/types.js';
+import { DynamoWriter, type PreReadPolicy } from '../../../functions/adapters/dynamo-writer.js';
+import { decodeItem } from '../../../functions/adapters/item-codec.js';
+import { FakeDynamoDB } from '../../helpers/fake-dynamodb.js';
 
 const COLUMNS = ['a', 'b', 'c'] as const;
 const TABLES = ['public.x', 'public.y'] as const;
@@ -171,32 +180,102 @@ const delivery = (histories: KeyHistory[]) =>
       return { perKey, batches, retries };
     });
 
+/** What the convergence check needs of a store: apply one batch's writes, read a key back. */
+interface Target {
+  /** Applies the writes; returns their outcomes and the write units they cost. */
+  apply(writes: readonly PlannedWrite[], policy: PreReadPolicy): Promise<{ outcomes: string[]; writeUnits: number }>;
+  get(table: string, id: number): { row: Row; deleted: boolean; missing: readonly string[]; position: string } | undefined;
+}
+
+function memoryTarget(): Target {
+  const store = new MemoryStore();
+  return {
+    apply: async (writes) => ({ outcomes: writes.map((w) => store.apply(w)), writeUnits: 0 }),
+    get: (table, id) => store.get(table, JSON.stringify(id)),
+  };
+}
+
+const tableConfigs = parseConfig({
+  name: 'prop',
+  tables: TABLES.map((source) => ({ source, target: source.replace('.', '-'), key: ['id'], keyTypes: { id: 'number' as const } })),
+  raw: { bucket: 'prop-raw' },
+}).tables;
+
+function dynamoTarget(): Target {
+  const fake = new FakeDynamoDB(tableConfigs);
+  const writer = new DynamoWriter({ client: fake.client, tables: tableConfigs, maxItemBytes: 350_000, now: () => 1_700_000_000_000 });
+  return {
+    apply: async (writes, policy) => {
+      const { results, totals } = await writer.writeAll(writes, { preRead: policy, concurrency: 4 });
+      for (const r of results) assert.ok(r.outcome !== 'failed', `write failed: ${r.error?.message}`);
+      return { outcomes: results.map((r) => r.outcome), writeUnits: totals.writeUnits };
+    },
+    get: (table, id) => {
+      const config = tableConfigs.find((t) => t.source === table);
+      const item = config ? fake.get(config.target, { id: { N: String(id) } }) : undefined;
+      if (!config || !item) return undefined;
+      const d = decodeItem(config, item);
+      // The key column is the item's key attribute: present even on rows started by a patch.
+      const { id: _id, ...row } = d.row;
+      return { row, deleted: d.deleted, missing: d.missing, position: d.position };
+    },
+  };
+}
+
+const withoutId = ({ id: _id, ...row }: Row): Row => row;
+
+const FC_OPTIONS = process.env.FC_SEED ? { seed: Number(process.env.FC_SEED), path: process.env.FC_PATH } : {};
+
+async function checkConvergence(
+  target: Target,
+  { perKey, batches, retries }: { perKey: ChangeEvent[][]; batches: ChangeEvent[][]; retries: boolean[] },
+  policies: readonly PreReadPolicy[],
+  dropKeyColumn: boolean,
+): Promise<void> {
+  for (const [i, batch] of batches.entries()) {
+    const policy = policies[i % policies.length] ?? 'never';
+    await target.apply(planBatch(batch, keyIdOf).writes, policy);
+    // A retried batch (the runtime failed after applying) must be a no-op.
+    if (retries[i % retries.length]) {
+      const again = await target.apply(planBatch(batch, keyIdOf).writes, policy);
+      for (const outcome of again.outcomes) assert.notEqual(outcome, 'applied');
+      if (policy === 'always') assert.equal(again.writeUnits, 0, 'a retried batch read first costs no write');
+    }
+  }
+  for (const events of perKey) {
+    const first = events[0];
+    assert.ok(first);
+    const expected = sequentialFold(events);
+    const stored = target.get(first.table, Number(first.key.id));
+    assert.ok(expected && stored, 'every key that had events has a stored item');
+    assert.equal(stored.deleted, expected.deleted, 'deleted flag');
+    if (!expected.deleted) assert.deepEqual(stored.row, dropKeyColumn ? withoutId(expected.row) : expected.row, 'row');
+    assert.deepEqual([...stored.missing], expected.missing, 'missing columns');
+    assert.equal(stored.position, encodePosition(expected.position), 'stored position is the highest');
+  }
+}
+
+const policy = fc.constantFrom<PreReadPolicy>('never', 'always', 'auto');
+
 describe('planBatch + guarded apply', () => {
-  it('converges to the sequential fold of each key for any duplication, interleaving, batch split and retry', () => {
-    fc.assert(
-      fc.property(
+  it('converges to the sequential fold of each key for any duplication, interleaving, batch split and retry', async () => {
+    await fc.assert(
+      fc.asyncProperty(
         histories.chain((hs) => delivery(hs)),
-        ({ perKey, batches, retries }) => {
-          const store = new MemoryStore();
-          batches.forEach((batch, i) => {
-            const plan = planBatch(batch, keyIdOf);
-            for (const w of plan.writes) store.apply(w);
-            // A retried batch (the runtime failed after applying) must be a no-op.
-            if (retries[i % retries.length]) for (const w of planBatch(batch, keyIdOf).writes) assert.notEqual(store.apply(w), 'applied');
-          });
-          for (const events of perKey) {
-            const first = events[0]!;
-            const expected = sequentialFold(events);
-            const stored = store.get(first.table, keyIdOf(first));
-            assert.ok(expected && stored, 'every key that had events has a stored item');
-            assert.equal(stored.deleted, expected.deleted, 'deleted flag');
-            if (!expected.deleted) assert.deepEqual(stored.row, expected.row, 'row');
-            assert.deepEqual([...stored.missing], expected.missing, 'missing columns');
-            assert.equal(stored.position, encodePosition(expected.position), 'stored position is the highest');
-          }
-        },
+        (d) => checkConvergence(memoryTarget(), d, ['never'], false),
       ),
-      { numRuns: 400, includeErrorInReport: true, ...(process.env.FC_SEED ? { seed: Number(process.env.FC_SEED), path: process.env.FC_PATH } : {}) },
+      { numRuns: 400, includeErrorInReport: true, ...FC_OPTIONS },
+    );
+  });
+
+  it('converges the same way through the DynamoDB writer (fake client evaluating the guard), with any pre-read policy', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        histories.chain((hs) => delivery(hs)),
+        fc.array(policy, { minLength: 1, maxLength: 4 }),
+        (d, policies) => checkConvergence(dynamoTarget(), d, policies, true),
+      ),
+      { numRuns: 250, includeErrorInReport: true, ...FC_OPTIONS },
     );
   });
 
@@ -208,7 +287,8 @@ describe('planBatch + guarded apply', () => {
           for (const batch of batches) {
             const snapshot = batch.map((e) => JSON.stringify(cloneJson(e as unknown as JsonValue), (_k, v) => (typeof v === 'bigint' ? `${v}n` : v)));
             const plan = planBatch(batch, keyIdOf);
-            new MemoryStore().apply(plan.writes[0]!);
+            const first = plan.writes[0];
+            if (first) new MemoryStore().apply(first);
             batch.forEach((e, i) => {
               assert.equal(JSON.stringify(e, (_k, v) => (typeof v === 'bigint' ? `${v}n` : v)), snapshot[i]);
             });

@@ -1,0 +1,315 @@
+/**
+ * A small in-memory DynamoDB for unit tests of the writer: PutItem, UpdateItem, GetItem and
+ * BatchGetItem with the semantics the writer relies on, evaluated the way DynamoDB does:
+ * - condition expressions (`attribute_not_exists`, `attribute_exists`, `=`, `<`, `<=`, `>`, `>=`,
+ *   `AND`, `OR`, parentheses) on the stored item, strings compared by their UTF-8 bytes;
+ * - a failed condition throws ConditionalCheckFailedException carrying the stored item when
+ *   `ReturnValuesOnConditionCheckFailure` is `ALL_OLD`, and costs one write unit;
+ * - the validation errors a wrong command gets: a path set twice or set and removed ("Two document
+ *   paths overlap"), a key attribute in SET, an expression over 4 KB, an item over 400 KB;
+ * - consumed capacity: 1 WCU per KB written, 1 RCU per 4 KB read consistently (half eventually).
+ * Pass it wherever a DynamoDBClient is expected: `fake.client`.
+ */
+import {
+  type AttributeValue,
+  BatchGetItemCommand,
+  type BatchGetItemCommandInput,
+  ConditionalCheckFailedException,
+  type DynamoDBClient,
+  DynamoDBServiceException,
+  GetItemCommand,
+  type GetItemCommandInput,
+  PutItemCommand,
+  type PutItemCommandInput,
+  UpdateItemCommand,
+  type UpdateItemCommandInput,
+} from '@aws-sdk/client-dynamodb';
+import type { TableConfig } from '../../functions/commons/config.js';
+import { keyLayout } from '../../functions/core/keys.js';
+import { setOwn } from '../../functions/adapters/item-codec.js';
+
+type Item = Record<string, AttributeValue>;
+
+export const MAX_ITEM_BYTES = 400 * 1024;
+
+export class ValidationException extends DynamoDBServiceException {
+  constructor(message: string) {
+    super({ name: 'ValidationException', $fault: 'client', message, $metadata: {} });
+  }
+}
+
+/** DynamoDB's item size: attribute name bytes plus value bytes. */
+export function itemSize(item: Item): number {
+  let n = 0;
+  for (const [name, value] of Object.entries(item)) n += Buffer.byteLength(name, 'utf8') + valueSize(value);
+  return n;
+}
+
+function valueSize(v: AttributeValue): number {
+  if (v.S !== undefined) return Buffer.byteLength(v.S, 'utf8');
+  if (v.N !== undefined) return Math.ceil(v.N.replace(/^-|\.|e.*$/gi, '').length / 2) + 1;
+  if (v.BOOL !== undefined || v.NULL !== undefined) return 1;
+  if (v.L !== undefined) return 3 + v.L.reduce((n, x) => n + 1 + valueSize(x), 0);
+  if (v.M !== undefined) return 3 + itemSize(v.M);
+  if (v.SS !== undefined) return v.SS.reduce((n, s) => n + Buffer.byteLength(s, 'utf8'), 0);
+  return 1;
+}
+
+const clone = (item: Item): Item => structuredClone(item);
+
+export interface FakeOptions {
+  /** Leave this many keys of each BatchGetItem unprocessed, for the next `n` BatchGetItem calls. */
+  unprocessedBatchGets?: number;
+}
+
+export class FakeDynamoDB {
+  readonly tables = new Map<string, Map<string, Item>>();
+  private readonly keyNames = new Map<string, string[]>();
+  /** Every command sent, by name, in order. */
+  readonly calls: { name: string; input: unknown }[] = [];
+  readonly client: DynamoDBClient;
+  unprocessedBatchGets: number;
+
+  constructor(tables: readonly TableConfig[], options: FakeOptions = {}) {
+    for (const t of tables) {
+      const layout = keyLayout(t);
+      this.keyNames.set(t.target, layout.sortKey ? [layout.partitionKey.name, layout.sortKey.name] : [layout.partitionKey.name]);
+      this.tables.set(t.target, new Map());
+    }
+    this.unprocessedBatchGets = options.unprocessedBatchGets ?? 0;
+    this.client = { send: (cmd: unknown) => this.send(cmd) } as unknown as DynamoDBClient;
+  }
+
+  /** The stored item of a key, e.g. `fake.get('orders', { id: { N: '1' } })`. */
+  get(target: string, key: Item): Item | undefined {
+    return this.tables.get(target)?.get(this.keyOf(target, key));
+  }
+
+  items(target: string): Item[] {
+    return [...(this.tables.get(target)?.values() ?? [])];
+  }
+
+  count(name: string): number {
+    return this.calls.filter((c) => c.name === name).length;
+  }
+
+  async send(cmd: unknown): Promise<unknown> {
+    await Promise.resolve();
+    if (cmd instanceof PutItemCommand) return this.record('PutItem', cmd.input, () => this.putItem(cmd.input));
+    if (cmd instanceof UpdateItemCommand) return this.record('UpdateItem', cmd.input, () => this.updateItem(cmd.input));
+    if (cmd instanceof GetItemCommand) return this.record('GetItem', cmd.input, () => this.getItem(cmd.input));
+    if (cmd instanceof BatchGetItemCommand) return this.record('BatchGetItem', cmd.input, () => this.batchGetItem(cmd.input));
+    throw new Error(`fake DynamoDB does not implement ${String((cmd as object)?.constructor?.name)}`);
+  }
+
+  private record<T>(name: string, input: unknown, run: () => T): T {
+    this.calls.push({ name, input });
+    return run();
+  }
+
+  private table(name: string | undefined): Map<string, Item> {
+    const t = name === undefined ? undefined : this.tables.get(name);
+    if (!t) throw new ValidationException(`Requested resource not found: ${name}`);
+    return t;
+  }
+
+  private keyOf(target: string, item: Item): string {
+    const names = this.keyNames.get(target) ?? [];
+    return JSON.stringify(
+      names.map((n) => {
+        const v = item[n];
+        if (!v) throw new ValidationException(`One of the required keys was not given a value: ${n}`);
+        return v;
+      }),
+    );
+  }
+
+  private putItem(input: PutItemCommandInput) {
+    const table = this.table(input.TableName);
+    const item = input.Item ?? {};
+    checkExpression(input.ConditionExpression);
+    if (itemSize(item) > MAX_ITEM_BYTES) throw new ValidationException('Item size has exceeded the maximum allowed size');
+    const id = this.keyOf(input.TableName ?? '', item);
+    const old = table.get(id);
+    this.check(input, old);
+    table.set(id, clone(item));
+    return { ConsumedCapacity: { TableName: input.TableName, CapacityUnits: writeUnits(old, item) } };
+  }
+
+  private updateItem(input: UpdateItemCommandInput) {
+    const table = this.table(input.TableName);
+    const target = input.TableName ?? '';
+    checkExpression(input.UpdateExpression);
+    checkExpression(input.ConditionExpression);
+    const id = this.keyOf(target, input.Key ?? {});
+    const old = table.get(id);
+    const { sets, removes } = parseUpdate(input.UpdateExpression ?? '', input.ExpressionAttributeNames ?? {}, input.ExpressionAttributeValues ?? {});
+    for (const name of sets.keys()) if (this.keyNames.get(target)?.includes(name)) throw new ValidationException(`Cannot update attribute ${name}. This attribute is part of the key`);
+    this.check(input, old);
+    const next: Item = { ...(old ? clone(old) : {}), ...clone(input.Key ?? {}) };
+    for (const [name, value] of sets) setOwn(next, name, structuredClone(value));
+    for (const name of removes) delete next[name];
+    if (itemSize(next) > MAX_ITEM_BYTES) throw new ValidationException('Item size to update has exceeded the maximum allowed size');
+    table.set(id, next);
+    const attributes = input.ReturnValues === 'ALL_OLD' && old ? { Attributes: clone(old) } : {};
+    return { ...attributes, ConsumedCapacity: { TableName: target, CapacityUnits: writeUnits(old, next) } };
+  }
+
+  private getItem(input: GetItemCommandInput) {
+    const table = this.table(input.TableName);
+    const item = table.get(this.keyOf(input.TableName ?? '', input.Key ?? {}));
+    const units = readUnits(item, input.ConsistentRead === true);
+    return { ...(item ? { Item: clone(item) } : {}), ConsumedCapacity: { TableName: input.TableName, CapacityUnits: units } };
+  }
+
+  private batchGetItem(input: BatchGetItemCommandInput) {
+    const responses: Record<string, Item[]> = {};
+    const unprocessed: NonNullable<BatchGetItemCommandInput['RequestItems']> = {};
+    const consumed: { TableName: string; CapacityUnits: number }[] = [];
+    const leaveOut = this.unprocessedBatchGets > 0 ? 1 : 0;
+    this.unprocessedBatchGets = Math.max(0, this.unprocessedBatchGets - 1);
+    for (const [target, req] of Object.entries(input.RequestItems ?? {})) {
+      const table = this.table(target);
+      const keys = req.Keys ?? [];
+      if (keys.length > 100) throw new ValidationException('Too many items requested for the BatchGetItem call');
+      if (new Set(keys.map((k) => this.keyOf(target, k))).size !== keys.length) throw new ValidationException('Provided list of item keys contains duplicates');
+      const served = keys.slice(0, keys.length - leaveOut);
+      if (served.length < keys.length) unprocessed[target] = { ...req, Keys: keys.slice(served.length) };
+      const found = served.flatMap((k) => {
+        const item = table.get(this.keyOf(target, k));
+        return item ? [project(item, req.ProjectionExpression, req.ExpressionAttributeNames ?? {})] : [];
+      });
+      responses[target] = found;
+      const units = served.reduce((n, k) => n + readUnits(table.get(this.keyOf(target, k)), req.ConsistentRead === true), 0);
+      consumed.push({ TableName: target, CapacityUnits: units });
+    }
+    return { Responses: responses, UnprocessedKeys: unprocessed, ConsumedCapacity: consumed };
+  }
+
+  private check(input: { ConditionExpression?: string; ExpressionAttributeNames?: Record<string, string>; ExpressionAttributeValues?: Item; ReturnValuesOnConditionCheckFailure?: string; TableName?: string }, old: Item | undefined): void {
+    if (input.ConditionExpression === undefined) return;
+    const ok = evaluate(input.ConditionExpression, old ?? {}, input.ExpressionAttributeNames ?? {}, input.ExpressionAttributeValues ?? {});
+    if (ok) return;
+    const item = input.ReturnValuesOnConditionCheckFailure === 'ALL_OLD' && old ? { Item: clone(old) } : {};
+    throw new ConditionalCheckFailedException({ message: 'The conditional request failed', $metadata: {}, ...item });
+  }
+}
+
+const writeUnits = (old: Item | undefined, next: Item) => Math.max(1, Math.ceil(Math.max(old ? itemSize(old) : 0, itemSize(next)) / 1024));
+
+function readUnits(item: Item | undefined, consistent: boolean): number {
+  const units = Math.max(1, Math.ceil((item ? itemSize(item) : 0) / 4096));
+  return consistent ? units : units / 2;
+}
+
+function checkExpression(expr: string | undefined): void {
+  if (expr !== undefined && Buffer.byteLength(expr, 'utf8') > 4096) throw new ValidationException('Invalid expression: Expression size has exceeded the maximum allowed size');
+}
+
+function project(item: Item, projection: string | undefined, names: Record<string, string>): Item {
+  if (projection === undefined) return clone(item);
+  const out: Item = {};
+  for (const token of projection.split(',').map((t) => t.trim())) {
+    const name = token.startsWith('#') ? names[token] : token;
+    const v = name === undefined ? undefined : item[name];
+    if (name !== undefined && v) setOwn(out, name, structuredClone(v));
+  }
+  return out;
+}
+
+function parseUpdate(expr: string, names: Record<string, string>, values: Item): { sets: Map<string, AttributeValue>; removes: string[] } {
+  const sets = new Map<string, AttributeValue>();
+  const removes: string[] = [];
+  const seen = new Set<string>();
+  const resolve = (token: string): string => {
+    const name = token.startsWith('#') ? names[token] : token;
+    if (name === undefined) throw new ValidationException(`An expression attribute name used in the document path is not defined; attribute name: ${token}`);
+    if (seen.has(name)) throw new ValidationException(`Invalid UpdateExpression: Two document paths overlap with each other; must remove or rewrite one of these paths; path one: [${name}], path two: [${name}]`);
+    seen.add(name);
+    return name;
+  };
+  const parts = expr.split(/\b(SET|REMOVE)\b/).map((p) => p.trim());
+  for (let i = 1; i < parts.length; i += 2) {
+    const clauses = (parts[i + 1] ?? '').split(',').map((c) => c.trim()).filter((c) => c !== '');
+    for (const clause of clauses) {
+      if (parts[i] === 'REMOVE') removes.push(resolve(clause));
+      else {
+        const [path, value] = clause.split('=').map((x) => x.trim());
+        const v = value === undefined ? undefined : values[value];
+        if (path === undefined || v === undefined) throw new ValidationException(`bad SET clause ${clause}`);
+        sets.set(resolve(path), v);
+      }
+    }
+  }
+  return { sets, removes };
+}
+
+/** Evaluates a condition expression on `item` (empty when the key has no item). */
+export function evaluate(expr: string, item: Item, names: Record<string, string>, values: Item): boolean {
+  const tokens = expr.match(/\(|\)|<=|>=|<>|=|<|>|[#:]?[A-Za-z_][A-Za-z0-9_]*/g) ?? [];
+  let i = 0;
+  const peek = () => tokens[i];
+  const take = () => tokens[i++] ?? '';
+  const operand = (token: string): AttributeValue | undefined => {
+    if (token.startsWith(':')) return values[token];
+    const name = token.startsWith('#') ? names[token] : token;
+    return name === undefined ? undefined : item[name];
+  };
+  const factor = (): boolean => {
+    const t = take();
+    if (t === '(') {
+      const v = or();
+      take();
+      return v;
+    }
+    if (t === 'attribute_not_exists' || t === 'attribute_exists') {
+      take();
+      const present = operand(take()) !== undefined;
+      take();
+      return t === 'attribute_exists' ? present : !present;
+    }
+    const op = take();
+    return compare(operand(t), op, operand(take()));
+  };
+  const and = (): boolean => {
+    let v = factor();
+    while (peek() === 'AND') {
+      take();
+      v = factor() && v;
+    }
+    return v;
+  };
+  const or = (): boolean => {
+    let v = and();
+    while (peek() === 'OR') {
+      take();
+      v = and() || v;
+    }
+    return v;
+  };
+  return or();
+}
+
+function compare(a: AttributeValue | undefined, op: string, b: AttributeValue | undefined): boolean {
+  if (a === undefined || b === undefined) return op === '<>';
+  let c: number;
+  if (a.S !== undefined && b.S !== undefined) c = Buffer.compare(Buffer.from(a.S, 'utf8'), Buffer.from(b.S, 'utf8'));
+  else if (a.N !== undefined && b.N !== undefined) c = Math.sign(Number(a.N) - Number(b.N));
+  else c = JSON.stringify(a) === JSON.stringify(b) ? 0 : Number.NaN;
+  switch (op) {
+    case '=':
+      return c === 0;
+    case '<>':
+      return c !== 0;
+    case '<':
+      return c < 0;
+    case '<=':
+      return c <= 0;
+    case '>':
+      return c > 0;
+    case '>=':
+      return c >= 0;
+    default:
+      throw new ValidationException(`unsupported comparator ${op}`);
+  }
+}
