@@ -32,11 +32,6 @@ export function setOwn<T>(target: Record<string, T>, name: string, value: T): vo
   else target[name] = value;
 }
 
-/** A record with no prototype: `constructor`, `toString` or `hasOwnProperty` are plain names in it. */
-export function ownRecord<T>(): Record<string, T> {
-  return Object.create(null) as Record<string, T>;
-}
-
 /**
  * One JSON value as a DynamoDB attribute. Written here rather than with util-dynamodb's `marshall`,
  * which rejects objects holding a `constructor` column ("Unsupported type passed") and reads
@@ -54,7 +49,7 @@ export function marshallValue(value: JsonValue): AttributeValue {
 
 /** A row (or a nested map) as DynamoDB attributes, own keys only. */
 export function marshallRow(row: JsonObject): Record<string, AttributeValue> {
-  const out = ownRecord<AttributeValue>();
+  const out: Record<string, AttributeValue> = {};
   for (const name of Object.keys(row)) {
     const value = row[name];
     if (value !== undefined) setOwn(out, name, marshallValue(value));

@@ -52,7 +52,10 @@ export function eventEffect(event: ChangeEvent): Effect {
 
 function withoutColumns(row: Row, drop: ReadonlySet<string>): Row {
   const out: Row = {};
-  for (const [col, value] of Object.entries(row)) if (!drop.has(col)) out[col] = cloneJson(value);
+  for (const [col, value] of Object.entries(row)) {
+    // defineProperty, not assignment: a column named `__proto__` would otherwise set the prototype.
+    if (!drop.has(col)) Object.defineProperty(out, col, { value: cloneJson(value), enumerable: true, writable: true, configurable: true });
+  }
   return out;
 }
 

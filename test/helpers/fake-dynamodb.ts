@@ -26,7 +26,6 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import type { TableConfig } from '../../functions/commons/config.js';
 import { keyLayout } from '../../functions/core/keys.js';
-import { setOwn } from '../../functions/adapters/item-codec.js';
 
 type Item = Record<string, AttributeValue>;
 
@@ -56,6 +55,11 @@ function valueSize(v: AttributeValue): number {
 }
 
 const clone = (item: Item): Item => structuredClone(item);
+
+/** Assignment would turn a `__proto__` attribute into a prototype change. */
+function setOwn(target: Item, name: string, value: AttributeValue): void {
+  Object.defineProperty(target, name, { value, enumerable: true, writable: true, configurable: true });
+}
 
 export interface FakeOptions {
   /** Leave this many keys of each BatchGetItem unprocessed, for the next `n` BatchGetItem calls. */
