@@ -20,11 +20,16 @@ import { after, before, describe, it } from 'node:test';
 import { localDeps } from '../../bin/cli/context.js';
 import { kinesisEvent } from '../../bin/cli/kinesis-shape.js';
 import { getRow } from '../../bin/cli/state.js';
+import { DynamoWriter } from '../../functions/adapters/dynamo-writer.js';
 import { recordsFromKinesis } from '../../functions/adapters/records.js';
+import { s3SpillReader } from '../../functions/adapters/spill-reader.js';
 import type { Log } from '../../functions/adapters/telemetry.js';
 import { parseConfig, type TableConfig, type TidemarkConfig } from '../../functions/commons/config.js';
 import { type JsonObject, stringifyJson } from '../../functions/core/json.js';
-import { type BatchSummary, processBatch } from '../../functions/ingest/process-batch.js';
+import { keyId } from '../../functions/core/keys.js';
+import { planBatch } from '../../functions/core/plan.js';
+import { type BatchSummary, type IngestDeps, processBatch } from '../../functions/ingest/process-batch.js';
+import { change, pos } from '../helpers/events.js';
 import { PLACEHOLDER, pgMessage } from '../helpers/debezium.js';
 import { openTarget, type Target, uniqueConfig } from '../helpers/target.js';
 
@@ -75,7 +80,7 @@ describe(`keys of 1, 2 and 3 columns on the integration target (${process.env.TI
   };
 
   /** One batch through the Lambda's own path; every record must be applied or counted, none failed. */
-  async function batch(messages: readonly { key: JsonObject; value: JsonObject }[]): Promise<BatchSummary> {
+  async function batch(messages: readonly { key: JsonObject; value: JsonObject }[], deps?: IngestDeps): Promise<BatchSummary> {
     const event = kinesisEvent(
       'keys',
       'shardId-000000000000',
@@ -84,7 +89,7 @@ describe(`keys of 1, 2 and 3 columns on the integration target (${process.env.TI
         return { data: Buffer.from(JSON.stringify(m.value)), partitionKey: JSON.stringify(m.key), sequenceNumber: String(sequence), arrival: new Date() };
       }),
     );
-    const result = await processBatch(recordsFromKinesis(event), { ...localDeps(config, target.clients), log: quietLog });
+    const result = await processBatch(recordsFromKinesis(event), deps ?? { ...localDeps(config, target.clients), log: quietLog });
     assert.deepEqual(result.batchItemFailures, [], JSON.stringify(result.summary));
     assert.equal(result.summary.failed, 0, JSON.stringify(result.summary));
     assert.equal(result.summary.quarantined, 0, JSON.stringify(result.summary));
@@ -166,5 +171,58 @@ describe(`keys of 1, 2 and 3 columns on the integration target (${process.env.TI
     assert.equal(s.spilled, 1);
     const row = await getRow(target.clients.dynamodb, table('public.wide'), { id: 3 });
     assert.match(String(row?.__spill), /^s3:\/\//);
+  });
+
+  it('a TOAST update of a spilled row is merged with the spilled copy (re-spilled while large, inline once it fits)', async () => {
+    const local = { ...localDeps(config, target.clients), log: quietLog };
+    const raw = local.raw;
+    // The ingest wiring with the spill reader added, as the Lambda's deps are meant to pass it.
+    const writer = new DynamoWriter({
+      client: target.clients.dynamodb,
+      tables: config.tables,
+      maxItemBytes: config.apply.maxItemBytes,
+      spill: (w) => raw.spill(w.table, w.keyId, w.encodedPosition, stringifyJson(w.effect.kind === 'put' ? w.effect.row : {})),
+      readSpill: s3SpillReader(target.clients.s3),
+    });
+    const deps = { ...local, writer };
+    const bio = 'b'.repeat(360 * 1024);
+    const t = table('public.wide');
+    const first = await batch([pg('wide', 'c', { id: 4 }, { note: 'n1', bio })], deps);
+    assert.equal(first.spilled, 1);
+    const second = await batch([pg('wide', 'u', { id: 4 }, { note: 'n2', bio: PLACEHOLDER, email: 'e2' })], deps);
+    assert.equal(second.spilled, 1, 'the merged row is still too large: spilled again');
+    const stub = await getRow(target.clients.dynamodb, t, { id: 4 });
+    assert.match(String(stub?.__spill), /^s3:\/\//);
+    const spilled = await s3SpillReader(target.clients.s3)(String(stub?.__spill));
+    assert.deepEqual(JSON.parse(stringifyJson(spilled)), { id: 4, note: 'n2', bio, email: 'e2' }, 'the new spilled copy holds the merged row');
+    await batch([pg('wide', 'u', { id: 4 }, { note: PLACEHOLDER, bio: 'short', email: 'e3' })], deps);
+    const row = await getRow(target.clients.dynamodb, t, { id: 4 });
+    assert.deepEqual(columns(row), { id: 4, note: 'n2', bio: 'short', email: 'e3' });
+    assert.equal(row?.__spill, undefined, 'inline again: no pointer to an outdated copy');
+  });
+
+  it('pre-read: a window applied twice with preRead always costs no write unit the second time', async (t) => {
+    const k1 = table('public.k1');
+    const window = () =>
+      planBatch(
+        Array.from({ length: 200 }, (_v, i) => change({ op: 'u', table: 'public.k1', key: { id: 1000 + i }, after: { id: 1000 + i, qty: i, note: 'n'.repeat(100) }, position: pos(5_000, i) })),
+        (e) => keyId(k1, e.key),
+      ).writes;
+    const writer = new DynamoWriter({ client: target.clients.dynamodb, tables: config.tables, maxItemBytes: config.apply.maxItemBytes });
+    const first = await writer.writeAll(window(), { preRead: 'always' });
+    const second = await writer.writeAll(window(), { preRead: 'always' });
+    const guarded = await writer.writeAll(window(), { preRead: 'never' });
+    for (const [name, r] of [['first pass, always', first], ['second pass, always', second], ['third pass, never', guarded]] as const) {
+      const x = r.totals;
+      t.diagnostic(`${name}: applied ${x.applied}, duplicate ${x.duplicate}, readRequests ${x.readRequests}, readUnits ${x.readUnits}, writeRequests ${x.writeRequests}, writeUnits ${x.writeUnits}`);
+    }
+    assert.equal(first.totals.applied, 200);
+    assert.equal(second.totals.duplicate, 200);
+    assert.equal(second.totals.writeUnits, 0);
+    assert.equal(second.totals.writeRequests, 0);
+    assert.equal(second.totals.readRequests, 2, '200 keys: two BatchGetItem requests of 100');
+    assert.equal(guarded.totals.duplicate, 200);
+    assert.equal(guarded.totals.writeRequests, 200, 'without the pre-read every write is sent and fails its guard');
+    assert.ok(guarded.totals.writeUnits >= 200);
   });
 });
