@@ -25,6 +25,7 @@ import {
   GetItemCommand,
   PutItemCommand,
   UpdateItemCommand,
+  type UpdateItemCommandInput,
 } from '@aws-sdk/client-dynamodb';
 import type { TableConfig } from '../commons/config.js';
 import { type PatchEffect, patchMissing } from '../core/effect.js';
@@ -51,7 +52,12 @@ export interface WriteResult {
   readonly missing: readonly string[];
   readonly spilled: boolean;
   readonly error?: Error;
+  /** Why a `quarantined` write cannot be stored: its records belong in quarantine, not in a retry. */
+  readonly reason?: WriteQuarantineReason;
 }
+
+/** `item-too-large`: the row exceeds the DynamoDB item size and no spill store is configured. */
+export type WriteQuarantineReason = 'item-too-large';
 
 /** Stores a row too large for DynamoDB elsewhere and returns a pointer (e.g. an s3:// URI). */
 export type SpillRow = (write: PlannedWrite) => Promise<string>;
@@ -140,6 +146,7 @@ class Tally {
 
   result(outcome: WriteOutcome, error?: Error): WriteResult {
     const r = { outcome, writeUnits: this.writeUnits, readUnits: this.readUnits, requests: this.requests, readRequests: this.readRequests, missing: this.missing, spilled: this.spilled };
+    if (outcome === 'quarantined') return { ...r, error, reason: 'item-too-large' };
     return error ? { ...r, error } : r;
   }
 }
@@ -275,20 +282,21 @@ export class DynamoWriter {
     if (!isPatch(write)) return this.put(write, ctx, tally, { kind: 'guard' });
     const item = known.kind === 'known' ? known.item : undefined;
     const spilled = item !== undefined && item.spill !== null && !item.deleted;
-    if (!spilled && !this.patchTooLarge(write, ctx)) return this.patch(write, ctx, tally);
+    const cmd = patchCommand(ctx.table.target, write, ctx);
+    if (!spilled && !this.tooLarge(cmd)) return this.patch(write, cmd, ctx, tally);
     // Read-merge-put: it needs the stored item, read consistently unless a lost guard just showed it.
     if (known.kind === 'unknown') return this.read(write, ctx, tally).then((stored): Step => ({ kind: 'lost', stored }));
     return this.mergePut(write, known.item, ctx, tally);
   }
 
-  private patchTooLarge(write: PatchWrite, ctx: WriteContext): boolean {
-    const cmd = patchCommand(ctx.table.target, write, ctx);
+  /** DynamoDB would refuse the UpdateItem: an expression over 4 KB, or more carried bytes than an item holds. */
+  private tooLarge(cmd: UpdateItemCommandInput): boolean {
     return expressionTooLarge(cmd) || estimateItemBytes(cmd.ExpressionAttributeValues ?? {}) > this.options.maxItemBytes;
   }
 
   /** UpdateItem for a patch, then keeps `__missing`/`__partial` exact against the item it replaced. */
-  private async patch(write: PatchWrite, ctx: WriteContext, tally: Tally): Promise<Step> {
-    const sent = await this.guarded(write, ctx, tally, () => this.options.client.send(new UpdateItemCommand(patchCommand(ctx.table.target, write, ctx))));
+  private async patch(write: PatchWrite, cmd: UpdateItemCommandInput, ctx: WriteContext, tally: Tally): Promise<Step> {
+    const sent = await this.guarded(write, ctx, tally, () => this.options.client.send(new UpdateItemCommand(cmd)));
     if (sent.kind === 'lost') return sent;
     await this.followUpMissing(write, ctx, tally, sent.output.Attributes);
     return { kind: 'done', outcome: 'applied' };

@@ -250,6 +250,7 @@ describe('oversized rows and patches (issue 10 item 15)', () => {
     const { writer } = setup();
     const r = await writer.write(onlyWrite(patch(1, 2, { a: big(420) })));
     assert.equal(r.outcome, 'quarantined');
+    assert.equal(r.reason, 'item-too-large');
     assert.ok(r.error instanceof WriteError);
     assert.equal(r.error.context.position, onlyWrite(patch(1, 2, { a: big(420) })).encodedPosition);
   });
