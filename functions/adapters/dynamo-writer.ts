@@ -110,6 +110,8 @@ export interface WriteTotals {
   preRead: number;
   /** Of those, writes never sent because the stored row was already at or past them. */
   skipped: number;
+  /** Pre-reads that failed (their writes went out under the guard instead). */
+  readFailures: number;
   readUnits: number;
   readRequests: number;
   writeUnits: number;
@@ -220,7 +222,11 @@ export class DynamoWriter {
     const check = new Map<string, number[]>();
     writes.forEach((w, index) => {
       if (!this.shouldPreRead(w, policy)) send.push({ index, write: w });
-      else check.set(w.table, [...(check.get(w.table) ?? []), index]);
+      else {
+        const group = check.get(w.table);
+        if (group) group.push(index);
+        else check.set(w.table, [index]);
+      }
     });
     for (const [source, indexes] of check) {
       const group = indexes.flatMap((index) => {
@@ -228,6 +234,7 @@ export class DynamoWriter {
         return write ? [{ index, write }] : [];
       });
       const stored = await this.readPositions(source, group.map((g) => g.write));
+      if (stored === null) totals.readFailures++;
       totals.readUnits += stored?.readUnits ?? 0;
       totals.readRequests += stored?.requests ?? 0;
       totals.preRead += group.length;
@@ -410,7 +417,7 @@ function resolveFromPosition(stored: StoredPositions, w: PlannedWrite): Resoluti
 }
 
 function emptyTotals(writes: number): WriteTotals {
-  return { writes, applied: 0, stale: 0, duplicate: 0, conflict: 0, failed: 0, quarantined: 0, spilled: 0, preRead: 0, skipped: 0, readUnits: 0, readRequests: 0, writeUnits: 0, writeRequests: 0 };
+  return { writes, applied: 0, stale: 0, duplicate: 0, conflict: 0, failed: 0, quarantined: 0, spilled: 0, preRead: 0, skipped: 0, readFailures: 0, readUnits: 0, readRequests: 0, writeUnits: 0, writeRequests: 0 };
 }
 
 function addResult(totals: WriteTotals, r: WriteResult): void {

@@ -482,5 +482,6 @@ describe('DynamoWriter commands and failures (aws-sdk-client-mock)', () => {
     ddb.on(PutItemCommand).resolves({});
     const r = await writer().writeAll([onlyWrite(full(1, 10))], { preRead: 'always' });
     assert.deepEqual(r.results.map((x) => x.outcome), ['applied']);
+    assert.equal(r.totals.readFailures, 1);
   });
 });
