@@ -10,6 +10,7 @@ import { stringifyJson } from '../core/json.js';
 import { Normalizer } from '../core/normalize.js';
 import { DynamoWriter } from '../adapters/dynamo-writer.js';
 import { RawStore } from '../adapters/raw-store.js';
+import { s3SpillReader } from '../adapters/spill-reader.js';
 import { StatusStore } from '../adapters/status-store.js';
 import type { Log } from '../adapters/telemetry.js';
 import { EraseLedger, LedgerView, loadLedgerSecret } from '../erase/ledger.js';
@@ -76,6 +77,7 @@ export function buildReplayEngine(
     tables: [...opts.tables.values()],
     maxItemBytes: config.apply.maxItemBytes,
     spill: (w) => raw.spill(w.table, w.keyId, w.encodedPosition, stringifyJson(w.effect.kind === 'put' ? w.effect.row : {})),
+    readSpill: s3SpillReader(clients.s3),
     now: opts.now,
   });
   return new ReplayEngine({

@@ -6,25 +6,25 @@
  *   normalize → select (tables, landing time, positions, keys) → drop what the erase ledger forbids
  *   → plan → truncates → pre-read stored positions → write only what the stored row lacks
  *
- * Pre-read: one BatchGetItem per 100 keys reads `__pos`/`__hash`; a key already at or past the
- * planned write (guardOutcome: stale, duplicate or conflict) is not written at all, so replaying a
- * window that is already applied costs read units only and 0 write units.
+ * Pre-read: the writer's `writeAll(writes, { preRead: 'always' })` reads `__pos`/`__hash` with one
+ * BatchGetItem per 100 keys; a key already at or past the planned write (resolveAgainstStored:
+ * stale, duplicate or conflict) is not written at all, so replaying a window that is already
+ * applied costs read units only and 0 write units.
  *
  * A dry run stops after the pre-read and says, per key, the stored position, the replayed winner
  * and the action a real run would take.
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { TableConfig } from '../commons/config.js';
-import { guardOutcome } from '../core/memory-store.js';
 import type { Normalizer, RawRecord } from '../core/normalize.js';
 import { type PlannedTruncate, type PlannedWrite, planBatch } from '../core/plan.js';
 import { encodePosition } from '../core/position.js';
+import { outcomeOf, resolveAgainstStored } from '../core/stored.js';
 import type { ChangeEvent } from '../core/types.js';
-import type { DynamoWriter, WriteResult } from '../adapters/dynamo-writer.js';
+import type { DynamoWriter } from '../adapters/dynamo-writer.js';
 import { readStoredPositions, type StoredPosition } from '../adapters/stored-positions.js';
 import type { Log } from '../adapters/telemetry.js';
 import type { LedgerView } from '../erase/ledger.js';
-import { mapLimit } from '../ingest/concurrency.js';
 import { sweepTruncated } from '../ingest/truncate.js';
 import { type ReplaySelection, selects } from './selection.js';
 
@@ -161,26 +161,23 @@ export class ReplayEngine {
       return wm !== undefined && w.encodedPosition < wm;
     };
     const candidates = plan.writes.filter((w) => !below(w));
+    if (options.dryRun) return { tally, dryRun: await this.dryRun(plan.writes, candidates, below, tally), failures: [] };
+    const skippedBelow = plan.writes.length - candidates.length;
+    tally.stale += skippedBelow;
+    tally.skippedByPreRead += skippedBelow;
+    const failures = await this.write(candidates, tally);
+    return { tally, dryRun: [], failures };
+  }
+
+  /** Per key: the stored position (one BatchGetItem per 100 keys), the winner, the action a run would take. */
+  private async dryRun(writes: readonly PlannedWrite[], candidates: readonly PlannedWrite[], below: (w: PlannedWrite) => boolean, tally: ReplayTally): Promise<DryRunLine[]> {
     const stored = await this.preRead(candidates, tally);
-    const dryRun: DryRunLine[] = [];
-    const toWrite: PlannedWrite[] = [];
-    for (const w of plan.writes) {
+    return writes.map((w) => {
       const s = stored.get(storedKey(w));
+      const known = s === 'unread' ? undefined : s;
       const action: KeyAction = below(w) ? 'below-truncate' : s === 'unread' ? 'write' : actionOf(s, w);
-      if (options.dryRun) {
-        const known = s === 'unread' ? undefined : s;
-        dryRun.push({ table: w.table, key: w.keyId, stored: known?.position ?? null, storedDeleted: known?.deleted ?? false, winner: w.encodedPosition, op: w.op, action });
-        continue;
-      }
-      if (action === 'write') toWrite.push(w);
-      else {
-        tally.skippedByPreRead++;
-        if (action === 'below-truncate') tally.stale++;
-        else tally[action === 'stale' ? 'stale' : action === 'duplicate' ? 'duplicates' : 'conflicts']++;
-      }
-    }
-    const failures = options.dryRun ? [] : await this.write(toWrite, tally);
-    return { tally, dryRun, failures };
+      return { table: w.table, key: w.keyId, stored: known?.position ?? null, storedDeleted: known?.deleted ?? false, winner: w.encodedPosition, op: w.op, action };
+    });
   }
 
   private select(records: readonly RawRecord[], selection: ReplaySelection, tally: ReplayTally): ChangeEvent[] {
@@ -244,31 +241,25 @@ export class ReplayEngine {
     return out;
   }
 
+  /** The writer's pre-read (`always`): keys already current are settled by one read, never written. */
   private async write(writes: readonly PlannedWrite[], tally: ReplayTally): Promise<ReplayResult['failures']> {
-    const results = await mapLimit(writes, this.deps.concurrency, (w) => this.deps.writer.write(w));
+    const { results, totals } = await this.deps.writer.writeAll(writes, { preRead: 'always', concurrency: this.deps.concurrency });
+    tally.applied += totals.applied;
+    tally.stale += totals.stale;
+    tally.duplicates += totals.duplicate;
+    tally.conflicts += totals.conflict;
+    tally.failed += totals.failed + totals.quarantined;
+    tally.skippedByPreRead += totals.skipped;
+    tally.readUnits += totals.readUnits;
+    tally.readRequests += totals.readRequests;
+    tally.writeUnits += totals.writeUnits;
+    tally.writeRequests += totals.writeRequests;
     const failures: { table: string; key: string; position: string; error: string }[] = [];
-    results.forEach((r: WriteResult, i) => {
-      const w = writes[i] as PlannedWrite;
-      tally.writeRequests += r.requests;
-      tally.writeUnits += r.writeUnits;
-      switch (r.outcome) {
-        case 'applied':
-          tally.applied++;
-          break;
-        case 'stale':
-          tally.stale++;
-          break;
-        case 'duplicate':
-          tally.duplicates++;
-          break;
-        case 'conflict':
-          tally.conflicts++;
-          break;
-        default:
-          tally.failed++;
-          failures.push({ table: w.table, key: w.keyId, position: w.encodedPosition, error: r.error?.message ?? r.outcome });
-          this.deps.log.error('replay write failed', { table: w.table, key: w.keyId, position: w.encodedPosition, error: r.error?.message });
-      }
+    results.forEach((r, i) => {
+      const w = writes[i];
+      if (!w || (r.outcome !== 'failed' && r.outcome !== 'quarantined')) return;
+      failures.push({ table: w.table, key: w.keyId, position: w.encodedPosition, error: r.error?.message ?? r.outcome });
+      this.deps.log.error('replay write failed', { table: w.table, key: w.keyId, position: w.encodedPosition, error: r.error?.message });
     });
     return failures;
   }
@@ -277,6 +268,6 @@ export class ReplayEngine {
 const storedKey = (w: PlannedWrite) => `${w.table}\0${w.keyId}`;
 
 function actionOf(stored: StoredPosition | undefined, w: PlannedWrite): KeyAction {
-  const outcome = guardOutcome(stored ? { position: stored.position, contentHash: stored.hash } : undefined, w);
+  const outcome = outcomeOf(resolveAgainstStored(stored ? { position: stored.position, contentHash: stored.hash } : undefined, w));
   return outcome === 'applied' ? 'write' : outcome;
 }
