@@ -407,13 +407,14 @@ export async function finishErase(
 
 /**
  * Quarantine lines hold original bytes that did not normalize, so they carry no key field. A line
- * mentions the key when its bytes name the table (its last dotted part as a JSON string, as every
- * supported format carries it) and hold every key column as `"column": value`; such a line keeps
- * its reason and transport, and loses its bytes.
+ * mentions the key when it is of the key's table (its `table` field when the decoder got that far,
+ * else its bytes name the table's last dotted part as a JSON string, as every supported format
+ * carries it) and its bytes hold every key column as `"column": value`; such a line keeps its
+ * reason and transport, and loses its bytes.
  */
-export function mentionsKey(text: string, key: JsonObject, table: string): boolean {
-  const bare = table.split('.').pop() ?? table;
-  if (!text.includes(JSON.stringify(bare))) return false;
+export function mentionsKey(text: string, key: JsonObject, table: string | null): boolean {
+  const bare = table === null ? null : (table.split('.').pop() ?? table);
+  if (bare !== null && !text.includes(JSON.stringify(bare))) return false;
   return Object.entries(key).every(([col, v]) => {
     const value = String(v instanceof Object && 'value' in v ? (v as { value: string }).value : v).replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
     const name = JSON.stringify(col).replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
@@ -442,7 +443,10 @@ async function eraseFromQuarantine(ctx: EraseContext, r: Resolved, now: number):
           return line;
         }
         const bytes = [q.valueBase64, q.keyBase64].map((b) => (typeof b === 'string' ? Buffer.from(b, 'base64').toString('utf8') : '')).join('\n');
-        if (!mentionsKey(bytes, key, r.table.source)) return line;
+        // Lines that name their table (when the decoder got that far) are matched on it exactly.
+        const lineTable = typeof q.table === 'string' ? q.table : null;
+        if (lineTable !== null && lineTable !== r.table.source) return line;
+        if (!mentionsKey(bytes, key, lineTable === null ? r.table.source : null)) return line;
         changed++;
         return JSON.stringify({ ...q, valueBase64: null, keyBase64: null, erased: { keyHash: r.hash, at: now } });
       });

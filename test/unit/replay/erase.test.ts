@@ -102,5 +102,6 @@ describe('erase on a versioned store', () => {
     assert.equal(mentionsKey(msg, { id: 421 }, 'public.customers'), false);
     assert.equal(mentionsKey(msg, { id: 42 }, 'public.orders'), false);
     assert.equal(mentionsKey('{"source":{"table":"customers"},"after":{"id":"42"}}', { id: 42 }, 'public.customers'), true);
+    assert.equal(mentionsKey('{"after":{"id":42}}', { id: 42 }, null), true, 'a line that names its table is matched on the key alone');
   });
 });
