@@ -13,7 +13,7 @@
  * With `ledgerKeySecret: secretsmanager:<id>`, both carry the Parameters and Secrets extension and
  * may read that one secret.
  */
-import { ArnFormat, type CfnResource, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { ArnFormat, type CfnResource, Duration, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as kms from 'aws-cdk-lib/aws-kms';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
@@ -97,9 +97,9 @@ export class ReplayJobs extends Construct {
       const arn = secretId.startsWith('arn:') ? secretId : Stack.of(this).formatArn({ service: 'secretsmanager', resource: 'secret', resourceName: `${secretId}-??????`, arnFormat: ArnFormat.COLON_RESOURCE_NAME });
       role.addToPrincipalPolicy(statement('ReadLedgerKey', ['secretsmanager:GetSecretValue'], [arn]));
       if (!secretId.startsWith('arn:')) {
-        const stack = Stack.of(this);
+        const { region, account } = env(this);
         Validations.of(role).acknowledge({
-          id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:secretsmanager:${stack.region}:${stack.account}:secret:${secretId}-??????]`,
+          id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:secretsmanager:${region}:${account}:secret:${secretId}-??????]`,
           reason: 'the one ledger key secret: Secrets Manager appends six random characters to a secret name.',
         });
       }
@@ -147,13 +147,14 @@ export class ReplayJobs extends Construct {
     const ack = (findingId: string, reason: string) => Validations.of(machine).acknowledge({ id: findingId, reason });
     ack('AwsSolutions-IAM5[Resource::*]', 'X-Ray tracing and CloudWatch Logs delivery of a state machine need "*": their APIs have no resource-level permissions.');
     ack(`AwsSolutions-IAM5[Resource::<${logicalId(fn)}.Arn>:*]`, 'lambda:InvokeFunction on the job function and its versions, granted by grantInvoke.');
-    ack(`AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:${Stack.of(this).region}:${Stack.of(this).account}:execution:${name}:*]`, 'the Distributed Map child executions of this state machine; their names are generated.');
+    const { region, account } = env(this);
+    ack(`AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:${region}:${account}:execution:${name}:*]`, 'the Distributed Map child executions of this state machine; their names are generated.');
     return machine;
   }
 
   /** The wildcards the job functions need, each with its reason (cdk-nag AwsSolutions). */
   private acknowledge(props: ReplayJobsProps): void {
-    const stack = Stack.of(this);
+    const { region, account } = env(this);
     const bucket = `<${logicalId(props.rawStore.bucket)}.Arn>`;
     const { raw, replay, name } = props.config;
     const prefixes: [NodejsFunction, string[]][] = [
@@ -171,11 +172,20 @@ export class ReplayJobs extends Construct {
     const replayRole = this.replayFunction.role;
     if (replayRole) {
       Validations.of(replayRole).acknowledge({
-        id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:dynamodb:${stack.region}:${stack.account}:table/${name}-*]`,
+        id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:dynamodb:${region}:${account}:table/${name}-*]`,
         reason: 'replay --into fresh:<table> creates and fills a table the operator names; it must start with the pipeline name.',
       });
     }
   }
+}
+
+/** Region and account as cdk-nag prints them in finding ids: literal, or `<AWS::Region>` for an environment-agnostic stack. */
+function env(c: Construct): { region: string; account: string } {
+  const stack = Stack.of(c);
+  return {
+    region: Token.isUnresolved(stack.region) ? '<AWS::Region>' : stack.region,
+    account: Token.isUnresolved(stack.account) ? '<AWS::AccountId>' : stack.account,
+  };
 }
 
 function logicalId(c: Construct): string {
