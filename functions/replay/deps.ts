@@ -39,17 +39,28 @@ export function replayTables(config: TidemarkConfig, sources: readonly string[],
   return out;
 }
 
-/** Truncate watermarks of the live tables, in the status table. */
-export function statusWatermarks(config: TidemarkConfig, dynamodb: DynamoDBClient): TruncateWatermarks {
-  const status = new StatusStore(dynamodb, config.statusTable, config.name);
+/**
+ * Truncate watermarks, in the status table. A live replay reads and raises the live tables' own.
+ * A fresh replay keeps its own under the partition `<pipeline>#fresh:<table>` (so every batch of
+ * the run sees a truncate another batch met, and `tidemark status` does not list them), starting
+ * from the live table's: what live truncated stays truncated in the rebuild.
+ */
+export function statusWatermarks(config: TidemarkConfig, dynamodb: DynamoDBClient, target: ReplayTarget = { kind: 'live' }): TruncateWatermarks {
+  const live = new StatusStore(dynamodb, config.statusTable, config.name);
+  const own = target.kind === 'live' ? live : new StatusStore(dynamodb, config.statusTable, `${config.name}#fresh:${target.target}`);
+  const read = async (store: StatusStore, tables: readonly string[]) => {
+    const out = new Map<string, string>();
+    for (const [t, row] of await store.load(tables)) if (row.truncateWatermark) out.set(t, row.truncateWatermark);
+    return out;
+  };
   return {
     load: async (tables) => {
-      const out = new Map<string, string>();
-      for (const [t, row] of await status.load(tables)) if (row.truncateWatermark) out.set(t, row.truncateWatermark);
+      const out = await read(live, tables);
+      if (own !== live) for (const [t, wm] of await read(own, tables)) if (wm > (out.get(t) ?? '')) out.set(t, wm);
       return out;
     },
     raise: async (table, position) => {
-      await status.raiseTruncateWatermark(table, position);
+      await own.raiseTruncateWatermark(table, position);
     },
   };
 }
@@ -85,7 +96,7 @@ export function buildReplayEngine(
     dynamodb: clients.dynamodb,
     writer,
     tables: opts.tables,
-    watermarks: opts.target.kind === 'live' ? statusWatermarks(config, clients.dynamodb) : null,
+    watermarks: statusWatermarks(config, clients.dynamodb, opts.target),
     ledger: opts.ledger,
     log: opts.log,
     concurrency: config.apply.concurrency,

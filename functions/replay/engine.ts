@@ -117,7 +117,7 @@ export interface ReplayEngineDeps {
   readonly writer: DynamoWriter;
   /** Source table → its config, with the target the replay writes to. */
   readonly tables: ReadonlyMap<string, TableConfig>;
-  /** Records and reads truncate watermarks of live tables; null for a fresh table (kept in memory). */
+  /** Records and reads truncate watermarks (see deps.ts `statusWatermarks`); null keeps them in memory. */
   readonly watermarks: TruncateWatermarks | null;
   readonly ledger: LedgerView | null;
   readonly log: Log;
@@ -166,7 +166,24 @@ export class ReplayEngine {
     tally.stale += skippedBelow;
     tally.skippedByPreRead += skippedBelow;
     const failures = await this.write(candidates, tally);
+    await this.recheckWatermarks(candidates, watermarks, tally);
     return { tally, dryRun: [], failures };
+  }
+
+  /**
+   * A truncate met by another batch of the run may have been recorded while this batch wrote.
+   * Reading the watermarks again after writing closes that race: either the other batch's sweep
+   * runs after these writes, or this batch sees the new watermark here and sweeps below it itself.
+   */
+  private async recheckWatermarks(written: readonly PlannedWrite[], watermarks: Map<string, string>, tally: ReplayTally): Promise<void> {
+    if (!this.deps.watermarks || written.length === 0) return;
+    const tables = [...new Set(written.map((w) => w.table))];
+    for (const [table, wm] of await this.deps.watermarks.load(tables)) {
+      if (wm <= (watermarks.get(table) ?? '')) continue;
+      watermarks.set(table, wm);
+      const config = this.deps.tables.get(table);
+      if (config) tally.truncatedRows += await sweepTruncated(this.deps.dynamodb, config, wm);
+    }
   }
 
   /** Per key: the stored position (one BatchGetItem per 100 keys), the winner, the action a run would take. */

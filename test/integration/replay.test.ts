@@ -30,7 +30,7 @@ import { parseFailedBatchLines } from '../../functions/replay/dlq.js';
 import { replayFailedBatches } from '../../functions/replay/from-dlq.js';
 import type { JobContext, ReplayRequest } from '../../functions/replay/job.js';
 import { ReplayRefusedError } from '../../functions/replay/safety.js';
-import { PgHistory, type PgEvent } from '../helpers/debezium.js';
+import { PgHistory, type PgEvent, pgMessage } from '../helpers/debezium.js';
 import { openTarget, type Target, uniqueConfig } from '../helpers/target.js';
 
 const base = parseConfig({
@@ -183,6 +183,23 @@ describe(`replay on the integration target (${process.env.TIDEMARK_TARGET ?? 'em
     assert.equal(await getRow(target.clients.dynamodb, customers, { id: 12 }), null);
     await runReplayLocally(ctx, request({ tables: ['public.customers'], since: now - 3_600_000 }));
     await expectFold();
+  });
+
+  it('a truncate in raw empties the rebuilt table below it too, whichever batch meets it first', async () => {
+    // A Debezium PostgreSQL truncate of orders (the shape of test/fixtures/debezium/pg-truncate.json), after every order row.
+    const last = history.events[history.events.length - 1] as PgEvent;
+    const seqOf = JSON.parse(String((last.message.source as { sequence: string }).sequence)) as string[];
+    const lsn = Number(seqOf[1]) + 8;
+    const truncate = pgMessage({ table: 'orders', op: 'u', lsn, lastCommitLsn: Number(seqOf[1]) });
+    const message = { ...truncate, op: 't', before: null, after: null };
+    const event: PgEvent = { ...last, table: 'public.orders', op: 'u', message, value: JSON.stringify(message), partitionKey: 'truncate', key: {}, after: null };
+    await ingest([event], now - 30_000);
+    const orders = config.tables[1] as TableConfig;
+    assert.equal(await getRow(target.clients.dynamodb, orders, { order_id: 1 }), null, 'ingest swept the live table');
+    const fresh = `${orders.target}-v2`;
+    const out = await runReplayLocally(ctx, request({ tables: ['public.orders'], into: `fresh:${fresh}` }));
+    assert.equal(tally(out).truncates, 1);
+    for (let id = 1; id <= 10; id++) assert.equal(await getRow(target.clients.dynamodb, { ...orders, target: fresh }, { order_id: id }), null, `order ${id}`);
   });
 
   it('--from-dlq: re-ingests whole failed batches (raw, then state) and replays SQS ranges from raw', async () => {
