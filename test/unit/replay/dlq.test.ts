@@ -67,6 +67,26 @@ describe('on-failure records', () => {
     }
   });
 
+  it('reads an MSK payload (the example event of the guide, with-msk.html) as one group per partition', () => {
+    const msk = {
+      eventSource: 'aws:kafka',
+      eventSourceArn: 'arn:aws:kafka:us-east-1:123456789012:cluster/vpc-2priv-2pub/751d2973-a626-431c-9d4e-d7975eb44dd7-2',
+      bootstrapServers: 'b-2.demo-cluster-1.a1bcde.c1.kafka.us-east-1.amazonaws.com:9092',
+      records: {
+        'mytopic-0': [
+          { topic: 'mytopic', partition: 0, offset: 15, timestamp: 1545084650987, timestampType: 'CREATE_TIME', key: 'abcDEFghiJKLmnoPQRstuVWXyz1234==', value: 'SGVsbG8sIHRoaXMgaXMgYSB0ZXN0Lg==', headers: [{ headerKey: [104, 101, 97, 100, 101, 114, 86, 97, 108, 117, 101] }] },
+        ],
+      },
+    };
+    const b = parseFailedBatch({ version: '1.0', requestContext: {}, payload: JSON.stringify(msk) }, 's3://b/k');
+    assert.ok('kind' in b && b.kind === 'records');
+    assert.equal(b.groups.length, 1);
+    const r = b.groups[0]?.[0];
+    assert.equal(Buffer.from(r?.value ?? []).toString(), 'Hello, this is a test.');
+    assert.deepEqual([r?.transport.kind, r?.transport.stream, r?.transport.shard, r?.transport.sequence], ['kafka', 'mytopic', '0', '15']);
+    assert.equal(r?.headers.headerKey, 'headerValue');
+  });
+
   it('reads the first local runner lines, and names what it cannot read', () => {
     const text = [
       JSON.stringify({ stream: 's', shard: 'shardId-0', startSequence: '5', endSequence: '9', attempts: 4, at: '2026-11-30T00:00:00Z' }),
