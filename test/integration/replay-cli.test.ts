@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { DeleteItemCommand } from '@aws-sdk/client-dynamodb';
 import { localDeps } from '../../bin/cli/context.js';
 import { getRow } from '../../bin/cli/state.js';
 import { parseConfig, type TableConfig, type TidemarkConfig } from '../../functions/commons/config.js';
@@ -91,6 +92,19 @@ describe('tidemark replay / erase commands', { skip: process.env.TIDEMARK_TARGET
     assert.equal(summary?.writeUnits, 0);
     assert.equal(summary?.writeRequests, 0);
     assert.equal(summary?.readUnits, 3);
+  });
+
+  it('replay --keys replays only the listed keys', async () => {
+    const customers = config.tables[0] as TableConfig;
+    for (const id of [4, 5]) await target.clients.dynamodb.send(new DeleteItemCommand({ TableName: customers.target, Key: { id: { N: String(id) } } }));
+    writeFileSync(join(dir, 'keys.jsonl'), '{"id": "4"}\n');
+    const [summary] = await tidemark('replay', '--table', 'public.customers', '--keys', join(dir, 'keys.jsonl'), '--json');
+    assert.equal(summary?.applied, 1);
+    assert.equal(summary?.unselected, 5);
+    assert.equal((await getRow(target.clients.dynamodb, customers, { id: 4 }))?.name, 'c4');
+    assert.equal(await getRow(target.clients.dynamodb, customers, { id: 5 }), null);
+    const [all] = await tidemark('replay', '--all', '--json');
+    assert.equal(all?.applied, 1);
   });
 
   it('replay --dry-run --json prints per key the stored position, the winner and the action, then the summary', async () => {
