@@ -36,7 +36,7 @@ import {
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import type { TableConfig, TidemarkConfig } from '../commons/config.js';
-import { errorMessage, TidemarkError } from '../core/errors.js';
+import { asError, errorMessage, TidemarkError } from '../core/errors.js';
 import { type JsonObject, parseJson } from '../core/json.js';
 import { keyId, normalizeKey } from '../core/keys.js';
 import { keyAttributes, META } from '../adapters/item-codec.js';
@@ -299,7 +299,7 @@ export async function deleteOlderVersions(s3: S3Client, bucket: string, key: str
     try {
       page = await s3.send(new ListObjectVersionsCommand({ Bucket: bucket, Prefix: key, KeyMarker: keyMarker, VersionIdMarker: versionMarker }));
     } catch (err) {
-      const name = (err as { name?: string; Code?: string }).name ?? '';
+      const name = asError(err).name;
       // s3rver answers ?versions with MethodNotAllowed (and ?versioning with NotImplemented).
       if (name === 'NotImplemented' || name === 'MethodNotAllowed' || /not implemented|not allowed/i.test(errorMessage(err))) return null;
       throw err;

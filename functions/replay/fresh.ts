@@ -20,7 +20,7 @@ import {
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
 import type { TableConfig } from '../commons/config.js';
-import { TidemarkError } from '../core/errors.js';
+import { asError, TidemarkError } from '../core/errors.js';
 import { keyLayout } from '../core/keys.js';
 import { META } from '../adapters/item-codec.js';
 
@@ -37,7 +37,7 @@ async function describe(client: DynamoDBClient, name: string) {
   try {
     return (await client.send(new DescribeTableCommand({ TableName: name }))).Table ?? null;
   } catch (err) {
-    if (err instanceof ResourceNotFoundException || (err as { name?: string }).name === 'ResourceNotFoundException') return null;
+    if (err instanceof ResourceNotFoundException || asError(err).name === 'ResourceNotFoundException') return null;
     throw err;
   }
 }
