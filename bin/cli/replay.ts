@@ -270,11 +270,11 @@ async function fromDlq(cfg: TidemarkConfig, o: ReplayCliOptions): Promise<void> 
   const ingest = buildIngestDeps(cfg, c, { metrics: new CollectingMetricSink(), log });
   const bar = new SingleBar({ format: 'replay --from-dlq [{bar}] {value}/{total} failed batches', stream: process.stderr, hideCursor: true }, Presets.shades_classic);
   if (items.length > 0) bar.start(items.length, 0);
-  const report = await replayFailedBatches(items, { config: cfg, s3: c.s3, ingest, engine, onBatch: (d) => bar.update(d) });
+  const report = await replayFailedBatches(items, { config: cfg, s3: c.s3, ingest, engine, kinesis: c.kinesis, onBatch: (d) => bar.update(d) });
   if (items.length > 0) bar.stop();
   for (const p of problems) err(`${p.source}: ${p.detail}`);
   printSummary(o, { source: 'dlq', ...report, problems: problems.length }, [
-    `replay --from-dlq: ${report.batches} failed batches (${report.reingested} whole, re-ingested; ${report.fromRaw} ranges, from raw), ${report.records} records, ${report.missing} missing from raw, ${report.failedBatches} still failing, ${report.acknowledged} queue messages deleted`,
+    `replay --from-dlq: ${report.batches} failed batches (${report.reingested} whole, re-ingested; ${report.fromRaw} ranges, from raw and ${report.fromStream} records from the stream), ${report.records} records, ${report.missing} missing, ${report.failedBatches} still failing, ${report.acknowledged} queue messages deleted`,
     `  ingest: applied=${report.ingest.applied} stale=${report.ingest.stale} duplicates=${report.ingest.duplicates} quarantined=${report.ingest.quarantined} failed=${report.ingest.failed}`,
     `  from raw: applied=${report.replay.applied} skippedByPreRead=${report.replay.skippedByPreRead} readUnits=${report.replay.readUnits} writeUnits=${report.replay.writeUnits}`,
   ]);

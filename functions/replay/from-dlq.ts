@@ -7,11 +7,13 @@
  *   no-ops.
  * - Shard and sequence ranges (SQS messages): the records are looked up in raw (objects of the
  *   range's hours and shard) and replayed from there by the replay engine. Records of the range
- *   that raw does not hold are reported as `missing`: only the stream (if still retained) has them.
+ *   that raw does not hold (their landing kept failing) are read from the stream while it still
+ *   retains them, and re-ingested (land, then apply); what neither holds is reported as `missing`.
  *
  * SQS messages are deleted only after their batch was replayed without failures; S3 objects and
  * file lines are left in place (replaying them again is a no-op).
  */
+import { GetRecordsCommand, GetShardIteratorCommand, type KinesisClient } from '@aws-sdk/client-kinesis';
 import { DeleteMessageCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import type { TidemarkConfig } from '../commons/config.js';
@@ -20,7 +22,7 @@ import { allTableSegments, decodeTableSegment, parseRawObject, parseRawObjectKey
 import type { IngestDeps } from '../ingest/process-batch.js';
 import { processBatch } from '../ingest/process-batch.js';
 import { addTally, emptyTally, type ReplayEngine, type ReplayTally } from './engine.js';
-import { type BatchRange, type DlqProblem, type FailedBatch, inBatchRange, parseFailedBatch } from './dlq.js';
+import { type BatchRange, compareSequence, type DlqProblem, type FailedBatch, inBatchRange, parseFailedBatch } from './dlq.js';
 
 const HOUR_MS = 3_600_000;
 
@@ -127,12 +129,49 @@ function hourPrefixes(segmentPrefix: string, range: BatchRange): string[] {
   return out;
 }
 
+/**
+ * The records of a range still in the Kinesis stream (within its retention): read from the range's
+ * first sequence number until past its last. Empty when the stream no longer has them.
+ */
+export async function readRangeFromStream(kinesis: KinesisClient, range: BatchRange, maxCalls = 50): Promise<RawRecord[]> {
+  if (range.stream === null) return [];
+  let iterator: string | undefined;
+  try {
+    iterator = (
+      await kinesis.send(new GetShardIteratorCommand({ StreamName: range.stream, ShardId: range.shard, ShardIteratorType: 'AT_SEQUENCE_NUMBER', StartingSequenceNumber: range.startSequence }))
+    ).ShardIterator;
+  } catch {
+    // Trimmed, or the stream is gone: only raw could have held these records.
+    return [];
+  }
+  const out: RawRecord[] = [];
+  for (let calls = 0; iterator && calls < maxCalls; calls++) {
+    const res = await kinesis.send(new GetRecordsCommand({ ShardIterator: iterator, Limit: 1000 }));
+    for (const r of res.Records ?? []) {
+      const sequence = r.SequenceNumber ?? '';
+      if (compareSequence(sequence, range.endSequence) > 0) return out;
+      out.push({
+        value: r.Data ?? null,
+        key: r.PartitionKey ? Buffer.from(r.PartitionKey, 'utf8') : null,
+        topic: null,
+        headers: {},
+        transport: { kind: 'kinesis', stream: range.stream, shard: range.shard, sequence, partitionKey: r.PartitionKey ?? null, arrivalTime: r.ApproximateArrivalTimestamp?.getTime() ?? Date.now() },
+      });
+    }
+    if ((res.Records ?? []).length === 0 && (res.MillisBehindLatest ?? 0) === 0) break;
+    iterator = res.NextShardIterator;
+  }
+  return out;
+}
+
 export interface DlqReplayReport {
   readonly batches: number;
   /** Whole-record batches re-ingested (landed in raw, then applied). */
   readonly reingested: number;
   /** Range batches replayed from raw. */
   readonly fromRaw: number;
+  /** Records of ranges that raw lacked, read back from the stream and re-ingested. */
+  readonly fromStream: number;
   readonly records: number;
   /** Records of a range that raw does not hold. */
   readonly missing: number;
@@ -145,12 +184,21 @@ export interface DlqReplayReport {
 /** Replays every failed batch; acknowledges (deletes) the SQS messages of those that fully succeeded. */
 export async function replayFailedBatches(
   items: readonly DlqItem[],
-  deps: { readonly config: TidemarkConfig; readonly s3: S3Client; readonly ingest: IngestDeps; readonly engine: ReplayEngine; readonly onBatch?: (done: number, total: number) => void },
+  deps: {
+    readonly config: TidemarkConfig;
+    readonly s3: S3Client;
+    readonly ingest: IngestDeps;
+    readonly engine: ReplayEngine;
+    /** When given, records of a range that raw lacks are read from the stream (if still retained). */
+    readonly kinesis?: KinesisClient;
+    readonly onBatch?: (done: number, total: number) => void;
+  },
 ): Promise<DlqReplayReport> {
   const report = {
     batches: items.length,
     reingested: 0,
     fromRaw: 0,
+    fromStream: 0,
     records: 0,
     missing: 0,
     failedBatches: 0,
@@ -162,32 +210,48 @@ export async function replayFailedBatches(
   let done = 0;
   for (const item of items) {
     let ok = true;
+    const reingest = async (group: readonly RawRecord[]) => {
+      const result = await processBatch(group, deps.ingest);
+      const s = result.summary;
+      report.ingest.applied += s.applied;
+      report.ingest.stale += s.stale;
+      report.ingest.duplicates += s.duplicates;
+      report.ingest.quarantined += s.quarantined;
+      report.ingest.failed += s.failed;
+      report.ingest.writeUnits += s.writeUnits;
+      report.ingest.s3Puts += s.s3Puts;
+      return result.batchItemFailures.length === 0;
+    };
     if (item.batch.kind === 'records') {
       report.reingested++;
       for (const group of item.batch.groups) {
         report.records += group.length;
-        const result = await processBatch(group, deps.ingest);
-        const s = result.summary;
-        report.ingest.applied += s.applied;
-        report.ingest.stale += s.stale;
-        report.ingest.duplicates += s.duplicates;
-        report.ingest.quarantined += s.quarantined;
-        report.ingest.failed += s.failed;
-        report.ingest.writeUnits += s.writeUnits;
-        report.ingest.s3Puts += s.s3Puts;
-        if (result.batchItemFailures.length > 0) ok = false;
+        if (!(await reingest(group))) ok = false;
       }
     } else {
       report.fromRaw++;
-      const records = await findRangeInRaw(deps.s3, deps.config, item.batch.range);
+      const range = item.batch.range;
+      const records = await findRangeInRaw(deps.s3, deps.config, range);
       report.records += records.length;
-      if (item.batch.range.batchSize !== null && records.length < item.batch.range.batchSize) {
-        report.missing += item.batch.range.batchSize - records.length;
-        ok = false;
-      }
       const result = await deps.engine.replay(records, { tables });
       addTally(report.replay, result.tally);
       if (result.failures.length > 0) ok = false;
+      let found = records.length;
+      if (deps.kinesis && (range.batchSize === null || found < range.batchSize)) {
+        // Records that never reached raw (landing kept failing): the stream may still hold them.
+        const inRaw = new Set(records.map((r) => r.transport.sequence));
+        const missing = (await readRangeFromStream(deps.kinesis, range)).filter((r) => !inRaw.has(r.transport.sequence));
+        if (missing.length > 0) {
+          report.fromStream += missing.length;
+          report.records += missing.length;
+          found += missing.length;
+          if (!(await reingest(missing))) ok = false;
+        }
+      }
+      if (range.batchSize !== null && found < range.batchSize) {
+        report.missing += range.batchSize - found;
+        ok = false;
+      }
     }
     if (ok && item.ack) {
       await item.ack();

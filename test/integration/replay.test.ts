@@ -15,6 +15,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { DeleteItemCommand, DescribeTableCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import { PutRecordsCommand } from '@aws-sdk/client-kinesis';
+import { streamNameOf } from '../../bin/local/provision.js';
 import { localDeps } from '../../bin/cli/context.js';
 import { runReplayLocally } from '../../bin/cli/replay.js';
 import { getRow } from '../../bin/cli/state.js';
@@ -27,7 +29,7 @@ import type { Log } from '../../functions/adapters/telemetry.js';
 import { type IngestDeps, processBatch } from '../../functions/ingest/process-batch.js';
 import { buildReplayEngine, replayTables } from '../../functions/replay/deps.js';
 import { parseFailedBatchLines } from '../../functions/replay/dlq.js';
-import { replayFailedBatches } from '../../functions/replay/from-dlq.js';
+import { findRangeInRaw, replayFailedBatches } from '../../functions/replay/from-dlq.js';
 import type { JobContext, ReplayRequest } from '../../functions/replay/job.js';
 import { ReplayRefusedError } from '../../functions/replay/safety.js';
 import { PgHistory, type PgEvent, pgMessage } from '../helpers/debezium.js';
@@ -200,6 +202,26 @@ describe(`replay on the integration target (${process.env.TIDEMARK_TARGET ?? 'em
     const out = await runReplayLocally(ctx, request({ tables: ['public.orders'], into: `fresh:${fresh}` }));
     assert.equal(tally(out).truncates, 1);
     for (let id = 1; id <= 10; id++) assert.equal(await getRow(target.clients.dynamodb, { ...orders, target: fresh }, { order_id: id }), null, `order ${id}`);
+  });
+
+  it('--from-dlq: records of a range that never reached raw are read from the stream, landed, then applied', async () => {
+    const lost = [history.emit('customers', 'u', { id: 23 }, { name: 'c23', tier: 'stream' }), history.emit('customers', 'u', { id: 24 }, { name: 'c24', tier: 'stream' })];
+    const put = await target.clients.kinesis.send(
+      new PutRecordsCommand({ StreamName: streamNameOf(config), Records: lost.map((e) => ({ PartitionKey: 'same-shard', Data: Buffer.from(e.value) })) }),
+    );
+    const seqs = (put.Records ?? []).map((r) => r.SequenceNumber ?? '');
+    const shard = put.Records?.[0]?.ShardId ?? '';
+    const descriptor = { version: '1.0', KinesisBatchInfo: { shardId: shard, startSequenceNumber: seqs[0], endSequenceNumber: seqs[1], batchSize: 2, streamArn: `arn:aws:kinesis:us-east-1:000000000000:stream/${streamNameOf(config)}` } };
+    const { batches } = parseFailedBatchLines(JSON.stringify(descriptor), 'sqs');
+    const engine = buildReplayEngine(config, target.clients, { tables: replayTables(config, ['public.customers', 'public.orders'], { kind: 'live' }), target: { kind: 'live' }, ledger: null, log: quiet });
+    const report = await replayFailedBatches(batches.map((batch) => ({ batch })), { config, s3: target.clients.s3, ingest: deps, engine, kinesis: target.clients.kinesis });
+    assert.equal(report.fromStream, 2);
+    assert.equal(report.missing, 0);
+    assert.equal(report.failedBatches, 0);
+    assert.equal(report.ingest.applied, 2);
+    await expectFold();
+    const range = (batches[0] as { range: Parameters<typeof findRangeInRaw>[2] }).range;
+    assert.equal((await findRangeInRaw(target.clients.s3, config, range)).length, 2, 'now in raw');
   });
 
   it('--from-dlq: re-ingests whole failed batches (raw, then state) and replays SQS ranges from raw', async () => {
