@@ -31,6 +31,7 @@ import { TidemarkMetricFactory } from './metrics.js';
 import { Monitoring } from './monitoring.js';
 import { S3OnFailure } from './on-failure.js';
 import { MIN_INFREQUENT_ACCESS_DAYS, RawStore } from './raw-store.js';
+import { ReplayJobs } from './replay/jobs.js';
 
 /** Event source mapping settings a caller may override (`defaultKinesisMappingProps` / `defaultKafkaMappingProps`). */
 export type MappingOverrides = Partial<Omit<lambda.EventSourceMappingOptions, 'eventSourceArn' | 'kafkaTopic' | 'kafkaConsumerGroupId'>>;
@@ -173,6 +174,8 @@ export class TidemarkPipeline extends Construct {
   readonly mappingStacks: NestedStack[] = [];
   /** The topic and group ARN patterns granted when hundreds of topics share a prefix (else undefined: exact ARNs). */
   kafkaAccessByPrefix?: { readonly topics: string; readonly groups: string };
+  /** The replay and erase state machines (docs/replay.md). */
+  readonly jobs: ReplayJobs;
 
   constructor(scope: Construct, id: string, props: TidemarkPipelineProps) {
     super(scope, id);
@@ -227,6 +230,9 @@ export class TidemarkPipeline extends Construct {
     for (const mapping of this.eventSourceMappings) mapping.node.addDependency(this.currentState);
 
     this.history = new History(this, 'History', { pipelineName: config.name, rawPrefix: config.raw.prefix, bucket: this.rawStore.bucket });
+    // A stand-in ingest handler (tests, offline synth) stands in for the job handlers too: one bundle.
+    const entries = props.ingestEntry ? { replay: props.ingestEntry, erase: props.ingestEntry } : undefined;
+    this.jobs = new ReplayJobs(this, 'Jobs', { config, rawStore: this.rawStore, currentState: this.currentState, removalPolicy, entries, ...withKey });
     this.metrics = new TidemarkMetricFactory({ pipeline: config.name });
     if (props.monitoring ?? true) {
       this.monitoring = new Monitoring(this, 'Monitoring', {

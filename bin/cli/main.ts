@@ -10,6 +10,8 @@ import { clients, config, LOCAL_DIR, localDeps, STATE_DIR } from './context.js';
 import { runDemo } from './demo.js';
 import { runPlan } from './plan.js';
 import { runPoller } from './runner.js';
+import { registerReplay } from './replay.js';
+import { registerErase } from './erase.js';
 import { getRow, scanTable, statusRows, statusTable, stringifyJson, tableOrThrow } from './state.js';
 
 const out = (line: string) => process.stdout.write(`${line}\n`);
@@ -164,6 +166,8 @@ export function program(): Command {
     .action(async (o) => {
       await runDemo({ keep: Boolean(o.keep) });
     });
+  registerReplay(p);
+  registerErase(p);
   return p;
 }
 

@@ -17,6 +17,7 @@ import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import { PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import type { TransportMeta } from '../core/types.js';
+import { keyFilterMetadata } from '../erase/key-filter.js';
 
 const gzipAsync = promisify(gzip);
 /**
@@ -185,7 +186,7 @@ export class RawStore {
   async land(batch: BatchCoordinates, linesByTable: ReadonlyMap<string, readonly RawLine[]>, quarantined: readonly QuarantineLine[]): Promise<LandResult> {
     const puts: Promise<{ table: string | null; key: string; bytes: number }>[] = [];
     for (const [table, lines] of linesByTable) {
-      if (lines.length > 0) puts.push(this.put((d) => rawObjectKey(this.rawPrefix, table, batch, d), lines).then((r) => ({ ...r, table })));
+      if (lines.length > 0) puts.push(this.put((d) => rawObjectKey(this.rawPrefix, table, batch, d), lines, keyFilterMetadata(lines)).then((r) => ({ ...r, table })));
     }
     if (quarantined.length > 0) puts.push(this.quarantine(batch, quarantined).then((r) => ({ ...r, table: null })));
     const done = await Promise.all(puts);
@@ -208,11 +209,13 @@ export class RawStore {
     return `s3://${this.bucket}/${key}`;
   }
 
-  private async put(keyFor: (digest: string) => string, lines: readonly unknown[]): Promise<{ key: string; bytes: number }> {
+  private async put(keyFor: (digest: string) => string, lines: readonly unknown[], metadata?: Record<string, string>): Promise<{ key: string; bytes: number }> {
     const text = `${lines.map((l) => JSON.stringify(l)).join('\n')}\n`;
     const key = keyFor(contentDigest(text));
     const body = await gzipAsync(Buffer.from(text, 'utf8'), GZIP);
-    await this.s3.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentType: 'application/x-ndjson', ContentEncoding: 'gzip' }));
+    await this.s3.send(
+      new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentType: 'application/x-ndjson', ContentEncoding: 'gzip', ...(metadata ? { Metadata: metadata } : {}) }),
+    );
     return { key, bytes: body.length };
   }
 }

@@ -16,6 +16,7 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { FORMAT_NAMES } from '../core/formats/names.js';
 import { ConfigError, errorMessage } from '../core/errors.js';
+import { ReplayConfigSchema } from './replay-config.js';
 
 const RESERVED_PREFIX = '__';
 const FORMATS = ['auto', ...FORMAT_NAMES] as const;
@@ -252,7 +253,7 @@ const ConfigInputSchema = strict({
   encryption: z.enum(['aws-managed', 'kms']).default('aws-managed'),
   /** CloudWatch Logs retention. @default 30 */
   logRetentionDays: z.number().int().positive().default(30),
-  // The jobs and replay sections are added here by their own schemas.
+  replay: ReplayConfigSchema,
 });
 
 type Parsed = z.output<typeof ConfigInputSchema>;

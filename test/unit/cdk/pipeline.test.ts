@@ -12,9 +12,11 @@ const resources = (type: string): Record<string, { Properties: Record<string, un
   template.findResources(type) as Record<string, { Properties: Record<string, unknown> }>;
 
 type Statement = { Action: string | string[]; Effect: string; Resource: unknown; Sid?: string };
-// Statements of the ingest role only (autoDeleteObjects and other helpers have their own roles).
+// The ingest role's statements (autoDeleteObjects helpers and the replay and erase jobs have their own roles).
 const statements = (): Statement[] =>
-  Object.values(resources('AWS::IAM::Policy')).flatMap((p) => (p.Properties.PolicyDocument as { Statement: Statement[] }).Statement);
+  Object.entries(resources('AWS::IAM::Policy'))
+    .filter(([id]) => id.startsWith('PipelineIngestRole'))
+    .flatMap(([, p]) => (p.Properties.PolicyDocument as { Statement: Statement[] }).Statement);
 const actionsOf = (s: Statement): string[] => (Array.isArray(s.Action) ? s.Action : [s.Action]);
 
 // biome-ignore lint/suspicious/noTemplateCurlyInString: Glue partition-projection placeholders, not JavaScript

@@ -1,0 +1,65 @@
+/**
+ * The erase job's Lambda: one function for every step of the erase state machine (lib/replay),
+ * the step named in its input. The CLI calls `eraseStep` in-process for local runs.
+ */
+import { Logger } from '@aws-lambda-powertools/logger';
+import { createRuntimeClients } from '../commons/clients.js';
+import { loadRuntimeConfig } from '../commons/runtime-config.js';
+import type { JsonValue } from '../core/json.js';
+import { TidemarkError } from '../core/errors.js';
+import type { Log } from '../adapters/telemetry.js';
+import { type BeginOutput, beginErase, type EraseContext, type FindOutput, findEraseObjects, finishErase, rewriteEraseBatch } from './erase.js';
+
+export class UnknownEraseStepError extends TidemarkError {
+  constructor(step: unknown) {
+    super(`unknown erase step ${JSON.stringify(step)}`);
+    this.name = 'UnknownEraseStepError';
+  }
+}
+
+interface StepInput {
+  step?: unknown;
+  runId?: string;
+  requestKey?: string;
+  manifestKey?: string;
+  batch?: number;
+  begin?: BeginOutput;
+  find?: FindOutput;
+}
+
+const json = (v: unknown) => JSON.parse(JSON.stringify(v)) as JsonValue;
+
+export async function eraseStep(input: StepInput, ctx: EraseContext): Promise<JsonValue> {
+  const runId = input.runId ?? '';
+  const requestKey = input.requestKey ?? '';
+  switch (input.step) {
+    case 'begin':
+      return json(await beginErase(ctx, { requestKey }));
+    case 'find':
+      return json(await findEraseObjects(ctx, { runId, requestKey }));
+    case 'rewrite':
+      return json(await rewriteEraseBatch(ctx, { runId, requestKey, manifestKey: input.manifestKey ?? '', batch: input.batch ?? -1 }));
+    case 'finish':
+      if (!input.begin || !input.find) throw new UnknownEraseStepError('finish without begin and find results');
+      return json(await finishErase(ctx, { runId, requestKey, begin: input.begin, find: input.find }));
+    default:
+      throw new UnknownEraseStepError(input.step);
+  }
+}
+
+const logger = new Logger({ serviceName: 'tidemark-erase' });
+const log: Log = {
+  debug: (m, e) => logger.debug(m, e ?? {}),
+  info: (m, e) => logger.info(m, e ?? {}),
+  warn: (m, e) => logger.warn(m, e ?? {}),
+  error: (m, e) => logger.error(m, e ?? {}),
+};
+let ctx: EraseContext | undefined;
+
+export async function handler(event: StepInput): Promise<JsonValue> {
+  if (!ctx) {
+    const config = loadRuntimeConfig();
+    ctx = { config, clients: createRuntimeClients({ maxAttempts: config.apply.maxRetries + 1 }), log };
+  }
+  return eraseStep(event, ctx);
+}

@@ -1,0 +1,58 @@
+/**
+ * The replay job's Lambda: one function for every step of the state machine (lib/replay), the step
+ * named in its input by the definition's Parameters. The CLI calls `replayStep` in-process when it
+ * runs the same definition locally.
+ */
+import { Logger } from '@aws-lambda-powertools/logger';
+import { createRuntimeClients } from '../commons/clients.js';
+import { loadRuntimeConfig } from '../commons/runtime-config.js';
+import type { JsonValue } from '../core/json.js';
+import { TidemarkError } from '../core/errors.js';
+import type { Log } from '../adapters/telemetry.js';
+import { type JobContext, planReplay, type ReplayRequest, replayBatch, summarizeReplay, verifyFresh } from './job.js';
+
+export class UnknownStepError extends TidemarkError {
+  constructor(step: unknown) {
+    super(`unknown step ${JSON.stringify(step)}`);
+    this.name = 'UnknownStepError';
+  }
+}
+
+type StepInput = { step?: unknown; request?: ReplayRequest; manifestKey?: string; batch?: number };
+
+/** Runs one step of the replay state machine. */
+export async function replayStep(input: StepInput, ctx: JobContext): Promise<JsonValue> {
+  const manifestKey = input.manifestKey ?? '';
+  switch (input.step) {
+    case 'plan':
+      if (!input.request) throw new UnknownStepError('plan without a request');
+      return JSON.parse(JSON.stringify(await planReplay(ctx, input.request))) as JsonValue;
+    case 'batch': {
+      const { result: _result, ...out } = await replayBatch(ctx, { manifestKey, batch: input.batch ?? -1 });
+      return JSON.parse(JSON.stringify(out)) as JsonValue;
+    }
+    case 'summarize':
+      return JSON.parse(JSON.stringify(await summarizeReplay(ctx, { manifestKey }))) as JsonValue;
+    case 'verify':
+      return JSON.parse(JSON.stringify(await verifyFresh(ctx, { manifestKey }))) as JsonValue;
+    default:
+      throw new UnknownStepError(input.step);
+  }
+}
+
+const logger = new Logger({ serviceName: 'tidemark-replay' });
+export const lambdaLog: Log = {
+  debug: (m, e) => logger.debug(m, e ?? {}),
+  info: (m, e) => logger.info(m, e ?? {}),
+  warn: (m, e) => logger.warn(m, e ?? {}),
+  error: (m, e) => logger.error(m, e ?? {}),
+};
+let ctx: JobContext | undefined;
+
+export async function handler(event: StepInput): Promise<JsonValue> {
+  if (!ctx) {
+    const config = loadRuntimeConfig();
+    ctx = { config, clients: createRuntimeClients({ maxAttempts: config.apply.maxRetries + 1 }), log: lambdaLog };
+  }
+  return replayStep(event, ctx);
+}

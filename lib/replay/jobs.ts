@@ -1,0 +1,198 @@
+/**
+ * `ReplayJobs`: the on-demand replay and erase state machines, each with its one Lambda (every step
+ * of a machine is one function, the step named in its input). The definitions are those of
+ * ./definitions.ts, deployed as they are, with `${ReplayFunction}` / `${EraseFunction}` substituted.
+ *
+ * Least privilege, per function:
+ * - replay reads raw (and the S3 on-failure prefix), writes job manifests and results under
+ *   `replay.jobsPrefix` and spilled rows under the raw prefix, reads stored positions and writes
+ *   under the guard to the target tables, and may create and fill fresh tables named
+ *   `<pipeline>-*` (never deletes one); it reads the erase ledger and raises truncate watermarks;
+ * - erase also deletes and rewrites raw and quarantine objects (with their versions), deletes the
+ *   key's item, and writes the ledger.
+ * With `ledgerKeySecret: secretsmanager:<id>`, both carry the Parameters and Secrets extension and
+ * may read that one secret.
+ */
+import { ArnFormat, type CfnResource, Duration, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import type * as kms from 'aws-cdk-lib/aws-kms';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
+import { Construct } from 'constructs';
+import path from 'node:path';
+import type { TidemarkConfig } from '../../functions/commons/config.js';
+import type { CurrentState } from '../current-state.js';
+import { DEFAULT_BUNDLING, INGEST_RUNTIME, REPO_ROOT } from '../defaults.js';
+import type { RawStore } from '../raw-store.js';
+import { ERASE_FUNCTION, eraseDefinition, REPLAY_FUNCTION, replayDefinition } from './definitions.js';
+
+export interface ReplayJobsProps {
+  readonly config: TidemarkConfig;
+  readonly rawStore: RawStore;
+  readonly currentState: CurrentState;
+  /**
+   * Handler source files; each must export `handler`.
+   * @default `<repo>/functions/replay/handler.ts` and `<repo>/functions/erase/handler.ts`
+   */
+  readonly entries?: { readonly replay?: string; readonly erase?: string };
+  /** @default - AWS-managed encryption */
+  readonly encryptionKey?: kms.IKey;
+  /** @default RemovalPolicy.RETAIN */
+  readonly removalPolicy?: RemovalPolicy;
+}
+
+export class ReplayJobs extends Construct {
+  readonly replayFunction: NodejsFunction;
+  readonly eraseFunction: NodejsFunction;
+  readonly replayStateMachine: sfn.StateMachine;
+  readonly eraseStateMachine: sfn.StateMachine;
+
+  constructor(scope: Construct, id: string, props: ReplayJobsProps) {
+    super(scope, id);
+    const { config, rawStore, currentState } = props;
+    const raw = config.raw;
+    const jobs = config.replay.jobsPrefix;
+    const stack = Stack.of(this);
+    const freshTables = stack.formatArn({ service: 'dynamodb', resource: 'table', resourceName: `${config.name}-*` });
+    const targets = [...currentState.tables.values()].map((t) => t.tableArn);
+    const opts = { maxConcurrency: config.replay.maxConcurrency, toleratedFailurePercentage: config.replay.toleratedFailurePercentage };
+
+    this.replayFunction = this.jobFunction('Replay', `${config.name}-replay`, props.entries?.replay ?? path.join(REPO_ROOT, 'functions', 'replay', 'handler.ts'), props, [
+      statement('ReadRawAndJobs', ['s3:GetObject'], [rawStore.objectsUnder(raw.prefix), rawStore.objectsUnder(jobs)]),
+      statement('ListRaw', ['s3:ListBucket'], [rawStore.bucket.bucketArn]),
+      statement('WriteJobsAndSpills', ['s3:PutObject'], [rawStore.objectsUnder(jobs), rawStore.objectsUnder(`${raw.prefix}spill/`)]),
+      statement('GuardedReplayWrites', ['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Scan', 'dynamodb:DeleteItem'], [...targets, freshTables]),
+      statement('CreateFreshTables', ['dynamodb:CreateTable', 'dynamodb:DescribeTable', 'dynamodb:DescribeTimeToLive', 'dynamodb:UpdateTimeToLive'], [freshTables, ...targets]),
+      statement('WatermarksAndLedger', ['dynamodb:BatchGetItem', 'dynamodb:UpdateItem', 'dynamodb:Query'], [currentState.statusTable.tableArn]),
+    ]);
+    this.eraseFunction = this.jobFunction('Erase', `${config.name}-erase`, props.entries?.erase ?? path.join(REPO_ROOT, 'functions', 'erase', 'handler.ts'), props, [
+      statement('RewriteRawAndQuarantine', ['s3:GetObject', 's3:PutObject', 's3:DeleteObject', 's3:DeleteObjectVersion'], [rawStore.objectsUnder(raw.prefix), rawStore.objectsUnder(raw.quarantinePrefix), rawStore.objectsUnder(jobs)]),
+      statement('ListRawAndVersions', ['s3:ListBucket', 's3:ListBucketVersions'], [rawStore.bucket.bucketArn]),
+      statement('EraseItem', ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:DeleteItem'], targets),
+      statement('Ledger', ['dynamodb:PutItem', 'dynamodb:Query'], [currentState.statusTable.tableArn]),
+    ]);
+
+    this.acknowledge(props);
+    this.replayStateMachine = this.machine('ReplayStateMachine', `${config.name}-replay`, replayDefinition(opts), REPLAY_FUNCTION, this.replayFunction, props);
+    this.eraseStateMachine = this.machine('EraseStateMachine', `${config.name}-erase`, eraseDefinition(opts), ERASE_FUNCTION, this.eraseFunction, props);
+  }
+
+  private jobFunction(id: string, functionName: string, entry: string, props: ReplayJobsProps, statements: iam.PolicyStatement[]): NodejsFunction {
+    const { config } = props;
+    const logGroup = new logs.LogGroup(this, `${id}LogGroup`, {
+      logGroupName: `/aws/lambda/${functionName}`,
+      retention: config.logRetentionDays as logs.RetentionDays,
+      removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
+      ...(props.encryptionKey ? { encryptionKey: props.encryptionKey } : {}),
+    });
+    const role = new iam.Role(this, `${id}Role`, { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'), description: `tidemark ${config.name} ${id.toLowerCase()} job` });
+    logGroup.grantWrite(role);
+    for (const s of statements) role.addToPrincipalPolicy(s);
+    if (props.encryptionKey) role.addToPrincipalPolicy(statement('UsePipelineKey', ['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey', 'kms:DescribeKey'], [props.encryptionKey.keyArn]));
+    const secret = config.replay.erase.ledgerKeySecret;
+    const secretId = secret.startsWith('secretsmanager:') ? secret.slice('secretsmanager:'.length) : null;
+    if (secretId) {
+      const arn = secretId.startsWith('arn:') ? secretId : Stack.of(this).formatArn({ service: 'secretsmanager', resource: 'secret', resourceName: `${secretId}-??????`, arnFormat: ArnFormat.COLON_RESOURCE_NAME });
+      role.addToPrincipalPolicy(statement('ReadLedgerKey', ['secretsmanager:GetSecretValue'], [arn]));
+      if (!secretId.startsWith('arn:')) {
+        const { region, account } = env(this);
+        Validations.of(role).acknowledge({
+          id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:secretsmanager:${region}:${account}:secret:${secretId}-??????]`,
+          reason: 'the one ledger key secret: Secrets Manager appends six random characters to a secret name.',
+        });
+      }
+    }
+    return new NodejsFunction(this, `${id}Function`, {
+      functionName,
+      description: `tidemark ${config.name}: ${id.toLowerCase()} job steps`,
+      entry,
+      handler: 'handler',
+      projectRoot: REPO_ROOT,
+      depsLockFilePath: path.join(REPO_ROOT, 'package-lock.json'),
+      runtime: INGEST_RUNTIME,
+      architecture: lambda.Architecture.ARM_64,
+      memorySize: 1024,
+      timeout: Duration.minutes(15),
+      role,
+      logGroup,
+      bundling: DEFAULT_BUNDLING,
+      environment: { TIDEMARK_CONFIG: JSON.stringify(config), NODE_OPTIONS: '--enable-source-maps' },
+      ...(secretId ? { paramsAndSecrets: lambda.ParamsAndSecretsLayerVersion.fromVersion(lambda.ParamsAndSecretsVersions.V1_0_103) } : {}),
+    });
+  }
+
+  private machine(id: string, name: string, definition: Record<string, unknown>, substitution: string, fn: lambda.IFunction, props: ReplayJobsProps): sfn.StateMachine {
+    const logGroup = new logs.LogGroup(this, `${id}Logs`, {
+      logGroupName: `/aws/vendedlogs/states/${name}`,
+      retention: props.config.logRetentionDays as logs.RetentionDays,
+      removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
+      ...(props.encryptionKey ? { encryptionKey: props.encryptionKey } : {}),
+    });
+    const machine = new sfn.StateMachine(this, id, {
+      stateMachineName: name,
+      definitionBody: sfn.DefinitionBody.fromString(JSON.stringify(definition)),
+      definitionSubstitutions: { [substitution]: fn.functionArn },
+      // Every event, without execution data: inputs and outputs may hold keys (never row values).
+      logs: { destination: logGroup, level: sfn.LogLevel.ALL, includeExecutionData: false },
+      tracingEnabled: true,
+    });
+    fn.grantInvoke(machine);
+    // A Distributed Map runs its iterations as child executions of the same state machine.
+    const self = Stack.of(this).formatArn({ service: 'states', resource: 'stateMachine', resourceName: name, arnFormat: ArnFormat.COLON_RESOURCE_NAME });
+    const executions = Stack.of(this).formatArn({ service: 'states', resource: 'execution', resourceName: `${name}:*`, arnFormat: ArnFormat.COLON_RESOURCE_NAME });
+    machine.addToRolePolicy(statement('RunDistributedMap', ['states:StartExecution'], [self]));
+    machine.addToRolePolicy(statement('WatchDistributedMap', ['states:DescribeExecution', 'states:StopExecution'], [executions]));
+    const ack = (findingId: string, reason: string) => Validations.of(machine).acknowledge({ id: findingId, reason });
+    ack('AwsSolutions-IAM5[Resource::*]', 'X-Ray tracing and CloudWatch Logs delivery of a state machine need "*": their APIs have no resource-level permissions.');
+    ack(`AwsSolutions-IAM5[Resource::<${logicalId(fn)}.Arn>:*]`, 'lambda:InvokeFunction on the job function and its versions, granted by grantInvoke.');
+    const { region, account } = env(this);
+    ack(`AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:${region}:${account}:execution:${name}:*]`, 'the Distributed Map child executions of this state machine; their names are generated.');
+    return machine;
+  }
+
+  /** The wildcards the job functions need, each with its reason (cdk-nag AwsSolutions). */
+  private acknowledge(props: ReplayJobsProps): void {
+    const { region, account } = env(this);
+    const bucket = `<${logicalId(props.rawStore.bucket)}.Arn>`;
+    const { raw, replay, name } = props.config;
+    const prefixes: [NodejsFunction, string[]][] = [
+      [this.replayFunction, [raw.prefix, replay.jobsPrefix, `${raw.prefix}spill/`]],
+      [this.eraseFunction, [raw.prefix, raw.quarantinePrefix, replay.jobsPrefix]],
+    ];
+    for (const [fn, list] of prefixes) {
+      const role = fn.role;
+      if (!role) continue;
+      for (const p of new Set(list)) {
+        Validations.of(role).acknowledge({ id: `AwsSolutions-IAM5[Resource::${bucket}/${p}*]`, reason: `objects under "${p}": raw, job and spill object keys are per batch or per run and not known in advance.` });
+      }
+      Validations.of(fn).acknowledge({ id: 'AwsSolutions-L1', reason: 'The job runtime is pinned to nodejs22.x, the Node line the project bundles for and tests against.' });
+    }
+    const replayRole = this.replayFunction.role;
+    if (replayRole) {
+      Validations.of(replayRole).acknowledge({
+        id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:dynamodb:${region}:${account}:table/${name}-*]`,
+        reason: 'replay --into fresh:<table> creates and fills a table the operator names; it must start with the pipeline name.',
+      });
+    }
+  }
+}
+
+/** Region and account as cdk-nag prints them in finding ids: literal, or `<AWS::Region>` for an environment-agnostic stack. */
+function env(c: Construct): { region: string; account: string } {
+  const stack = Stack.of(c);
+  return {
+    region: Token.isUnresolved(stack.region) ? '<AWS::Region>' : stack.region,
+    account: Token.isUnresolved(stack.account) ? '<AWS::AccountId>' : stack.account,
+  };
+}
+
+function logicalId(c: Construct): string {
+  const stack = Stack.of(c);
+  return stack.resolve(stack.getLogicalId(c.node.defaultChild as CfnResource)) as string;
+}
+
+function statement(sid: string, actions: string[], resources: string[]): iam.PolicyStatement {
+  return new iam.PolicyStatement({ sid, actions, resources });
+}
