@@ -1,0 +1,365 @@
+/**
+ * Reads raw back: the replay, erase and reconcile jobs start here.
+ *
+ * Raw objects live under Hive-style partitions (see raw-store.ts):
+ *   <prefix>table=<segment>/dt=2026-11-30/hr=06/<shard>-<first seq>-<last seq>[-<digest>].jsonl.gz
+ * The reader lists a table's objects for a landing-time range, gunzips and parses their lines and
+ * rebuilds each delivered record (value bytes, key bytes, topic, headers, transport) so it can be
+ * normalized again by the very Normalizer ingest uses. Example:
+ *
+ *   const objects = await listRawObjects(s3, { bucket, prefix: 'raw/', table: 'public.orders', since, until });
+ *   const set = new RawRecordSet();
+ *   for (const o of objects) set.add(parseRawObject(await readRawObject(s3, bucket, o.key), o.key));
+ *   for (const r of set.records()) normalizer.normalize(r.record);
+ *
+ * Both raw line layouts are accepted:
+ * - the first one: every line carries `message` / `messageKey` as UTF-8 text, and a multi-row
+ *   message is repeated on each of its rows' lines;
+ * - the compact one: `messageBase64` / `messageKeyBase64` when the bytes are not UTF-8, and only the
+ *   first line of a record in an object carries the message; the record's later lines (same
+ *   stream, shard and sequence) hold `message: null, messageRef: true`.
+ * Table segments may be the first, lossy form (`public.caf_`) or percent-encoded (`public.caf%C3%A9`);
+ * lines always name their table, so a lossy segment shared by two tables is split by the line's own
+ * `table`. A record repeated across objects (a partial batch landed again on retry) is kept once.
+ * Unreadable lines are returned as problems with a reason, never dropped silently.
+ */
+import { createHash } from 'node:crypto';
+import { promisify } from 'node:util';
+import { gunzip } from 'node:zlib';
+import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
+import type { RawRecord } from '../core/normalize.js';
+import type { TransportMeta } from '../core/types.js';
+
+const gunzipAsync = promisify(gunzip);
+const HOUR_MS = 3_600_000;
+
+/** The first, lossy table segment: kept so objects landed before the injective encoding are found. */
+export const legacyTableSegment = (table: string): string => table.replace(/[^A-Za-z0-9._=-]/g, '_');
+
+/** Percent-decodes a table segment; a segment that is not valid percent-encoding decodes to itself. */
+export function decodeTableSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
+
+/** Where an object sits in the layout, read from its key. */
+export interface RawObjectKeyParts {
+  readonly tableSegment: string;
+  /** Epoch ms of the partition hour (the batch's first arrival, truncated to the hour). */
+  readonly hourStart: number;
+  /** The file name without `.jsonl.gz`. */
+  readonly name: string;
+}
+
+const KEY_PATTERN = /^table=([^/]+)\/dt=(\d{4}-\d{2}-\d{2})\/hr=(\d{2})\/([^/]+)\.jsonl\.gz$/;
+
+/** Parses `<prefix>table=…/dt=…/hr=…/<name>.jsonl.gz`; null for anything else (spill objects, stray files). */
+export function parseRawObjectKey(prefix: string, key: string): RawObjectKeyParts | null {
+  if (!key.startsWith(prefix)) return null;
+  const m = KEY_PATTERN.exec(key.slice(prefix.length));
+  if (!m) return null;
+  const [, tableSegment = '', dt = '', hr = '', name = ''] = m;
+  const hourStart = Date.parse(`${dt}T${hr}:00:00.000Z`);
+  if (Number.isNaN(hourStart)) return null;
+  return { tableSegment, hourStart, name };
+}
+
+export interface RawObjectRef extends RawObjectKeyParts {
+  readonly key: string;
+  readonly size: number;
+  readonly lastModified: number | null;
+}
+
+export interface RawRange {
+  /** Landing time, epoch ms, inclusive. */
+  readonly since?: number;
+  /** Landing time, epoch ms, exclusive. */
+  readonly until?: number;
+}
+
+/**
+ * Whether an object's partition hour can hold records that arrived in the range. A batch lands in
+ * the hour of its first record, so its later records may have arrived up to a batching window
+ * later: one hour of slack before `since` keeps them.
+ */
+export function hourOverlaps(hourStart: number, range: RawRange): boolean {
+  if (range.since !== undefined && hourStart + 2 * HOUR_MS <= range.since) return false;
+  if (range.until !== undefined && hourStart >= range.until) return false;
+  return true;
+}
+
+export interface ListRawOptions extends RawRange {
+  readonly bucket: string;
+  readonly prefix: string;
+  readonly table: string;
+}
+
+async function listAll(s3: S3Client, bucket: string, prefix: string, delimiter?: string): Promise<{ keys: RawObjectRefLike[]; prefixes: string[] }> {
+  const keys: RawObjectRefLike[] = [];
+  const prefixes: string[] = [];
+  let token: string | undefined;
+  do {
+    const page = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, Delimiter: delimiter, ContinuationToken: token }));
+    for (const o of page.Contents ?? []) if (o.Key) keys.push({ key: o.Key, size: o.Size ?? 0, lastModified: o.LastModified?.getTime() ?? null });
+    for (const p of page.CommonPrefixes ?? []) if (p.Prefix) prefixes.push(p.Prefix);
+    token = page.IsTruncated ? page.NextContinuationToken : undefined;
+  } while (token);
+  return { keys, prefixes };
+}
+
+interface RawObjectRefLike {
+  readonly key: string;
+  readonly size: number;
+  readonly lastModified: number | null;
+}
+
+/** The table segments under `<prefix>table=` that may hold the table's objects (both encodings). */
+export async function tableSegments(s3: S3Client, bucket: string, prefix: string, table: string): Promise<string[]> {
+  const { prefixes } = await listAll(s3, bucket, `${prefix}table=`, '/');
+  const legacy = legacyTableSegment(table);
+  return prefixes
+    .map((p) => p.slice(`${prefix}table=`.length, -1))
+    .filter((seg) => seg === legacy || decodeTableSegment(seg) === table);
+}
+
+/** Lists a table's raw objects whose partition hour overlaps the landing-time range, oldest first. */
+export async function listRawObjects(s3: S3Client, options: ListRawOptions): Promise<RawObjectRef[]> {
+  const out: RawObjectRef[] = [];
+  for (const segment of await tableSegments(s3, options.bucket, options.prefix, options.table)) {
+    const base = `${options.prefix}table=${segment}/`;
+    for (const listPrefix of dayPrefixes(base, options)) {
+      const { keys } = await listAll(s3, options.bucket, listPrefix);
+      for (const k of keys) {
+        const parts = parseRawObjectKey(options.prefix, k.key);
+        if (parts && parts.tableSegment === segment && hourOverlaps(parts.hourStart, options)) out.push({ ...k, ...parts });
+      }
+    }
+  }
+  return out.sort((a, b) => a.hourStart - b.hourStart || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+}
+
+/** One listing per day of a bounded range (a month at most); the whole segment otherwise. */
+function dayPrefixes(base: string, range: RawRange): string[] {
+  if (range.since === undefined) return [base];
+  const end = range.until ?? Date.now();
+  const first = Math.floor((range.since - 2 * HOUR_MS) / (24 * HOUR_MS));
+  const last = Math.floor(end / (24 * HOUR_MS));
+  if (last - first > 31) return [base];
+  const out: string[] = [];
+  for (let d = first; d <= last; d++) out.push(`${base}dt=${new Date(d * 24 * HOUR_MS).toISOString().slice(0, 10)}/`);
+  return out;
+}
+
+/** GETs and gunzips one raw object (optionally one version of it). */
+export async function readRawObject(s3: S3Client, bucket: string, key: string, versionId?: string): Promise<Buffer> {
+  const got = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key, VersionId: versionId }));
+  const body = Buffer.from((await got.Body?.transformToByteArray()) ?? []);
+  // Gzip magic bytes: an object stored without compression (or decoded by a proxy) is read as is.
+  return body.length >= 2 && body[0] === 0x1f && body[1] === 0x8b ? gunzipAsync(body) : body;
+}
+
+/** What a raw line says about the row it was landed for. */
+export interface RawLineInfo {
+  readonly kind: 'change' | 'control';
+  readonly table: string | null;
+  /** JSON text of the normalized key. */
+  readonly key: string | null;
+  readonly position: string | null;
+  readonly op: string | null;
+}
+
+/** A delivered record rebuilt from raw, with where it was found and the lines that named it. */
+export interface RawReplayRecord {
+  readonly record: RawRecord;
+  /** Stable identity: transport coordinates plus a digest of the delivered bytes. */
+  readonly id: string;
+  readonly objectKey: string;
+  readonly lines: readonly RawLineInfo[];
+}
+
+export type RawLineProblemReason = 'invalid-line' | 'bad-transport' | 'bad-base64' | 'orphan-message-ref';
+
+export interface RawLineProblem {
+  readonly objectKey: string;
+  /** 1-based line number in the object. */
+  readonly line: number;
+  readonly reason: RawLineProblemReason;
+  readonly detail: string;
+}
+
+export interface ParsedRawObject {
+  readonly objectKey: string;
+  readonly records: readonly RawReplayRecord[];
+  readonly problems: readonly RawLineProblem[];
+  readonly lineCount: number;
+}
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+function transportOf(v: unknown): TransportMeta | null {
+  if (!isObj(v)) return null;
+  const { kind, stream, shard, sequence, partitionKey, arrivalTime } = v;
+  if (kind !== 'kinesis' && kind !== 'kafka' && kind !== 'file') return null;
+  if (typeof stream !== 'string' || typeof shard !== 'string' || typeof sequence !== 'string') return null;
+  if (typeof arrivalTime !== 'number' || !Number.isFinite(arrivalTime)) return null;
+  return { kind, stream, shard, sequence, partitionKey: typeof partitionKey === 'string' ? partitionKey : null, arrivalTime };
+}
+
+function headersOf(v: unknown): Record<string, string> {
+  const out: Record<string, string> = Object.create(null);
+  if (isObj(v)) for (const [k, h] of Object.entries(v)) if (typeof h === 'string') out[k] = h;
+  return out;
+}
+
+/** Bytes from `<field>` (UTF-8 text) or `<field>Base64`; undefined when the base64 is malformed. */
+function bytesOf(line: Obj, field: 'message' | 'messageKey'): Uint8Array | null | undefined {
+  const b64 = line[`${field}Base64`];
+  if (typeof b64 === 'string') return BASE64.test(b64) && b64.length % 4 === 0 ? Buffer.from(b64, 'base64') : undefined;
+  const text = line[field];
+  return typeof text === 'string' && text.length > 0 ? Buffer.from(text, 'utf8') : null;
+}
+
+const coordinates = (t: TransportMeta) => JSON.stringify([t.kind, t.stream, t.shard, t.sequence]);
+
+function recordId(t: TransportMeta, value: Uint8Array | null, key: Uint8Array | null): string {
+  const h = createHash('sha256');
+  h.update(value ?? new Uint8Array());
+  h.update('\0');
+  h.update(key ?? new Uint8Array());
+  return `${coordinates(t)}#${h.digest('base64url').slice(0, 22)}`;
+}
+
+interface Building {
+  record: RawRecord;
+  id: string;
+  lines: RawLineInfo[];
+}
+
+/** Parses an object's JSON Lines into rebuilt records, in line order. Never throws for bad lines. */
+export function parseRawObject(body: Buffer | string, objectKey: string): ParsedRawObject {
+  const text = typeof body === 'string' ? body : body.toString('utf8');
+  const problems: RawLineProblem[] = [];
+  const building: Building[] = [];
+  // The record each transport coordinate last opened in this object: where messageRef lines point.
+  const open = new Map<string, Building>();
+  const rows = text.split('\n');
+  let lineCount = 0;
+  for (const [i, row] of rows.entries()) {
+    if (row.trim() === '') continue;
+    lineCount++;
+    const problem = (reason: RawLineProblemReason, detail: string): void => {
+      problems.push({ objectKey, line: i + 1, reason, detail });
+    };
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(row);
+    } catch (err) {
+      problem('invalid-line', `not JSON: ${err instanceof Error ? err.message : String(err)}`);
+      continue;
+    }
+    if (!isObj(parsed)) {
+      problem('invalid-line', 'a raw line must be a JSON object');
+      continue;
+    }
+    const transport = transportOf(parsed.transport);
+    if (!transport) {
+      problem('bad-transport', 'transport must hold kind, stream, shard, sequence (text) and arrivalTime (number)');
+      continue;
+    }
+    const info: RawLineInfo = {
+      kind: parsed.kind === 'control' ? 'control' : 'change',
+      table: str(parsed.table),
+      key: str(parsed.key),
+      position: str(parsed.position),
+      op: str(parsed.op),
+    };
+    const coord = coordinates(transport);
+    if (parsed.messageRef === true) {
+      const owner = open.get(coord);
+      if (!owner) {
+        problem('orphan-message-ref', `messageRef line has no earlier line of ${transport.shard}/${transport.sequence} carrying the message`);
+        continue;
+      }
+      owner.lines.push(info);
+      continue;
+    }
+    const value = bytesOf(parsed, 'message');
+    const key = bytesOf(parsed, 'messageKey');
+    if (value === undefined || key === undefined) {
+      problem('bad-base64', 'messageBase64 / messageKeyBase64 is not valid base64');
+      continue;
+    }
+    const id = recordId(transport, value, key);
+    const owner = open.get(coord);
+    // The first layout repeats a multi-row message on every row's line: same coordinates, same bytes.
+    if (owner && owner.id === id) {
+      owner.lines.push(info);
+      continue;
+    }
+    const b: Building = {
+      record: { value, key, topic: str(parsed.topic), headers: headersOf(parsed.headers), transport },
+      id,
+      lines: [info],
+    };
+    building.push(b);
+    open.set(coord, b);
+  }
+  return { objectKey, records: building.map((b) => ({ ...b, objectKey })), problems, lineCount };
+}
+
+/**
+ * Records from many objects, each kept once: a partial batch landed again on retry repeats
+ * records (same coordinates, same bytes) in a second object. Records whose coordinates repeat
+ * with different bytes (two files applied with the same line numbers) are distinct and both kept.
+ */
+export class RawRecordSet {
+  private readonly byId = new Map<string, RawReplayRecord>();
+  private readonly problemList: RawLineProblem[] = [];
+  duplicates = 0;
+  lines = 0;
+
+  /** Adds an object's records; with `table`, only those with a line of that table (a lossy segment may hold two). */
+  add(parsed: ParsedRawObject, table?: string): void {
+    this.lines += parsed.lineCount;
+    this.problemList.push(...parsed.problems);
+    for (const r of parsed.records) {
+      if (table !== undefined && !r.lines.some((l) => l.table === table)) continue;
+      const seen = this.byId.get(r.id);
+      if (seen) this.duplicates++;
+      else this.byId.set(r.id, r);
+    }
+  }
+
+  get size(): number {
+    return this.byId.size;
+  }
+
+  get problems(): readonly RawLineProblem[] {
+    return this.problemList;
+  }
+
+  /** In transport order per shard (sequences compared as integers), shards by name. */
+  records(): RawReplayRecord[] {
+    return [...this.byId.values()].sort((a, b) => compareTransport(a.record.transport, b.record.transport));
+  }
+}
+
+/** Orders by stream, shard, then sequence as an unsigned integer (Kinesis sequences are 56 digits). */
+export function compareTransport(a: TransportMeta, b: TransportMeta): number {
+  if (a.stream !== b.stream) return a.stream < b.stream ? -1 : 1;
+  if (a.shard !== b.shard) return a.shard < b.shard ? -1 : 1;
+  const x = /^\d+$/.test(a.sequence) ? BigInt(a.sequence) : null;
+  const y = /^\d+$/.test(b.sequence) ? BigInt(b.sequence) : null;
+  if (x !== null && y !== null) return x < y ? -1 : x > y ? 1 : 0;
+  return a.sequence < b.sequence ? -1 : a.sequence > b.sequence ? 1 : 0;
+}
+
+/** Keeps the records that arrived in the landing-time range. */
+export const inRange = (r: RawReplayRecord, range: RawRange): boolean =>
+  (range.since === undefined || r.record.transport.arrivalTime >= range.since) && (range.until === undefined || r.record.transport.arrivalTime < range.until);
