@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { ConfigError } from '../core/errors.js';
+import { JobsConfigSchema } from './jobs-config.js';
 
 const RESERVED_PREFIX = '__';
 const FORMATS = ['auto', 'generic', 'debezium', 'debezium-flattened', 'debezium-mongodb', 'cockroachdb', 'dms', 'maxwell', 'canal'] as const;
@@ -122,6 +123,7 @@ export const ConfigSchema = z.object({
   encryption: z.enum(['aws-managed', 'kms']).default('aws-managed'),
   /** CloudWatch Logs retention. @default 30 */
   logRetentionDays: z.number().int().positive().default(30),
+  jobs: JobsConfigSchema,
 });
 
 export type TidemarkConfig = z.infer<typeof ConfigSchema> & { statusTable: string };

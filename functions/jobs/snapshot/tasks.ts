@@ -1,0 +1,249 @@
+/**
+ * Snapshot detection, per table, from raw and the per-hour counters:
+ *
+ * - Re-snapshot: snapshot reads whose position is above a streamed change's (the connector read the
+ *   table again after streaming began), from raw; and from the hour rows (`snapshotEvents` after
+ *   streamed hours, `resnapshots`).
+ * - Orphans after a complete snapshot: the latest snapshot of the table whose end marker
+ *   (Debezium `source.snapshot = "last"` / `"last_in_data_collection"`) is in raw read a key set K.
+ *   A live row whose key is not in K and whose position is below the snapshot's start was deleted
+ *   upstream while nothing captured it. `--apply` writes a tombstone for it at the snapshot's end
+ *   position through the ingest's guarded writer, so a row changed since is never touched.
+ * - Anomalies against history (anomalies.ts).
+ * Holds one table's snapshot key set in memory.
+ */
+import { randomBytes } from 'node:crypto';
+import { isJsonObject, type JsonValue, parseJson } from '../../core/json.js';
+import { keyId } from '../../core/keys.js';
+import { planBatch } from '../../core/plan.js';
+import { decodePosition } from '../../core/position.js';
+import type { ChangeEvent } from '../../core/types.js';
+import { errorMessage } from '../../core/errors.js';
+import { MetricUnit } from '../../adapters/telemetry.js';
+import { type JobDeps, JobInputError, tableConfig } from '../deps.js';
+import { listObjects, listTablesRaw, readParsed } from '../raw-scan.js';
+import { scanTableRows } from '../reconcile/scan-table.js';
+import { getJson, putJson } from '../shuffle.js';
+import { type Anomaly, detectAnomalies } from './anomalies.js';
+import { readHourRows } from './hours.js';
+
+const HOUR_MS = 3_600_000;
+
+export interface SnapshotRequest {
+  readonly tables?: readonly string[];
+  /** Tombstone the orphans found after a complete snapshot. @default false */
+  readonly apply?: boolean;
+  /** Hours of raw to look for snapshots in. @default anomalies.historyHours */
+  readonly hours?: number;
+  readonly runId?: string;
+}
+
+export interface SnapshotRun {
+  readonly runId: string;
+  readonly startedAt: number;
+  readonly tables: readonly string[];
+  readonly apply: boolean;
+  readonly lookbackFromMs: number;
+  readonly prefix: string;
+}
+
+export interface SnapshotRunInput {
+  readonly run: SnapshotRun;
+}
+export interface SnapshotTableInput {
+  readonly run: SnapshotRun;
+  readonly item: string;
+}
+
+export interface TableSnapshotResult {
+  readonly table: string;
+  /** Snapshot reads above the lowest streamed position seen in raw. */
+  readonly resnapshotReads: number;
+  /** The latest complete snapshot, if raw holds one. */
+  readonly snapshot: { readonly startPosition: string; readonly endPosition: string; readonly keys: number } | null;
+  readonly orphans: { readonly count: number; readonly tombstoned: number; readonly failed: number; readonly keys: readonly string[] };
+  readonly anomalies: readonly Anomaly[];
+  readonly readUnits: number;
+}
+
+export interface SnapshotReport {
+  readonly job: 'snapshot';
+  readonly runId: string;
+  readonly startedAt: string;
+  readonly finishedAt: string;
+  readonly apply: boolean;
+  readonly tables: readonly TableSnapshotResult[];
+  /** Anomalies (re-snapshots included) plus orphan rows not tombstoned. */
+  readonly findings: number;
+  readonly report: string;
+}
+
+/** Metric names, dimension `table`. */
+export const SNAPSHOT_METRICS = { orphans: 'SnapshotOrphans', anomalies: 'SnapshotAnomalies', resnapshots: 'Resnapshots' } as const;
+
+/** Keys of orphans listed in a report (the count is always complete). */
+const MAX_LISTED_KEYS = 1000;
+
+export async function planSnapshot(request: SnapshotRequest, deps: JobDeps): Promise<{ run: SnapshotRun; tableItems: string[] }> {
+  const { config } = deps;
+  const tables = request.tables && request.tables.length > 0 ? [...request.tables] : config.tables.map((t) => t.source);
+  for (const t of tables) tableConfig(config, t);
+  const hours = request.hours ?? config.jobs.snapshot.anomalies.historyHours;
+  if (!Number.isInteger(hours) || hours < 1) throw new JobInputError(`hours must be a positive integer, got ${hours}`);
+  const startedAt = deps.now();
+  const runId = request.runId ?? `snapshot-${new Date(startedAt).toISOString().replace(/[-:.]/g, '').slice(0, 15)}-${randomBytes(3).toString('hex')}`;
+  if (!/^[A-Za-z0-9._-]{1,80}$/.test(runId)) throw new JobInputError(`runId must be 1-80 characters of A-Z a-z 0-9 . _ -, got "${runId}"`);
+  const run: SnapshotRun = { runId, startedAt, tables, apply: request.apply === true, lookbackFromMs: startedAt - hours * HOUR_MS, prefix: `${config.jobs.reportPrefix}snapshot/${runId}/` };
+  return { run, tableItems: tables };
+}
+
+/** Debezium's `source.snapshot` of a message (bare or `{schema, payload}`), if any. */
+export function snapshotMarker(value: JsonValue | null): string | null {
+  if (!isJsonObject(value)) return null;
+  const body = isJsonObject(value.payload) ? value.payload : value;
+  const source = body.source;
+  return isJsonObject(source) && typeof source.snapshot === 'string' ? source.snapshot : null;
+}
+
+const isFirst = (m: string | null) => m === 'first' || m === 'first_in_data_collection';
+const isLast = (m: string | null) => m === 'last' || m === 'last_in_data_collection';
+
+interface SnapshotLine {
+  readonly position: string;
+  readonly id: string;
+  readonly marker: string | null;
+}
+
+export async function detectTable(input: SnapshotTableInput, deps: JobDeps): Promise<TableSnapshotResult> {
+  const { run, item: source } = input;
+  const table = tableConfig(deps.config, source);
+  const bucket = deps.config.raw.bucket;
+  let minStreamed: string | null = null;
+  const snapshotLines: SnapshotLine[] = [];
+  for (const object of await listTablesRaw(deps.s3, bucket, deps.config.raw.prefix, [source], { fromMs: run.lookbackFromMs, toMs: run.startedAt })) {
+    const parsed = await readParsed(deps.s3, bucket, object.key);
+    for (const rec of parsed.records) {
+      let marker: string | null | undefined;
+      for (const line of rec.lines) {
+        if (line.kind !== 'change' || line.table !== source || line.position === null || line.key === null || line.op === 't') continue;
+        const isSnapshotRead = line.op === 'r';
+        if (!isSnapshotRead) {
+          if (minStreamed === null || line.position < minStreamed) minStreamed = line.position;
+          continue;
+        }
+        if (marker === undefined) {
+          try {
+            marker = snapshotMarker(rec.record.value ? parseJson(Buffer.from(rec.record.value).toString('utf8')) : null);
+          } catch {
+            marker = null;
+          }
+        }
+        const key = parseJson(line.key);
+        snapshotLines.push({ position: line.position, id: isJsonObject(key) ? keyId(table, key) : line.key, marker });
+      }
+    }
+  }
+  const streamedFloor = minStreamed;
+  const resnapshotReads = streamedFloor === null ? 0 : snapshotLines.filter((l) => l.position !== '' && l.position > streamedFloor).length;
+
+  // The latest complete snapshot: its end marker, and its start (the latest start marker below it).
+  let end: SnapshotLine | undefined;
+  for (const l of snapshotLines) if (isLast(l.marker) && (!end || l.position > end.position)) end = l;
+  let snapshot: TableSnapshotResult['snapshot'] = null;
+  let count = 0;
+  let tombstoned = 0;
+  let failed = 0;
+  let readUnits = 0;
+  const orphanKeys: string[] = [];
+  if (end && end.position !== '') {
+    const endPos = end.position;
+    // Start: the latest start marker below the end, else the lowest snapshot read below it.
+    let latestFirst: string | null = null;
+    let lowest = endPos;
+    for (const l of snapshotLines) {
+      if (l.position === '' || l.position > endPos) continue;
+      if (isFirst(l.marker) && (latestFirst === null || l.position > latestFirst)) latestFirst = l.position;
+      if (l.position < lowest) lowest = l.position;
+    }
+    const startPos = latestFirst ?? lowest;
+    const keys = new Set(snapshotLines.filter((l) => l.position >= startPos && l.position <= endPos).map((l) => l.id));
+    snapshot = { startPosition: startPos, endPosition: endPos, keys: keys.size };
+    const status = await deps.status.load([source]);
+    const wm = status.get(source)?.truncateWatermark;
+    for await (const page of scanTableRows(deps, table)) {
+      readUnits += page.units;
+      for (const row of page.rows) {
+        if (row.d || keys.has(row.k) || row.p >= startPos || (typeof wm === 'string' && row.p < wm)) continue;
+        count++;
+        if (orphanKeys.length < MAX_LISTED_KEYS) orphanKeys.push(row.key);
+        if (!run.apply) continue;
+        const outcome = await tombstone(deps, source, row.key, endPos).catch((err: unknown) => `failed: ${errorMessage(err)}`);
+        if (outcome === 'applied') tombstoned++;
+        else failed++;
+      }
+    }
+  }
+
+  const th = deps.config.jobs.snapshot.anomalies;
+  const hours = await readHourRows(deps.dynamodb, deps.config.statusTable, deps.config.name, [source], run.startedAt - (th.historyHours + th.recentHours) * HOUR_MS, run.startedAt);
+  const anomalies = detectAnomalies(source, hours, run.startedAt, th);
+  if (resnapshotReads > 0 && !anomalies.some((a) => a.kind === 'resnapshot')) {
+    anomalies.push({ kind: 'resnapshot', table: source, detail: { snapshotReadsAfterStreaming: resnapshotReads, streamedFrom: streamedFloor ?? '' } });
+  }
+  const result: TableSnapshotResult = { table: source, resnapshotReads, snapshot, orphans: { count, tombstoned, failed, keys: orphanKeys }, anomalies, readUnits };
+  await putJson(deps.s3, bucket, `${run.prefix}tables/${String(run.tables.indexOf(source)).padStart(4, '0')}.json`, result);
+  deps.log.info('snapshot detection done', { runId: run.runId, table: source, orphans: count, tombstoned, anomalies: anomalies.length, resnapshotReads });
+  return result;
+}
+
+/** A tombstone at the snapshot's end position, through the guarded writer. */
+async function tombstone(deps: JobDeps, source: string, keyText: string, position: string): Promise<string> {
+  const key = parseJson(keyText);
+  if (!isJsonObject(key)) return 'failed: key is not an object';
+  const event: ChangeEvent = {
+    kind: 'change',
+    format: 'tidemark-orphan',
+    op: 'd',
+    table: source,
+    key,
+    before: null,
+    after: null,
+    patch: null,
+    placeholders: [],
+    position: { tuple: decodePosition(position), strength: 'source' },
+    txid: null,
+    commitTs: null,
+    snapshot: true,
+  };
+  const write = planBatch([event], (e) => deps.normalizer.keyIdOf(e)).writes[0];
+  if (!write) return 'failed: nothing planned';
+  return (await deps.writer.write(write)).outcome;
+}
+
+export async function reportSnapshot(input: SnapshotRunInput, deps: JobDeps): Promise<SnapshotReport> {
+  const { run } = input;
+  const bucket = deps.config.raw.bucket;
+  const tables: TableSnapshotResult[] = [];
+  for (const o of await listObjects(deps.s3, bucket, `${run.prefix}tables/`)) tables.push(await getJson<TableSnapshotResult>(deps.s3, bucket, o.key));
+  let findings = 0;
+  for (const t of tables) {
+    findings += t.anomalies.length + (t.orphans.count - t.orphans.tombstoned);
+    deps.metrics.add(t.table, SNAPSHOT_METRICS.orphans, MetricUnit.Count, t.orphans.count);
+    deps.metrics.add(t.table, SNAPSHOT_METRICS.anomalies, MetricUnit.Count, t.anomalies.length);
+    deps.metrics.add(t.table, SNAPSHOT_METRICS.resnapshots, MetricUnit.Count, t.anomalies.some((a) => a.kind === 'resnapshot') ? 1 : 0);
+  }
+  deps.metrics.flush();
+  const key = `${run.prefix}report.json`;
+  const report: SnapshotReport = {
+    job: 'snapshot',
+    runId: run.runId,
+    startedAt: new Date(run.startedAt).toISOString(),
+    finishedAt: new Date(deps.now()).toISOString(),
+    apply: run.apply,
+    tables,
+    findings,
+    report: `s3://${bucket}/${key}`,
+  };
+  await putJson(deps.s3, bucket, key, report);
+  return report;
+}
