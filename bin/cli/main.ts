@@ -10,6 +10,8 @@ import { clients, config, LOCAL_DIR, localDeps, STATE_DIR } from './context.js';
 import { runDemo } from './demo.js';
 import { runPlan } from './plan.js';
 import { runPoller } from './runner.js';
+import { registerReconcile } from './reconcile.js';
+import { registerSnapshotCheck } from './snapshot-check.js';
 import { getRow, scanTable, statusRows, statusTable, stringifyJson, tableOrThrow } from './state.js';
 
 const out = (line: string) => process.stdout.write(`${line}\n`);
@@ -162,6 +164,8 @@ export function program(): Command {
     .action(async (o) => {
       await runDemo({ keep: Boolean(o.keep) });
     });
+  registerReconcile(p);
+  registerSnapshotCheck(p);
   return p;
 }
 

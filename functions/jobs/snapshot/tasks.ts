@@ -1,12 +1,12 @@
 /**
  * Snapshot detection, per table, from raw and the per-hour counters:
  *
- * - Re-snapshot: snapshot reads whose position is above a streamed change's (the connector read the
- *   table again after streaming began), from raw; and from the hour rows (`snapshotEvents` after
- *   streamed hours, `resnapshots`).
+ * - Re-snapshot: snapshot reads that arrived after a streamed change of the table (the connector
+ *   read the table again after streaming began), from raw; and from the hour rows
+ *   (`snapshotEvents` after streamed hours, `resnapshots`).
  * - Orphans after a complete snapshot: the latest snapshot of the table whose end marker
  *   (Debezium `source.snapshot = "last"` / `"last_in_data_collection"`) is in raw read a key set K.
- *   A live row whose key is not in K and whose position is below the snapshot's start was deleted
+ *   A live row whose key is not in K and that was last applied before the snapshot began was deleted
  *   upstream while nothing captured it. `--apply` writes a tombstone for it at the snapshot's end
  *   position through the ingest's guarded writer, so a row changed since is never touched.
  * - Anomalies against history (anomalies.ts).
@@ -57,7 +57,7 @@ export interface SnapshotTableInput {
 
 export interface TableSnapshotResult {
   readonly table: string;
-  /** Snapshot reads above the lowest streamed position seen in raw. */
+  /** Snapshot reads that arrived after the first streamed change seen in raw. */
   readonly resnapshotReads: number;
   /** The latest complete snapshot, if raw holds one. */
   readonly snapshot: { readonly startPosition: string; readonly endPosition: string; readonly keys: number } | null;
@@ -110,25 +110,56 @@ const isLast = (m: string | null) => m === 'last' || m === 'last_in_data_collect
 
 interface SnapshotLine {
   readonly position: string;
+  readonly arrival: number;
   readonly id: string;
   readonly marker: string | null;
+}
+
+/**
+ * The latest complete snapshot among the reads: from its end marker back to its start marker (or,
+ * without one, to the first read after the previous end marker), in arrival order. Arrival, not
+ * position: a PostgreSQL snapshot read carries no commit LSN, so its position sorts below every
+ * streamed change.
+ */
+export function completeSnapshot(reads: readonly SnapshotLine[]): { start: number; end: SnapshotLine; keys: Set<string> } | null {
+  const ordered = [...reads].sort((a, b) => a.arrival - b.arrival);
+  let endIndex = -1;
+  ordered.forEach((l, i) => {
+    if (isLast(l.marker)) endIndex = i;
+  });
+  const end = ordered[endIndex];
+  if (!end) return null;
+  let startIndex = 0;
+  for (let i = endIndex - 1; i >= 0; i--) {
+    const m = ordered[i]?.marker ?? null;
+    if (isLast(m)) {
+      startIndex = i + 1;
+      break;
+    }
+    if (isFirst(m)) {
+      startIndex = i;
+      break;
+    }
+  }
+  const session = ordered.slice(startIndex, endIndex + 1);
+  return { start: session[0]?.arrival ?? end.arrival, end, keys: new Set(session.map((l) => l.id)) };
 }
 
 export async function detectTable(input: SnapshotTableInput, deps: JobDeps): Promise<TableSnapshotResult> {
   const { run, item: source } = input;
   const table = tableConfig(deps.config, source);
   const bucket = deps.config.raw.bucket;
-  let minStreamed: string | null = null;
-  const snapshotLines: SnapshotLine[] = [];
+  let firstStreamed: number | null = null;
+  const reads: SnapshotLine[] = [];
   for (const object of await listTablesRaw(deps.s3, bucket, deps.config.raw.prefix, [source], { fromMs: run.lookbackFromMs, toMs: run.startedAt })) {
     const parsed = await readParsed(deps.s3, bucket, object.key);
     for (const rec of parsed.records) {
+      const arrival = rec.record.transport.arrivalTime;
       let marker: string | null | undefined;
       for (const line of rec.lines) {
         if (line.kind !== 'change' || line.table !== source || line.position === null || line.key === null || line.op === 't') continue;
-        const isSnapshotRead = line.op === 'r';
-        if (!isSnapshotRead) {
-          if (minStreamed === null || line.position < minStreamed) minStreamed = line.position;
+        if (line.op !== 'r') {
+          if (firstStreamed === null || arrival < firstStreamed) firstStreamed = arrival;
           continue;
         }
         if (marker === undefined) {
@@ -139,47 +170,39 @@ export async function detectTable(input: SnapshotTableInput, deps: JobDeps): Pro
           }
         }
         const key = parseJson(line.key);
-        snapshotLines.push({ position: line.position, id: isJsonObject(key) ? keyId(table, key) : line.key, marker });
+        reads.push({ position: line.position, arrival, id: isJsonObject(key) ? keyId(table, key) : line.key, marker });
       }
     }
   }
-  const streamedFloor = minStreamed;
-  const resnapshotReads = streamedFloor === null ? 0 : snapshotLines.filter((l) => l.position !== '' && l.position > streamedFloor).length;
+  const streamedFrom = firstStreamed;
+  const resnapshotReads = streamedFrom === null ? 0 : reads.filter((l) => l.arrival > streamedFrom).length;
 
-  // The latest complete snapshot: its end marker, and its start (the latest start marker below it).
-  let end: SnapshotLine | undefined;
-  for (const l of snapshotLines) if (isLast(l.marker) && (!end || l.position > end.position)) end = l;
+  const complete = completeSnapshot(reads);
   let snapshot: TableSnapshotResult['snapshot'] = null;
   let count = 0;
   let tombstoned = 0;
   let failed = 0;
   let readUnits = 0;
   const orphanKeys: string[] = [];
-  if (end && end.position !== '') {
-    const endPos = end.position;
-    // Start: the latest start marker below the end, else the lowest snapshot read below it.
-    let latestFirst: string | null = null;
-    let lowest = endPos;
-    for (const l of snapshotLines) {
-      if (l.position === '' || l.position > endPos) continue;
-      if (isFirst(l.marker) && (latestFirst === null || l.position > latestFirst)) latestFirst = l.position;
-      if (l.position < lowest) lowest = l.position;
-    }
-    const startPos = latestFirst ?? lowest;
-    const keys = new Set(snapshotLines.filter((l) => l.position >= startPos && l.position <= endPos).map((l) => l.id));
-    snapshot = { startPosition: startPos, endPosition: endPos, keys: keys.size };
+  if (complete) {
+    const { start, end, keys } = complete;
+    snapshot = { startPosition: reads.filter((l) => l.arrival === start)[0]?.position ?? end.position, endPosition: end.position, keys: keys.size };
     const status = await deps.status.load([source]);
     const wm = status.get(source)?.truncateWatermark;
     for await (const page of scanTableRows(deps, table)) {
       readUnits += page.units;
       for (const row of page.rows) {
-        if (row.d || keys.has(row.k) || row.p >= startPos || (typeof wm === 'string' && row.p < wm)) continue;
+        // Live, not read by the snapshot, and last written before the snapshot began.
+        if (row.d || keys.has(row.k) || row.a >= start || (typeof wm === 'string' && row.p < wm)) continue;
         count++;
         if (orphanKeys.length < MAX_LISTED_KEYS) orphanKeys.push(row.key);
         if (!run.apply) continue;
-        const outcome = await tombstone(deps, source, row.key, endPos).catch((err: unknown) => `failed: ${errorMessage(err)}`);
+        const outcome = await tombstone(deps, source, row.key, end.position).catch((err: unknown) => `failed: ${errorMessage(err)}`);
         if (outcome === 'applied') tombstoned++;
-        else failed++;
+        else {
+          failed++;
+          deps.log.warn('orphan not tombstoned', { table: source, key: row.k, position: end.position, outcome });
+        }
       }
     }
   }
@@ -188,7 +211,7 @@ export async function detectTable(input: SnapshotTableInput, deps: JobDeps): Pro
   const hours = await readHourRows(deps.dynamodb, deps.config.statusTable, deps.config.name, [source], run.startedAt - (th.historyHours + th.recentHours) * HOUR_MS, run.startedAt);
   const anomalies = detectAnomalies(source, hours, run.startedAt, th);
   if (resnapshotReads > 0 && !anomalies.some((a) => a.kind === 'resnapshot')) {
-    anomalies.push({ kind: 'resnapshot', table: source, detail: { snapshotReadsAfterStreaming: resnapshotReads, streamedFrom: streamedFloor ?? '' } });
+    anomalies.push({ kind: 'resnapshot', table: source, detail: { snapshotReadsAfterStreaming: resnapshotReads, streamingSince: new Date(streamedFrom ?? 0).toISOString() } });
   }
   const result: TableSnapshotResult = { table: source, resnapshotReads, snapshot, orphans: { count, tombstoned, failed, keys: orphanKeys }, anomalies, readUnits };
   await putJson(deps.s3, bucket, `${run.prefix}tables/${String(run.tables.indexOf(source)).padStart(4, '0')}.json`, result);
