@@ -24,6 +24,7 @@ import {
 } from './defaults.js';
 import { createPipelineKey } from './encryption.js';
 import { History } from './history.js';
+import { TidemarkJobs } from './jobs/jobs.js';
 import { IngestFunction } from './ingest-function.js';
 import { TidemarkMetricFactory } from './metrics.js';
 import { Monitoring } from './monitoring.js';
@@ -102,6 +103,8 @@ export class TidemarkPipeline extends Construct {
   readonly monitoring: Monitoring;
   /** The customer-managed key, when `config.encryption` is `kms`. */
   readonly encryptionKey?: kms.IKey;
+  /** Reconcile and snapshot detection: one state machine each, on EventBridge Scheduler schedules. */
+  readonly jobs: TidemarkJobs;
 
   constructor(scope: Construct, id: string, props: TidemarkPipelineProps) {
     super(scope, id);
@@ -158,6 +161,7 @@ export class TidemarkPipeline extends Construct {
       sourceKind: this.stream ? 'kinesis' : 'msk',
       ...(key ? { topicKey: key } : {}),
     });
+    this.jobs = new TidemarkJobs(this, 'Jobs', { config, rawStore: this.rawStore, currentState: this.currentState, removalPolicy, alarmTopic: this.monitoring.alarmTopic, ...withKey });
     this.addOutputs(config);
   }
 
