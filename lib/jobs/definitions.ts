@@ -38,7 +38,8 @@ type State = Record<string, unknown>;
 
 const resource = (name: string): string => ['$', '{', name, '}'].join('');
 
-const RETRY = [
+// Built fresh on every call: validators and engines may annotate what they are given.
+const retry = () => [
   { ErrorEquals: [...NON_RETRYABLE_ERRORS], MaxAttempts: 0 },
   {
     ErrorEquals: ['Lambda.ServiceException', 'Lambda.AWSLambdaException', 'Lambda.SdkClientException', 'Lambda.TooManyRequestsException'],
@@ -51,10 +52,10 @@ const RETRY = [
 ];
 
 const catchTo = (next: string) => [{ ErrorEquals: ['States.ALL'], ResultPath: '$.error', Next: next }];
-const FAIL: State = { Type: 'Fail', ErrorPath: '$.error.Error', CausePath: '$.error.Cause' };
+const fail = (): State => ({ Type: 'Fail', ErrorPath: '$.error.Error', CausePath: '$.error.Cause' });
 
 function task(fn: string, timeout: number, fields: State): State {
-  return { Type: 'Task', Resource: resource(fn), TimeoutSeconds: timeout, Retry: RETRY, ...fields };
+  return { Type: 'Task', Resource: resource(fn), TimeoutSeconds: timeout, Retry: retry(), ...fields };
 }
 
 /** A Map whose every item runs one Task; `distributed` runs each item as a child execution. */
@@ -69,7 +70,7 @@ function mapOver(itemsPath: string, taskState: string, fn: string, timeout: numb
       StartAt: taskState,
       States: {
         [taskState]: task(fn, timeout, { Catch: catchTo(`${taskState}Failed`), End: true }),
-        [`${taskState}Failed`]: FAIL,
+        [`${taskState}Failed`]: fail(),
       },
     },
     ...(distributed ? { Label: taskState, ToleratedFailurePercentage: 0 } : {}),
@@ -92,7 +93,7 @@ export function reconcileDefinition(options: DefinitionOptions = {}): State {
       ScanTables: mapOver('$.plan.tableItems', 'ScanTableSegment', RECONCILE_TASKS.scanTable, timeout, concurrency, true, 'Reduce'),
       Reduce: mapOver('$.plan.partitionItems', 'ReducePartition', RECONCILE_TASKS.reduce, timeout, concurrency, true, 'Report'),
       Report: task(RECONCILE_TASKS.report, timeout, { Parameters: { 'run.$': '$.plan.run' }, Catch: catchTo('Failed'), End: true }),
-      Failed: FAIL,
+      Failed: fail(),
     },
   };
 }
@@ -107,7 +108,7 @@ export function snapshotDefinition(options: DefinitionOptions = {}): State {
       Plan: task(SNAPSHOT_TASKS.plan, timeout, { ResultPath: '$.plan', Catch: catchTo('Failed'), Next: 'DetectTables' }),
       DetectTables: mapOver('$.plan.tableItems', 'DetectTable', SNAPSHOT_TASKS.detect, timeout, options.mapConcurrency ?? 10, false, 'Report'),
       Report: task(SNAPSHOT_TASKS.report, timeout, { Parameters: { 'run.$': '$.plan.run' }, Catch: catchTo('Failed'), End: true }),
-      Failed: FAIL,
+      Failed: fail(),
     },
   };
 }
