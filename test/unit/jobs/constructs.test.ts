@@ -78,7 +78,8 @@ describe('jobs in the stack', () => {
       assert.deepEqual(target.RetryPolicy, { MaximumRetryAttempts: 3, MaximumEventAgeInSeconds: 3600 });
       assert.ok(target.DeadLetterConfig.Arn);
     }
-    assert.deepEqual(JSON.parse((byName.get('shop-reconcile-full')?.Target as { Input: string }).Input), { mode: 'full' });
+    const fullTarget = byName.get('shop-reconcile-full')?.Target as { Input: string } | undefined;
+    assert.deepEqual(JSON.parse(fullTarget?.Input ?? 'null'), { mode: 'full' });
   });
 
   it('gives each task role only its own grants', () => {
