@@ -35,7 +35,7 @@ export interface ReconcileReport {
   readonly window: { readonly from: string; readonly to: string } | null;
   readonly tables: readonly string[];
   readonly repair: boolean;
-  readonly counts: ReconcileCounts & { manifestKeys: number; unmatchedRawLines: number };
+  readonly counts: ReconcileCounts & { manifestKeys: number; unmatchedRawLines: number; rawLineProblems: number };
   /** Findings per class (every class listed, zeros included), and per table per class. */
   readonly findings: { readonly total: number; readonly byClass: Record<string, number>; readonly byTable: Record<string, Record<string, number>> };
   /** True when raw lost data (`ahead`, `extra`): nothing in raw can repair it. */
@@ -50,7 +50,7 @@ const iso = (ms: number) => new Date(ms).toISOString();
 export async function reportReconcile(input: Pick<TaskInput<unknown>, 'run'>, deps: JobDeps): Promise<ReconcileReport> {
   const run: RunContext = input.run;
   const bucket = deps.config.raw.bucket;
-  const counts = { ...emptyCounts(), manifestKeys: 0, unmatchedRawLines: 0 };
+  const counts = { ...emptyCounts(), manifestKeys: 0, unmatchedRawLines: 0, rawLineProblems: 0 };
   const byTable: Record<string, Record<string, number>> = {};
   const byClass: Record<string, number> = Object.fromEntries(FINDING_CLASSES.map((c) => [c, 0]));
   if (run.manifest) Object.assign(byClass, { 'manifest-missing': 0, 'manifest-extra': 0 });
@@ -60,6 +60,7 @@ export async function reportReconcile(input: Pick<TaskInput<unknown>, 'run'>, de
     counts.rawObjects += s.rawObjects ?? 0;
     counts.rawEvents += s.rawEvents ?? 0;
     counts.unmatchedRawLines += s.unmatched ?? 0;
+    counts.rawLineProblems += s.problems ?? 0;
     counts.readUnits += s.readUnits ?? 0;
     counts.manifestKeys += s.manifestKeys ?? 0;
   }
