@@ -17,7 +17,7 @@ import type * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { buildSync } from 'esbuild';
@@ -52,6 +52,9 @@ export function jobsCode(entry: string): lambda.Code {
       logLevel: 'error',
     });
     bundles.set(entry, dir);
+    // Synth copies the asset into the cloud assembly; the scratch copy goes with the process.
+    const scratch = dir;
+    process.once('exit', () => rmSync(scratch, { recursive: true, force: true }));
   }
   return lambda.Code.fromAsset(dir);
 }
