@@ -191,12 +191,6 @@ export class TidemarkJob extends Construct {
     });
     // The role's log-delivery and X-Ray statements (added by CDK) need "*": those APIs take no resource.
     Validations.of(role).acknowledge({ id: 'AwsSolutions-IAM5[Resource::*]', reason: 'CloudWatch Logs vended delivery and X-Ray actions do not support resource-level permissions.' });
-    for (const fn of functions.values()) {
-      Validations.of(role).acknowledge({
-        id: `AwsSolutions-IAM5[Resource::<${stack.resolve(stack.getLogicalId(fn.node.defaultChild as lambda.CfnFunction))}.Arn>:*]`,
-        reason: 'Invoking the task functions by any version or alias.',
-      });
-    }
 
     this.deadLetterQueue = new sqs.Queue(this, 'ScheduleDeadLetters', {
       queueName: `${stateMachineName}-schedule-failures`,

@@ -158,6 +158,28 @@ describe(`reconcile on the integration target (${process.env.TIDEMARK_TARGET ?? 
     assert.deepEqual(byClassKey(await findingsOf(target, after)), ['ahead {"id":7}', 'extra {"id":99}', 'mismatch {"id":3}']);
   });
 
+  it('with memory bounded to 100 keys a task, partial records of a key from several flushes merge to the same verdicts', async () => {
+    const env = await JobsEnv.create(target, { ...base, jobs: { ...base.jobs, reconcile: { ...base.jobs.reconcile, maxKeysInMemory: 100, partitions: 3 } } });
+    configs.push(env.config);
+    const h = workload(250);
+    // Creates and updates of a key land in different objects, flushed separately by one map task.
+    const creates = h.events.filter((e) => e.op === 'c');
+    const rest = h.events.filter((e) => e.op !== 'c');
+    for (let i = 0; i < creates.length; i += 120) await env.ingest(creates.slice(i, i + 120));
+    for (let i = 0; i < rest.length; i += 120) await env.ingest(rest.slice(i, i + 120));
+    const table = env.config.tables[0];
+    assert.ok(table);
+    const created = h.events.find((e) => e.key.id === 42 && e.op === 'c');
+    assert.ok(created);
+    await target.clients.dynamodb.send(
+      new UpdateItemCommand({ TableName: table.target, Key: { id: { N: '42' } }, UpdateExpression: 'SET #p = :p', ExpressionAttributeNames: { '#p': '__pos' }, ExpressionAttributeValues: { ':p': { S: created.position } } }),
+    );
+    const report = await reconcile(env, { mode: 'full' });
+    assert.equal(report.counts.keys, 250);
+    assert.ok(report.counts.rawObjects >= 4);
+    assert.deepEqual(byClassKey(await findingsOf(target, report)), ['stale {"id":42}']);
+  });
+
   it('leaves what ingest may still be applying alone: nothing is a finding before the cutoff', async () => {
     const { env } = await fresh(10);
     const table = env.config.tables[0];
