@@ -36,10 +36,17 @@ const HOUR_MS = 3_600_000;
 /** The first, lossy table segment: kept so objects landed before the injective encoding are found. */
 export const legacyTableSegment = (table: string): string => table.replace(/[^A-Za-z0-9._=-]/g, '_');
 
-/** Percent-decodes a table segment; a segment that is not valid percent-encoding decodes to itself. */
+/**
+ * Decodes a percent-encoded table segment: `%XX` UTF-8 bytes, and `%uXXXX` for a lone UTF-16
+ * surrogate (which has no UTF-8 form). A segment that is not such an encoding decodes to itself.
+ */
 export function decodeTableSegment(segment: string): string {
+  if (!segment.includes('%')) return segment;
   try {
-    return decodeURIComponent(segment);
+    return segment
+      .split(/(%u[0-9A-Fa-f]{4})/)
+      .map((part) => (/^%u[0-9A-Fa-f]{4}$/.test(part) ? String.fromCharCode(Number.parseInt(part.slice(2), 16)) : decodeURIComponent(part)))
+      .join('');
   } catch {
     return segment;
   }

@@ -8,6 +8,7 @@ import { after, describe, it } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import {
+  decodeTableSegment,
   hourOverlaps,
   legacyTableSegment,
   listRawObjects,
@@ -138,6 +139,9 @@ describe('raw reader', () => {
       message: JSON.stringify({ operation: 'insert', after: { id }, source: { table, lsn: id } }),
     });
     assert.equal(legacyTableSegment('public.café'), 'public.caf_');
+    assert.equal(decodeTableSegment('public.caf%C3%A9'), 'public.café');
+    assert.equal(decodeTableSegment('a%uD800b%25'), 'a\uD800b%');
+    assert.equal(decodeTableSegment('bad%ZZ'), 'bad%ZZ');
     s3.put('raw/table=public.caf_/dt=2026-11-30/hr=06/file-1-2.jsonl.gz', gz([mk('public.café', 1), mk('public.caf_', 2)]));
     s3.put('raw/table=public.caf%C3%A9/dt=2026-11-30/hr=07/file-3-3-abc.jsonl.gz', gz([mk('public.café', 3)]));
     const cafe = await listRawObjects(s3.client, { bucket: 'rr-raw', prefix: 'raw/', table: 'public.café' });
