@@ -4,6 +4,11 @@
  * guarded writes), as the Lambda would.
  */
 import assert from 'node:assert/strict';
+import { type SpawnSyncReturns, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { localDeps } from '../../bin/cli/context.js';
 import type { TidemarkConfig } from '../../functions/commons/config.js';
 import type { RawRecord } from '../../functions/core/normalize.js';
@@ -52,5 +57,36 @@ export class JobsEnv {
     assert.deepEqual(result.batchItemFailures, []);
     assert.equal(result.summary.quarantined, 0);
     return result.summary;
+  }
+}
+
+/**
+ * Runs `tidemark <args>` as a child process against the target's endpoints, with the config written
+ * to a temporary file (`-c` is added). Returns exit status, stdout and stderr.
+ */
+export function runCli(target: Target, config: TidemarkConfig, args: readonly string[]): SpawnSyncReturns<string> {
+  const dir = mkdtempSync(join(tmpdir(), 'tidemark-jobs-cli-'));
+  try {
+    const configFile = join(dir, 'config.json');
+    writeFileSync(configFile, JSON.stringify(config));
+    const e = target.endpoints;
+    const env = {
+      ...process.env,
+      ...(e
+        ? {
+            AWS_ENDPOINT_URL_DYNAMODB: e.dynamodb,
+            AWS_ENDPOINT_URL_KINESIS: e.kinesis,
+            AWS_ENDPOINT_URL_S3: e.s3,
+            AWS_REGION: e.region,
+            AWS_ACCESS_KEY_ID: e.accessKeyId,
+            AWS_SECRET_ACCESS_KEY: e.secretAccessKey,
+          }
+        : {}),
+    };
+    const [command, ...rest] = args;
+    const cli = fileURLToPath(new URL('../../bin/tidemark.mjs', import.meta.url));
+    return spawnSync(process.execPath, [cli, command ?? '--help', '-c', configFile, ...rest], { env, encoding: 'utf8', timeout: 180_000 });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -5,11 +5,6 @@
  * `node bin/with-loopback.mjs node --import tsx --test test/integration/jobs-reconcile.test.ts`.
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { gunzipSync } from 'node:zlib';
 import { DeleteItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
@@ -23,7 +18,7 @@ import type { ReconcileReport } from '../../functions/jobs/reconcile/report.js';
 import { CollectingMetricSink } from '../../functions/adapters/telemetry.js';
 import { PgHistory, pgPosition } from '../helpers/debezium.js';
 import { openTarget, type Target } from '../helpers/target.js';
-import { JobsEnv, memoryLog } from './jobs-env.js';
+import { JobsEnv, memoryLog, runCli } from './jobs-env.js';
 
 const base = parseConfig({
   name: 'recon',
@@ -196,52 +191,30 @@ describe(`reconcile on the integration target (${process.env.TIDEMARK_TARGET ?? 
 
   it('tidemark reconcile --json prints one report object and exits 0 clean, 2 with findings, 1 on bad input', async () => {
     const { env } = await fresh(8);
-    const dir = mkdtempSync(join(tmpdir(), 'tidemark-recon-cli-'));
-    try {
-      const configFile = join(dir, 'config.json');
-      writeFileSync(configFile, JSON.stringify(env.config));
-      const endpoints = target.endpoints;
-      const cliEnv = {
-        ...process.env,
-        ...(endpoints
-          ? {
-              AWS_ENDPOINT_URL_DYNAMODB: endpoints.dynamodb,
-              AWS_ENDPOINT_URL_KINESIS: endpoints.kinesis,
-              AWS_ENDPOINT_URL_S3: endpoints.s3,
-              AWS_REGION: endpoints.region,
-              AWS_ACCESS_KEY_ID: endpoints.accessKeyId,
-              AWS_SECRET_ACCESS_KEY: endpoints.secretAccessKey,
-            }
-          : {}),
-      };
-      const cli = (...args: string[]) =>
-        spawnSync(process.execPath, [fileURLToPath(new URL('../../bin/tidemark.mjs', import.meta.url)), 'reconcile', '-c', configFile, ...args], { env: cliEnv, encoding: 'utf8', timeout: 120_000 });
-      const clean = cli('--json', '--cutoff-seconds', '0');
-      assert.equal(clean.status, 0, clean.stderr);
-      const lines = clean.stdout.trim().split('\n');
-      assert.equal(lines.length, 1, 'exactly one JSON object on stdout');
-      const report = JSON.parse(lines[0] ?? '{}') as ReconcileReport & { exitCode: number };
-      assert.equal(report.exitCode, 0);
-      assert.equal(report.job, 'reconcile');
-      assert.equal(report.findings.total, 0);
+    const cli = (...args: string[]) => runCli(target, env.config, ['reconcile', ...args]);
+    const clean = cli('--json', '--cutoff-seconds', '0');
+    assert.equal(clean.status, 0, clean.stderr);
+    const lines = clean.stdout.trim().split('\n');
+    assert.equal(lines.length, 1, 'exactly one JSON object on stdout');
+    const report = JSON.parse(lines[0] ?? '{}') as ReconcileReport & { exitCode: number };
+    assert.equal(report.exitCode, 0);
+    assert.equal(report.job, 'reconcile');
+    assert.equal(report.findings.total, 0);
 
-      const table = env.config.tables[0];
-      assert.ok(table);
-      await target.clients.dynamodb.send(new DeleteItemCommand({ TableName: table.target, Key: { id: { N: '3' } } }));
-      const found = cli('--json', '--cutoff-seconds', '0', '--mode', 'full');
-      assert.equal(found.status, 2, found.stderr);
-      assert.deepEqual(JSON.parse(found.stdout).findings.byClass.missing, 1);
-      const repaired = cli('--json', '--cutoff-seconds', '0', '--repair');
-      assert.equal(repaired.status, 0, 'every finding repaired');
-      assert.equal(JSON.parse(repaired.stdout).counts.repaired, 1);
+    const table = env.config.tables[0];
+    assert.ok(table);
+    await target.clients.dynamodb.send(new DeleteItemCommand({ TableName: table.target, Key: { id: { N: '3' } } }));
+    const found = cli('--json', '--cutoff-seconds', '0', '--mode', 'full');
+    assert.equal(found.status, 2, found.stderr);
+    assert.deepEqual(JSON.parse(found.stdout).findings.byClass.missing, 1);
+    const repaired = cli('--json', '--cutoff-seconds', '0', '--repair');
+    assert.equal(repaired.status, 0, 'every finding repaired');
+    assert.equal(JSON.parse(repaired.stdout).counts.repaired, 1);
 
-      const bad = cli('--json', '--table', 'public.nope');
-      assert.equal(bad.status, 1);
-      assert.equal(bad.stdout, '');
-      assert.match(bad.stderr, /public\.nope/);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    const bad = cli('--json', '--table', 'public.nope');
+    assert.equal(bad.status, 1);
+    assert.equal(bad.stdout, '');
+    assert.match(bad.stderr, /public\.nope/);
   });
 
   it('diffs live keys against a key-set manifest', async () => {

@@ -15,7 +15,7 @@ import { parseConfig, type TidemarkConfig } from '../../functions/commons/config
 import type { JsonObject } from '../../functions/core/json.js';
 import { hourRowKey } from '../../functions/jobs/snapshot/hours.js';
 import { openTarget, type Target } from '../helpers/target.js';
-import { type Delivery, JobsEnv, memoryLog } from './jobs-env.js';
+import { type Delivery, JobsEnv, memoryLog, runCli } from './jobs-env.js';
 
 const base = parseConfig({
   name: 'snap',
@@ -128,6 +128,25 @@ describe(`snapshot detection on the integration target (${process.env.TIDEMARK_T
     assert.equal((await getRow(target.clients.dynamodb, env.config.tables[0] as never, { id: 6 }))?.__deleted, false);
     const again = await check(env);
     assert.equal(again.tables[0]?.orphans.count, 0);
+  });
+
+  it('tidemark snapshot-check --json prints one report object and exits 2 with orphans, 0 once --apply tombstoned them', async () => {
+    const env = await fresh();
+    await env.ingest([1, 2, 3].map((id) => mysql('c', id, 200 + id * 10)));
+    await new Promise((r) => setTimeout(r, 20));
+    await env.ingest(snapshotOf([1, 2], 900));
+    const found = runCli(target, env.config, ['snapshot-check', '--json']);
+    assert.equal(found.status, 2, found.stderr);
+    const lines = found.stdout.trim().split('\n');
+    assert.equal(lines.length, 1);
+    const report = JSON.parse(lines[0] ?? '{}') as { job: string; exitCode: number; tables: { orphans: { count: number } }[] };
+    assert.deepEqual([report.job, report.exitCode, report.tables[0]?.orphans.count], ['snapshot', 2, 1]);
+    // --apply tombstones the orphan; the re-snapshot anomaly remains, so the exit is still 2.
+    const applied = runCli(target, env.config, ['snapshot-check', '--json', '--apply']);
+    assert.equal(JSON.parse(applied.stdout).tables[0].orphans.tombstoned, 1, applied.stderr);
+    const bad = runCli(target, env.config, ['snapshot-check', '--json', '--table', 'nope.nope']);
+    assert.equal(bad.status, 1);
+    assert.equal(bad.stdout, '');
   });
 
   it('reads the per-hour counter rows and reports anomalies against history', async () => {
