@@ -9,7 +9,7 @@ import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import type { TableConfig } from '../../commons/config.js';
-import { errorMessage } from '../../core/errors.js';
+import { errorMessage, TidemarkError } from '../../core/errors.js';
 import { isJsonObject, parseJson } from '../../core/json.js';
 import { keyLayout } from '../../core/keys.js';
 import { planBatch } from '../../core/plan.js';
@@ -99,7 +99,7 @@ async function fetchRows(deps: JobDeps, table: TableConfig, keys: readonly strin
         rows.set(`${table.source}\u0000${id}`, { s: 'd', t: table.source, k: id, key, p: decoded.position, d: decoded.deleted, h: decoded.contentHash, a: decoded.appliedAt ?? 0 });
       }
       request = res.UnprocessedKeys?.[table.target]?.Keys ?? [];
-      if (round > 20 && request.length > 0) throw new Error(`BatchGetItem on ${table.target} kept returning unprocessed keys`);
+      if (round > 20 && request.length > 0) throw new TidemarkError(`BatchGetItem on ${table.target} kept returning unprocessed keys`, { context: { table: table.source } });
     }
   }
   return { rows, units };

@@ -7,10 +7,11 @@
 import { type AttributeValue, ScanCommand, type ScanCommandOutput } from '@aws-sdk/client-dynamodb';
 import { GetObjectCommand } from '@aws-sdk/client-s3';
 import type { TableConfig } from '../../commons/config.js';
-import { isJsonObject, parseJson, stringifyJson } from '../../core/json.js';
+import { isJsonObject, type JsonObject, type JsonValue, parseJson, stringifyJson } from '../../core/json.js';
+import { errorMessage } from '../../core/errors.js';
 import { COMPOSITE_KEY_ATTRIBUTE, keyId, keyLayout, normalizeKey } from '../../core/keys.js';
 import { decodeItem, META } from '../../adapters/item-codec.js';
-import { type JobDeps, tableConfig } from '../deps.js';
+import { type JobDeps, JobInputError, tableConfig } from '../deps.js';
 import { PartitionWriter, putJson } from '../shuffle.js';
 import { statsKey } from './shuffle-raw.js';
 import type { ManifestItem, ManifestSideRecord, TableItem, TableSideRecord, TaskInput } from './types.js';
@@ -98,13 +99,23 @@ async function readManifest(run: TaskInput<ManifestItem>['run'], deps: JobDeps, 
   let keys = 0;
   for (const [n, line] of text.split('\n').entries()) {
     if (line.trim() === '') continue;
-    const entry = parseJson(line);
+    let entry: JsonValue;
+    try {
+      entry = parseJson(line);
+    } catch (err) {
+      throw new JobInputError(`manifest line ${n + 1} is not JSON: ${errorMessage(err)}`, { cause: err });
+    }
     if (!isJsonObject(entry) || typeof entry.table !== 'string' || !isJsonObject(entry.key)) {
-      throw new Error(`manifest line ${n + 1}: expected {"table": …, "key": {…}}`);
+      throw new JobInputError(`manifest line ${n + 1}: expected {"table": …, "key": {…}}`);
     }
     if (!wanted.has(entry.table)) continue;
     const table = tableConfig(deps.config, entry.table);
-    const key = normalizeKey(table, entry.key);
+    let key: JsonObject;
+    try {
+      key = normalizeKey(table, entry.key);
+    } catch (err) {
+      throw new JobInputError(`manifest line ${n + 1}: ${errorMessage(err)}`, { cause: err, context: { table: table.source } });
+    }
     const id = keyId(table, key);
     writer.add(table.source, id, { s: 'm', t: table.source, k: id, key: stringifyJson(key) });
     keys++;
