@@ -130,7 +130,7 @@ describe(`snapshot detection on the integration target (${process.env.TIDEMARK_T
     assert.equal(again.tables[0]?.orphans.count, 0);
   });
 
-  it('tidemark snapshot-check --json prints one report object and exits 2 with orphans, 0 once --apply tombstoned them', async () => {
+  it('tidemark snapshot-check --json prints one report object, exits 2 with findings and 1 on bad input; --apply tombstones the orphan', async () => {
     const env = await fresh();
     await env.ingest([1, 2, 3].map((id) => mysql('c', id, 200 + id * 10)));
     await new Promise((r) => setTimeout(r, 20));
