@@ -2,13 +2,14 @@
  * `tidemark reconcile`: runs the deployed reconcile state machine locally (the same ASL, through
  * `bin/local/stepfunctions.ts`) with the task bodies in-process, and prints the report.
  *
- * Exit codes: 0 no findings (or every finding repaired), 2 findings remain, 3 critical findings
- * (`ahead`/`extra`: raw lost data), 1 the run itself failed (bad input, AWS errors).
- * `--json` prints exactly one JSON object on stdout: the report (see docs/jobs.md) plus `exitCode`.
+ * Exit codes: 0 no findings (or every finding repaired), 1 findings remain, 2 the run itself failed
+ * (bad input, AWS errors). `--json` prints one line per finding, `{"table","key","class","expected","actual"}`
+ * (plus `"repair"` when one was tried), then a last line `{"summary":{…}}` (see docs/jobs.md).
  */
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
-import { PutObjectCommand } from '@aws-sdk/client-s3';
+import { gunzipSync } from 'node:zlib';
+import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { type Command, Option } from 'commander';
 import type { Clients } from '../../functions/commons/clients.js';
 import type { TidemarkConfig } from '../../functions/commons/config.js';
@@ -20,7 +21,8 @@ import { reducePartition } from '../../functions/jobs/reconcile/reduce.js';
 import { type ReconcileReport, reportReconcile } from '../../functions/jobs/reconcile/report.js';
 import { scanTable } from '../../functions/jobs/reconcile/scan-table.js';
 import { shuffleRaw } from '../../functions/jobs/reconcile/shuffle-raw.js';
-import type { ReconcileRequest } from '../../functions/jobs/reconcile/types.js';
+import type { Finding, ReconcileRequest } from '../../functions/jobs/reconcile/types.js';
+import { errorMessage } from '../../functions/core/errors.js';
 import { RECONCILE_TASKS, reconcileDefinition } from '../../lib/jobs/definitions.js';
 import { type LocalProgressEvent, type LocalTaskHandler, runLocalStateMachine } from '../local/stepfunctions.js';
 import { clients, cliLog, config } from './context.js';
@@ -59,11 +61,52 @@ export async function runReconcile(cfg: TidemarkConfig, c: Pick<Clients, 's3' | 
   return output as unknown as ReconcileReport;
 }
 
-/** 0 clean (or all repaired), 2 findings remain, 3 critical. */
+/** Exit code of a run that failed before it could report. */
+export const JOB_ERROR_EXIT = 2;
+
+/** 0 clean (or every finding repaired), 1 findings remain. */
 export function reconcileExitCode(report: ReconcileReport): number {
-  if (report.critical) return 3;
   const remaining = report.findings.total - (report.repair ? report.counts.repaired : 0);
-  return remaining > 0 ? 2 : 0;
+  return remaining > 0 ? 1 : 0;
+}
+
+/** Every finding of a run, read back from its finding objects. */
+export async function readFindings(c: Pick<Clients, 's3'>, report: ReconcileReport): Promise<Finding[]> {
+  const out: Finding[] = [];
+  for (const uri of report.findingObjects) {
+    const m = /^s3:\/\/([^/]+)\/(.+)$/.exec(uri);
+    if (!m?.[1] || !m[2]) continue;
+    const got = await c.s3.send(new GetObjectCommand({ Bucket: m[1], Key: m[2] }));
+    const bytes = got.Body ? await got.Body.transformToByteArray() : new Uint8Array();
+    for (const line of gunzipSync(bytes).toString('utf8').split('\n')) if (line !== '') out.push(JSON.parse(line) as Finding);
+  }
+  return out;
+}
+
+/** The `--json` lines: one per finding, then the summary. */
+export function jsonLines(report: ReconcileReport, findings: readonly Finding[], exitCode: number): string[] {
+  const lines = findings.map((f) => {
+    let key: unknown = f.key;
+    try {
+      key = JSON.parse(f.key);
+    } catch {
+      // keep the text
+    }
+    return JSON.stringify({ table: f.table, key, class: f.class, expected: f.expected, actual: f.actual, ...(f.repair !== undefined ? { repair: f.repair } : {}) });
+  });
+  const { findings: counts, ...rest } = report;
+  lines.push(JSON.stringify({ summary: { ...counts.byClass, total: counts.total, byTable: counts.byTable, ...rest, exitCode } }));
+  return lines;
+}
+
+/** Runs a command body; a failure prints its message and sets the job error exit code. */
+export async function asJob(name: string, body: () => Promise<void>): Promise<void> {
+  try {
+    await body();
+  } catch (e) {
+    process.stderr.write(`tidemark ${name}: ${errorMessage(e)}\n`);
+    process.exitCode = JOB_ERROR_EXIT;
+  }
 }
 
 /** Progress lines on stderr: each phase, and map iterations as they finish. */
@@ -105,13 +148,16 @@ export function registerReconcile(p: Command): void {
     .addOption(new Option('-c, --config <file>', 'pipeline config').default('tidemark.config.json'))
     .addOption(new Option('--mode <mode>', 'window: recent raw, its keys only; full: all raw and every row').choices(['window', 'full']).default('window'))
     .option('--hours <n>', 'window mode: hours of raw before the cutoff', (v) => Number.parseInt(v, 10))
+    .option('--since <iso>', 'window mode: keys touched by raw that arrived from this time')
+    .option('--until <iso>', 'window mode: … up to this time (default: now)')
     .option('-t, --table <source...>', 'only these source tables')
     .option('--repair', 're-apply raw’s winning events for missing, stale and deleted-live keys through the guarded writer')
     .option('--manifest <file|s3-uri>', 'key-set manifest (JSON Lines of {"table", "key"}) to diff live keys against')
     .option('--cutoff-seconds <n>', 'leave raw stored and rows applied within this many seconds alone', (v) => Number.parseInt(v, 10))
     .option('--run-id <id>', 'name of the run (report prefix)')
-    .option('--json', 'print the report as one JSON object')
-    .action(async (o) => {
+    .option('--json', 'print one JSON line per finding, then {"summary": …}')
+    .action((o) =>
+      asJob('reconcile', async () => {
       const cfg = config(o.config);
       const c = await clients(cfg);
       const err = (line: string) => process.stderr.write(`reconcile: ${line}\n`);
@@ -119,6 +165,8 @@ export function registerReconcile(p: Command): void {
       const request: ReconcileRequest = {
         mode: o.mode,
         ...(o.hours !== undefined ? { hours: o.hours } : {}),
+        ...(o.since !== undefined ? { since: o.since } : {}),
+        ...(o.until !== undefined ? { until: o.until } : {}),
         ...(o.table ? { tables: o.table } : {}),
         ...(o.repair ? { repair: true } : {}),
         ...(manifest ? { manifest } : {}),
@@ -127,8 +175,9 @@ export function registerReconcile(p: Command): void {
       };
       const report = await runReconcile(cfg, c, request, { onProgress: progressPrinter(err) });
       const exitCode = reconcileExitCode(report);
-      if (o.json) process.stdout.write(`${JSON.stringify({ ...report, exitCode })}\n`);
+      if (o.json) for (const line of jsonLines(report, await readFindings(c, report), exitCode)) process.stdout.write(`${line}\n`);
       else for (const line of humanSummary(report)) process.stdout.write(`${line}\n`);
       process.exitCode = exitCode;
-    });
+      }),
+    );
 }

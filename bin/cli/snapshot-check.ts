@@ -3,8 +3,9 @@
  * through `bin/local/stepfunctions.ts`) and prints what it found: re-snapshots, orphan rows after a
  * complete snapshot (tombstoned with `--apply`), and anomalies against history.
  *
- * Exit codes: 0 nothing found (or every orphan tombstoned and no anomaly), 2 findings, 1 the run failed.
- * `--json` prints exactly one JSON object on stdout: the report (see docs/jobs.md) plus `exitCode`.
+ * Exit codes: 0 nothing found (or every orphan tombstoned and no anomaly), 1 findings, 2 the run failed.
+ * `--json` prints one line per finding, `{"table","kind","detail"}` (kinds: the anomalies, and `orphan`
+ * with the key and what `--apply` did), then a last line `{"summary":{…}}`.
  */
 import { type Command, Option } from 'commander';
 import type { Clients } from '../../functions/commons/clients.js';
@@ -16,7 +17,7 @@ import { detectTable, planSnapshot, reportSnapshot, type SnapshotReport, type Sn
 import { SNAPSHOT_TASKS, snapshotDefinition } from '../../lib/jobs/definitions.js';
 import { type LocalTaskHandler, runLocalStateMachine } from '../local/stepfunctions.js';
 import { clients, cliLog, config } from './context.js';
-import { type LocalJobOptions, progressPrinter } from './reconcile.js';
+import { asJob, type LocalJobOptions, progressPrinter } from './reconcile.js';
 
 /** The in-process handler of every snapshot-detection task. */
 export function snapshotHandlers(deps: JobDeps): Record<string, LocalTaskHandler> {
@@ -37,7 +38,27 @@ export async function runSnapshotCheck(cfg: TidemarkConfig, c: Pick<Clients, 's3
   return output as unknown as SnapshotReport;
 }
 
-export const snapshotExitCode = (report: SnapshotReport): number => (report.findings > 0 ? 2 : 0);
+export const snapshotExitCode = (report: SnapshotReport): number => (report.findings > 0 ? 1 : 0);
+
+/** The `--json` lines: one per anomaly and orphan, then the summary. */
+export function snapshotJsonLines(r: SnapshotReport, exitCode: number): string[] {
+  const lines: string[] = [];
+  for (const t of r.tables) {
+    for (const a of t.anomalies) lines.push(JSON.stringify({ table: t.table, kind: a.kind, detail: a.detail }));
+    for (const key of t.orphans.keys) {
+      let parsed: unknown = key;
+      try {
+        parsed = JSON.parse(key);
+      } catch {
+        // keep the text
+      }
+      lines.push(JSON.stringify({ table: t.table, kind: 'orphan', detail: { key: parsed, snapshotEndPosition: t.snapshot?.endPosition ?? null, applied: r.apply } }));
+    }
+  }
+  const tables = r.tables.map((t) => ({ table: t.table, snapshot: t.snapshot, resnapshotReads: t.resnapshotReads, orphans: t.orphans.count, tombstoned: t.orphans.tombstoned, failed: t.orphans.failed, anomalies: t.anomalies.length }));
+  lines.push(JSON.stringify({ summary: { runId: r.runId, startedAt: r.startedAt, finishedAt: r.finishedAt, apply: r.apply, findings: r.findings, tables, report: r.report, exitCode } }));
+  return lines;
+}
 
 function humanSummary(r: SnapshotReport): string[] {
   const lines = [`snapshot-check ${r.runId}${r.apply ? ' (--apply)' : ''}`];
@@ -59,8 +80,9 @@ export function registerSnapshotCheck(p: Command): void {
     .option('--apply', 'tombstone orphan rows at the snapshot’s position through the guarded writer')
     .option('--hours <n>', 'hours of raw to look for snapshots in', (v) => Number.parseInt(v, 10))
     .option('--run-id <id>', 'name of the run (report prefix)')
-    .option('--json', 'print the report as one JSON object')
-    .action(async (o) => {
+    .option('--json', 'print one JSON line per finding, then {"summary": …}')
+    .action((o) =>
+      asJob('snapshot-check', async () => {
       const cfg = config(o.config);
       const c = await clients(cfg);
       const request: SnapshotRequest = {
@@ -71,8 +93,9 @@ export function registerSnapshotCheck(p: Command): void {
       };
       const report = await runSnapshotCheck(cfg, c, request, { onProgress: progressPrinter((l) => process.stderr.write(`snapshot-check: ${l}\n`)) });
       const exitCode = snapshotExitCode(report);
-      if (o.json) process.stdout.write(`${JSON.stringify({ ...report, exitCode })}\n`);
+      if (o.json) for (const line of snapshotJsonLines(report, exitCode)) process.stdout.write(`${line}\n`);
       else for (const line of humanSummary(report)) process.stdout.write(`${line}\n`);
       process.exitCode = exitCode;
-    });
+      }),
+    );
 }

@@ -172,7 +172,7 @@ describe(`reconcile on the integration target (${process.env.TIDEMARK_TARGET ?? 
     const full = await runReconcile(env.config, target.clients, { mode: 'full', cutoffSeconds: 0 }, { log: memoryLog(), metrics });
     assert.deepEqual(byClassKey(await findingsOf(target, full)), ['ahead {"id":7}', 'deleted-live {"id":5}', 'extra {"id":99}', 'mismatch {"id":3}', 'missing {"id":1}', 'stale {"id":2}']);
     assert.equal(full.critical, true);
-    assert.equal(reconcileExitCode(full), 3);
+    assert.equal(reconcileExitCode(full), 1);
     assert.deepEqual(full.findings.byClass, { missing: 1, 'deleted-live': 1, stale: 1, mismatch: 1, ahead: 1, extra: 1 });
     assert.equal(metrics.totals.get('public.customers:ReconcileMissing'), 1);
     assert.equal(metrics.totals.get('public.customers:ReconcileAhead'), 1);
@@ -181,7 +181,7 @@ describe(`reconcile on the integration target (${process.env.TIDEMARK_TARGET ?? 
     const window = await reconcile(env, { mode: 'window', hours: 1 });
     assert.deepEqual(byClassKey(await findingsOf(target, window)), ['deleted-live {"id":5}', 'mismatch {"id":3}', 'missing {"id":1}', 'stale {"id":2}']);
     assert.equal(window.counts.unverifiable, 1);
-    assert.equal(reconcileExitCode(window), 2);
+    assert.equal(reconcileExitCode(window), 1);
 
     // Repair re-applies raw's winning events through the guarded writer.
     const repaired = await reconcile(env, { mode: 'window', hours: 1, repair: true });
@@ -233,30 +233,37 @@ describe(`reconcile on the integration target (${process.env.TIDEMARK_TARGET ?? 
     assert.ok(report.counts.inFlight >= 9, `in flight: ${report.counts.inFlight}`);
   });
 
-  it('tidemark reconcile --json prints one report object and exits 0 clean, 2 with findings, 1 on bad input', async () => {
+  it('tidemark reconcile --json prints a line per finding then the summary; exits 0 clean, 1 with findings, 0 once repaired, 2 on bad input', async () => {
     const { env } = await fresh(8);
     const cli = (...args: string[]) => runCli(target, env.config, ['reconcile', ...args]);
+    const parse = (stdout: string) => stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
     const clean = cli('--json', '--cutoff-seconds', '0');
     assert.equal(clean.status, 0, clean.stderr);
-    const lines = clean.stdout.trim().split('\n');
-    assert.equal(lines.length, 1, 'exactly one JSON object on stdout');
-    const report = JSON.parse(lines[0] ?? '{}') as ReconcileReport & { exitCode: number };
-    assert.equal(report.exitCode, 0);
-    assert.equal(report.job, 'reconcile');
-    assert.equal(report.findings.total, 0);
+    const cleanLines = parse(clean.stdout);
+    assert.equal(cleanLines.length, 1, 'no findings: only the summary line');
+    const summary = cleanLines[0]?.summary as Record<string, unknown>;
+    assert.equal(summary.total, 0);
+    assert.equal(summary.missing, 0);
+    assert.equal(summary.exitCode, 0);
 
     const table = env.config.tables[0];
     assert.ok(table);
     await target.clients.dynamodb.send(new DeleteItemCommand({ TableName: table.target, Key: { id: { N: '3' } } }));
     const found = cli('--json', '--cutoff-seconds', '0', '--mode', 'full');
-    assert.equal(found.status, 2, found.stderr);
-    assert.deepEqual(JSON.parse(found.stdout).findings.byClass.missing, 1);
-    const repaired = cli('--json', '--cutoff-seconds', '0', '--repair');
+    assert.equal(found.status, 1, found.stderr);
+    const lines = parse(found.stdout);
+    assert.equal(lines.length, 2);
+    const [finding, last] = lines;
+    assert.deepEqual(Object.keys(finding ?? {}), ['table', 'key', 'class', 'expected', 'actual']);
+    assert.deepEqual([finding?.table, finding?.key, finding?.class, finding?.actual], ['public.customers', { id: 3 }, 'missing', null]);
+    assert.equal((finding?.expected as { deleted: boolean } | undefined)?.deleted, false);
+    assert.equal((last?.summary as { missing: number } | undefined)?.missing, 1);
+    const repaired = cli('--json', '--cutoff-seconds', '0', '--repair', '--since', new Date(Date.now() - 3_600_000).toISOString());
     assert.equal(repaired.status, 0, 'every finding repaired');
-    assert.equal(JSON.parse(repaired.stdout).counts.repaired, 1);
+    assert.equal(parse(repaired.stdout)[0]?.repair, 'applied');
 
     const bad = cli('--json', '--table', 'public.nope');
-    assert.equal(bad.status, 1);
+    assert.equal(bad.status, 2);
     assert.equal(bad.stdout, '');
     assert.match(bad.stderr, /public\.nope/);
   });

@@ -114,7 +114,7 @@ describe(`snapshot detection on the integration target (${process.env.TIDEMARK_T
     assert.deepEqual([...t.orphans.keys].sort(), ['{"id":4}', '{"id":5}']);
     assert.equal(t.orphans.tombstoned, 0, 'nothing is written without --apply');
     assert.equal((await getRow(target.clients.dynamodb, env.config.tables[0] as never, { id: 4 }))?.__deleted, false);
-    assert.equal(snapshotExitCode(report), 2);
+    assert.equal(snapshotExitCode(report), 1);
 
     const applied = await check(env, true);
     const a = applied.tables[0];
@@ -130,22 +130,29 @@ describe(`snapshot detection on the integration target (${process.env.TIDEMARK_T
     assert.equal(again.tables[0]?.orphans.count, 0);
   });
 
-  it('tidemark snapshot-check --json prints one report object, exits 2 with findings and 1 on bad input; --apply tombstones the orphan', async () => {
+  it('tidemark snapshot-check --json prints a line per finding then the summary, exits 1 with findings and 2 on bad input; --apply tombstones the orphan', async () => {
     const env = await fresh();
     await env.ingest([1, 2, 3].map((id) => mysql('c', id, 200 + id * 10)));
     await new Promise((r) => setTimeout(r, 20));
     await env.ingest(snapshotOf([1, 2], 900));
     const found = runCli(target, env.config, ['snapshot-check', '--json']);
-    assert.equal(found.status, 2, found.stderr);
-    const lines = found.stdout.trim().split('\n');
-    assert.equal(lines.length, 1);
-    const report = JSON.parse(lines[0] ?? '{}') as { job: string; exitCode: number; tables: { orphans: { count: number } }[] };
-    assert.deepEqual([report.job, report.exitCode, report.tables[0]?.orphans.count], ['snapshot', 2, 1]);
-    // --apply tombstones the orphan; the re-snapshot anomaly remains, so the exit is still 2.
+    assert.equal(found.status, 1, found.stderr);
+    const lines = found.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    assert.deepEqual(
+      lines.slice(0, -1).map((l) => [l.table, l.kind]),
+      [
+        ['inventory.customers', 'resnapshot'],
+        ['inventory.customers', 'orphan'],
+      ],
+    );
+    assert.deepEqual((lines[1]?.detail as { key: unknown } | undefined)?.key, { id: 3 });
+    assert.equal((lines.at(-1)?.summary as { exitCode: number } | undefined)?.exitCode, 1);
+    // --apply tombstones the orphan; the re-snapshot anomaly remains, so there are still findings.
     const applied = runCli(target, env.config, ['snapshot-check', '--json', '--apply']);
-    assert.equal(JSON.parse(applied.stdout).tables[0].orphans.tombstoned, 1, applied.stderr);
+    const summary = JSON.parse(applied.stdout.trim().split('\n').at(-1) ?? '{}').summary as { tables: { tombstoned: number }[] };
+    assert.equal(summary.tables[0]?.tombstoned, 1, applied.stderr);
     const bad = runCli(target, env.config, ['snapshot-check', '--json', '--table', 'nope.nope']);
-    assert.equal(bad.status, 1);
+    assert.equal(bad.status, 2);
     assert.equal(bad.stdout, '');
   });
 

@@ -53,7 +53,17 @@ export async function planReconcile(request: ReconcileRequest, deps: JobDeps): P
   const cutoff = startedAt - (request.cutoffSeconds ?? settings.cutoffSeconds) * 1000;
   const runId = request.runId ?? `${mode}-${new Date(startedAt).toISOString().replace(/[-:.]/g, '').slice(0, 15)}-${randomBytes(3).toString('hex')}`;
   if (!/^[A-Za-z0-9._-]{1,80}$/.test(runId)) throw new JobInputError(`runId must be 1-80 characters of A-Z a-z 0-9 . _ -, got "${runId}"`);
-  const window = mode === 'window' ? { fromMs: cutoff - hours * HOUR_MS, toMs: startedAt } : null;
+  const isoMs = (name: string, text: string | undefined): number | undefined => {
+    if (text === undefined) return undefined;
+    const ms = Date.parse(text);
+    if (Number.isNaN(ms)) throw new JobInputError(`${name} must be an ISO 8601 time, got "${text}"`);
+    return ms;
+  };
+  const since = isoMs('since', request.since);
+  const until = isoMs('until', request.until);
+  if (since !== undefined && until !== undefined && since >= until) throw new JobInputError(`since (${request.since}) must be before until (${request.until})`);
+  // The window names which keys to check; their raw is read up to now, so late events count.
+  const window = mode === 'window' ? { fromMs: since ?? (until ?? cutoff) - hours * HOUR_MS, toMs: until ?? startedAt } : null;
   const run: RunContext = {
     runId,
     mode,

@@ -202,8 +202,8 @@ export async function reducePartition(input: TaskInput<number>, deps: JobDeps): 
       class: verdict,
       table: source,
       key: r?.key ?? d?.key ?? '',
-      expected: r?.w ? { position: r.w.p, op: r.w.o } : null,
-      actual: d ? { position: d.p, deleted: d.d, appliedAt: d.a } : null,
+      expected: r?.w ? { position: r.w.p, op: r.w.o, deleted: r.w.o === 'd', hash: r.w.h } : null,
+      actual: d ? { position: d.p, deleted: d.d, hash: d.h, appliedAt: d.a } : null,
       ...(repair !== undefined ? { repair } : {}),
     });
   }
@@ -211,12 +211,12 @@ export async function reducePartition(input: TaskInput<number>, deps: JobDeps): 
     for (const [id, m] of manifest) {
       const d = table.get(id);
       if (d && d.a > run.cutoff) continue;
-      if (!d || d.d) note({ class: 'manifest-missing', table: m.t, key: m.key, expected: null, actual: d ? { position: d.p, deleted: d.d, appliedAt: d.a } : null });
+      if (!d || d.d) note({ class: 'manifest-missing', table: m.t, key: m.key, expected: null, actual: d ? { position: d.p, deleted: d.d, hash: d.h, appliedAt: d.a } : null });
     }
     if (run.mode === 'full') {
       for (const [id, d] of table) {
         if (d.d || d.a > run.cutoff || manifest.has(id)) continue;
-        note({ class: 'manifest-extra', table: d.t, key: d.key, expected: null, actual: { position: d.p, deleted: d.d, appliedAt: d.a } });
+        note({ class: 'manifest-extra', table: d.t, key: d.key, expected: null, actual: { position: d.p, deleted: d.d, hash: d.h, appliedAt: d.a } });
       }
     }
   }

@@ -18,6 +18,9 @@ export interface ReconcileRequest {
   readonly manifest?: string;
   /** Run id; the scheduler leaves it out. @default derived from the start time */
   readonly runId?: string;
+  /** Window mode: arrival-time range (ISO 8601) instead of `hours`; `until` defaults to the cutoff. */
+  readonly since?: string;
+  readonly until?: string;
   /** Override of the cutoff, in seconds before the start. @default config.jobs.reconcile.cutoffSeconds */
   readonly cutoffSeconds?: number;
 }
@@ -127,8 +130,10 @@ export interface Finding {
   readonly table: string;
   /** The key as JSON text. */
   readonly key: string;
-  readonly expected: { readonly position: string; readonly op: string } | null;
-  readonly actual: { readonly position: string; readonly deleted: boolean; readonly appliedAt: number } | null;
+  /** Raw's winner: position, op, whether it is a delete, content hash (null when it could not be recomputed). */
+  readonly expected: { readonly position: string; readonly op: string; readonly deleted: boolean; readonly hash: string | null } | null;
+  /** The stored item: position, tombstone flag, `__hash`, `__appliedAt`. */
+  readonly actual: { readonly position: string; readonly deleted: boolean; readonly hash: string; readonly appliedAt: number } | null;
   /** Outcome of the repair write, when --repair ran for it. */
   readonly repair?: string;
 }
