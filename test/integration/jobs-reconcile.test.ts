@@ -11,7 +11,8 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { gunzipSync } from 'node:zlib';
 import { DeleteItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import { listObjects } from '../../functions/jobs/raw-scan.js';
 import { PutRecordsCommand } from '@aws-sdk/client-kinesis';
 import { localDeps } from '../../bin/cli/context.js';
 import { DEMO_CONFIG } from '../../bin/cli/demo.js';
@@ -159,12 +160,18 @@ describe(`reconcile on the integration target (${process.env.TIDEMARK_TARGET ?? 
     await ddb.send(new DeleteItemCommand({ TableName: name, Key: { id: { N: '1' } } }));
     // deleted-live: key 5 was deleted; a live row at its create position came back.
     await ddb.send(new PutItemCommand({ TableName: name, Item: { id: { N: '5' }, name: { S: 'c5' }, __pos: { S: older(5) }, __deleted: { BOOL: false }, __hash: { S: 'x' }, __appliedAt: { N: '1' } } }));
-    // stale: key 2's update was lost; the row is at its create position.
-    await ddb.send(new UpdateItemCommand({ TableName: name, Key: { id: { N: '2' } }, UpdateExpression: 'SET #p = :p', ExpressionAttributeNames: { '#p': '__pos' }, ExpressionAttributeValues: { ':p': { S: older(2) } } }));
+    // stale: key 2's update was lost; the row is back at its create position and value.
+    await ddb.send(
+      new UpdateItemCommand({ TableName: name, Key: { id: { N: '2' } }, UpdateExpression: 'SET #p = :p, #t = :t', ExpressionAttributeNames: { '#p': '__pos', '#t': 'tier' }, ExpressionAttributeValues: { ':p': { S: older(2) }, ':t': { S: 'basic' } } }),
+    );
     // mismatch: key 3 holds other content at the same position.
     await ddb.send(new UpdateItemCommand({ TableName: name, Key: { id: { N: '3' } }, UpdateExpression: 'SET #h = :h, #n = :n', ExpressionAttributeNames: { '#h': '__hash', '#n': 'name' }, ExpressionAttributeValues: { ':h': { S: 'tampered' }, ':n': { S: 'evil' } } }));
-    // ahead: key 7 holds a position raw never saw.
-    await ddb.send(new UpdateItemCommand({ TableName: name, Key: { id: { N: '7' } }, UpdateExpression: 'SET #p = :p', ExpressionAttributeNames: { '#p': '__pos' }, ExpressionAttributeValues: { ':p': { S: pgPosition(99_999_999, 99_999_999) } } }));
+    // ahead: key 7's last update was applied, then its raw object was lost.
+    const rawBefore = new Set((await listObjects(target.clients.s3, env.config.raw.bucket, env.config.raw.prefix)).map((o) => o.key));
+    await env.ingest([h.emit('customers', 'u', { id: 7 }, { name: 'c7', tier: 'platinum' })]);
+    const lost = (await listObjects(target.clients.s3, env.config.raw.bucket, env.config.raw.prefix)).filter((o) => !rawBefore.has(o.key));
+    assert.equal(lost.length, 1);
+    await target.clients.s3.send(new DeleteObjectCommand({ Bucket: env.config.raw.bucket, Key: lost[0]?.key }));
     // extra: key 99 was never in raw.
     await ddb.send(new PutItemCommand({ TableName: name, Item: { id: { N: '99' }, name: { S: 'ghost' }, __pos: { S: pgPosition(1, 2) }, __deleted: { BOOL: false }, __hash: { S: 'x' }, __appliedAt: { N: '1' } } }));
 
@@ -183,18 +190,21 @@ describe(`reconcile on the integration target (${process.env.TIDEMARK_TARGET ?? 
     assert.equal(window.counts.unverifiable, 1);
     assert.equal(reconcileExitCode(window), 1);
 
-    // Repair re-applies raw's winning events through the guarded writer.
-    const repaired = await reconcile(env, { mode: 'window', hours: 1, repair: true });
+    // Repair re-applies raw's winning events: through the guarded writer, and for the mismatch
+    // with the same-position guard. Critical findings are never "repaired".
+    const repaired = await reconcile(env, { mode: 'full', repair: true });
     const outcomes = Object.fromEntries((await findingsOf(target, repaired)).map((f) => [`${f.class} ${f.key}`, f.repair]));
-    assert.deepEqual(outcomes, { 'deleted-live {"id":5}': 'applied', 'missing {"id":1}': 'applied', 'mismatch {"id":3}': undefined, 'stale {"id":2}': 'applied' });
-    assert.equal(repaired.counts.repaired, 3);
+    assert.deepEqual(outcomes, { 'ahead {"id":7}': undefined, 'deleted-live {"id":5}': 'applied', 'extra {"id":99}': undefined, 'missing {"id":1}': 'applied', 'mismatch {"id":3}': 'applied', 'stale {"id":2}': 'applied' });
+    assert.equal(repaired.counts.repaired, 4);
+    assert.equal((await getRow(ddb, table, { id: 3 }))?.name, 'c3');
     const row2 = await getRow(ddb, table, { id: 2 });
     assert.equal(row2?.tier, 'gold');
     assert.equal(row2?.__pos, h.events.filter((e) => e.key.id === 2).at(-1)?.position);
     assert.equal((await getRow(ddb, table, { id: 1 }))?.name, 'c1');
     assert.equal((await getRow(ddb, table, { id: 5 }))?.__deleted, true);
     const after = await reconcile(env, { mode: 'full' });
-    assert.deepEqual(byClassKey(await findingsOf(target, after)), ['ahead {"id":7}', 'extra {"id":99}', 'mismatch {"id":3}']);
+    assert.deepEqual(byClassKey(await findingsOf(target, after)), ['ahead {"id":7}', 'extra {"id":99}']);
+    assert.equal((await reconcile(env, { mode: 'window', hours: 1 })).findings.total, 0, 'the window finds nothing left after repair');
   });
 
   it('with memory bounded to 100 keys a task, partial records of a key from several flushes merge to the same verdicts', async () => {

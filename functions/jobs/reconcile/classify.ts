@@ -23,8 +23,8 @@ export type FindingClass = (typeof FINDING_CLASSES)[number];
 
 /** Classes meaning raw itself lost data: nothing can repair them from raw. */
 export const CRITICAL_CLASSES: ReadonlySet<FindingClass> = new Set(['ahead', 'extra']);
-/** Classes a re-apply of raw's winning events through the guarded writer fixes. */
-export const REPAIRABLE_CLASSES: ReadonlySet<FindingClass> = new Set(['missing', 'deleted-live', 'stale']);
+/** Classes a re-apply of raw's winning events fixes (`mismatch` with the same-position guard of repair.ts). */
+export const REPAIRABLE_CLASSES: ReadonlySet<FindingClass> = new Set(['missing', 'deleted-live', 'stale', 'mismatch']);
 
 export interface Expected {
   /** Settled winner, or null when every raw line of the key landed after the cutoff. */

@@ -20,6 +20,7 @@ import type { ParsedRawObject } from '../../adapters/raw-reader.js';
 import { readParsed } from '../raw-scan.js';
 import { putJson, readPartition } from '../shuffle.js';
 import { type Actual, classify, type Expected, REPAIRABLE_CLASSES } from './classify.js';
+import { replaceMismatch } from './repair.js';
 import { itemKey } from './scan-table.js';
 import { eventOfLine } from './shuffle-raw.js';
 import { emptyCounts, type ChainRef, type Finding, type PartitionSummary, type RawSideRecord, type RunContext, type ShuffleRecord, type TaskInput, type TableSideRecord } from './types.js';
@@ -105,8 +106,8 @@ async function fetchRows(deps: JobDeps, table: TableConfig, keys: readonly strin
   return { rows, units };
 }
 
-/** Re-applies raw's events for one key through the guarded writer; returns the write outcome. */
-async function repairKey(deps: JobDeps, raw: MergedRaw, cache: Map<string, ParsedRawObject>): Promise<string> {
+/** Re-applies raw's events for one key (see repair.ts); returns the write outcome. */
+async function repairKey(deps: JobDeps, raw: MergedRaw, cache: Map<string, ParsedRawObject>, mismatchOf: string | null): Promise<string> {
   const events: ChangeEvent[] = [];
   for (const ref of repairChain(raw.c)) {
     let object = cache.get(ref.o);
@@ -124,6 +125,7 @@ async function repairKey(deps: JobDeps, raw: MergedRaw, cache: Map<string, Parse
   const plan = planBatch(events, (e) => deps.normalizer.keyIdOf(e));
   const write = plan.writes[0];
   if (!write) return 'unrepairable: nothing to write';
+  if (mismatchOf !== null) return replaceMismatch(deps, write, mismatchOf);
   const result = await deps.writer.write(write);
   if (result.outcome === 'failed') deps.log.warn('reconcile repair failed', { table: raw.t, key: raw.k, position: write.encodedPosition, error: result.error ? errorMessage(result.error) : 'unknown' });
   return result.outcome;
@@ -194,7 +196,7 @@ export async function reducePartition(input: TaskInput<number>, deps: JobDeps): 
     }
     let repair: string | undefined;
     if (run.repair && r && REPAIRABLE_CLASSES.has(verdict)) {
-      repair = await repairKey(deps, r, repairCache).catch((err: unknown) => `failed: ${errorMessage(err)}`);
+      repair = await repairKey(deps, r, repairCache, verdict === 'mismatch' && d ? d.h : null).catch((err: unknown) => `failed: ${errorMessage(err)}`);
       if (repair === 'applied') counts.repaired++;
       else counts.repairFailed++;
     }
