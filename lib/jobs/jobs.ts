@@ -3,7 +3,9 @@
  * reconcile (a window schedule and a full schedule) and snapshot detection. Each task function is
  * granted exactly what its step does; schedules come from `config.jobs`.
  */
-import { type RemovalPolicy, Stack, Validations, type CfnResource } from 'aws-cdk-lib';
+import { Duration, type RemovalPolicy, Stack, Validations, type CfnResource } from 'aws-cdk-lib';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as kms from 'aws-cdk-lib/aws-kms';
 import type * as sns from 'aws-cdk-lib/aws-sns';
@@ -11,6 +13,8 @@ import { Construct } from 'constructs';
 import type { TidemarkConfig } from '../../functions/commons/config.js';
 import type { CurrentState } from '../current-state.js';
 import type { RawStore } from '../raw-store.js';
+import { ALL_TABLES, RECONCILE_METRICS, RECONCILE_WINDOW_FINDINGS_METRIC, SNAPSHOT_FINDING_METRICS } from '../../functions/jobs/metric-names.js';
+import { METRIC_NAMESPACE, SERVICE_NAME } from '../defaults.js';
 import { RECONCILE_TASKS, reconcileDefinition, SNAPSHOT_TASKS, snapshotDefinition } from './definitions.js';
 import { type JobTaskProps, TidemarkJob } from './job.js';
 
@@ -34,6 +38,8 @@ export interface TidemarkJobsProps {
 export class TidemarkJobs extends Construct {
   readonly reconcile: TidemarkJob;
   readonly snapshot: TidemarkJob;
+  /** Finding alarms: `reconcile-ahead`, `reconcile-window-findings`, and one per snapshot finding kind. */
+  readonly findingAlarms: ReadonlyMap<string, cloudwatch.Alarm>;
 
   constructor(scope: Construct, id: string, props: TidemarkJobsProps) {
     super(scope, id);
@@ -118,6 +124,32 @@ export class TidemarkJobs extends Construct {
       tasks: snapshotTasks,
       schedules: [{ id: 'Detect', expression: config.jobs.snapshot.schedule, enabled: config.jobs.snapshot.enabled, input: {} }],
     });
+
+    // Finding alarms read the all-tables totals the report steps emit (table = "*").
+    const alarms = new Map<string, cloudwatch.Alarm>();
+    const findingAlarm = (id: string, metricName: string, description: string) => {
+      const alarm = new cloudwatch.Alarm(this, `${id}Alarm`, {
+        alarmName: `${config.name}-${id}`,
+        alarmDescription: description,
+        metric: new cloudwatch.Metric({
+          namespace: METRIC_NAMESPACE,
+          metricName,
+          dimensionsMap: { service: SERVICE_NAME, pipeline: config.name, table: ALL_TABLES },
+          statistic: 'Sum',
+          period: Duration.hours(1),
+        }),
+        threshold: 0,
+        evaluationPeriods: 1,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      });
+      if (props.alarmTopic) alarm.addAlarmAction(new actions.SnsAction(props.alarmTopic));
+      alarms.set(id, alarm);
+    };
+    findingAlarm('reconcile-ahead', RECONCILE_METRICS.ahead, 'Reconcile found rows ahead of raw: raw lost data (critical)');
+    findingAlarm('reconcile-window-findings', RECONCILE_WINDOW_FINDINGS_METRIC, 'The scheduled window reconcile found rows that disagree with raw');
+    for (const [kind, metric] of Object.entries(SNAPSHOT_FINDING_METRICS)) findingAlarm(`snapshot-${kind}`, metric, `Snapshot detection: ${kind}`);
+    this.findingAlarms = alarms;
 
     // Object keys are per run and per batch: the grants name prefixes, not objects.
     const stack = Stack.of(this);

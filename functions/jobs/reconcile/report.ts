@@ -9,21 +9,13 @@ import { MetricUnit } from '../../adapters/telemetry.js';
 import { listObjects } from '../raw-scan.js';
 import { getJson, putJson } from '../shuffle.js';
 import type { JobDeps } from '../deps.js';
-import { CRITICAL_CLASSES, FINDING_CLASSES, type FindingClass } from './classify.js';
+import { ALL_TABLES, RECONCILE_METRICS, RECONCILE_WINDOW_FINDINGS_METRIC } from '../metric-names.js';
+import { CRITICAL_CLASSES, FINDING_CLASSES } from './classify.js';
 import type { ScanStats } from './scan-table.js';
 import type { ShuffleStats } from './shuffle-raw.js';
 import { emptyCounts, type PartitionSummary, type ReconcileCounts, type RunContext, type TaskInput } from './types.js';
 
-/** Metric names of reconcile, one per class plus the keys checked; dimension `table`. */
-export const RECONCILE_METRICS: Readonly<Record<FindingClass | 'keys', string>> = {
-  missing: 'ReconcileMissing',
-  'deleted-live': 'ReconcileDeletedLive',
-  stale: 'ReconcileStale',
-  mismatch: 'ReconcileMismatch',
-  ahead: 'ReconcileAhead',
-  extra: 'ReconcileExtra',
-  keys: 'ReconcileKeys',
-};
+export { ALL_TABLES, RECONCILE_METRICS, RECONCILE_WINDOW_FINDINGS_METRIC } from '../metric-names.js';
 
 export interface ReconcileReport {
   readonly job: 'reconcile';
@@ -100,7 +92,9 @@ export async function reportReconcile(input: Pick<TaskInput<unknown>, 'run'>, de
   for (const table of run.tables) {
     for (const cls of FINDING_CLASSES) deps.metrics.add(table, RECONCILE_METRICS[cls], MetricUnit.Count, byTable[table]?.[cls] ?? 0);
   }
-  deps.metrics.add('*', RECONCILE_METRICS.keys, MetricUnit.Count, counts.keys);
+  for (const cls of FINDING_CLASSES) deps.metrics.add(ALL_TABLES, RECONCILE_METRICS[cls], MetricUnit.Count, byClass[cls] ?? 0);
+  if (run.mode === 'window') deps.metrics.add(ALL_TABLES, RECONCILE_WINDOW_FINDINGS_METRIC, MetricUnit.Count, total);
+  deps.metrics.add(ALL_TABLES, RECONCILE_METRICS.keys, MetricUnit.Count, counts.keys);
   deps.metrics.flush();
   deps.log.info('reconcile finished', { runId: run.runId, mode: run.mode, keys: counts.keys, findings: total, critical });
   return report;

@@ -16,6 +16,8 @@ import type { HourCounter, HourRow } from './hours.js';
 export const ANOMALY_KINDS = ['resnapshot', 'no-deletes', 'only-deletes', 'before-null-rate', 'placeholder-rate', 'silent'] as const;
 export type AnomalyKind = (typeof ANOMALY_KINDS)[number];
 
+export { SNAPSHOT_FINDING_METRICS } from '../metric-names.js';
+
 export interface Anomaly {
   readonly kind: AnomalyKind;
   readonly table: string;

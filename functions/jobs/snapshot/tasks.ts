@@ -24,7 +24,8 @@ import { type JobDeps, JobInputError, tableConfig } from '../deps.js';
 import { listObjects, listTablesRaw, readParsed } from '../raw-scan.js';
 import { scanTableRows } from '../reconcile/scan-table.js';
 import { getJson, putJson } from '../shuffle.js';
-import { type Anomaly, detectAnomalies } from './anomalies.js';
+import { ALL_TABLES, SNAPSHOT_FINDING_METRICS } from '../metric-names.js';
+import { ANOMALY_KINDS, type Anomaly, detectAnomalies } from './anomalies.js';
 import { readHourRows } from './hours.js';
 
 const HOUR_MS = 3_600_000;
@@ -78,8 +79,6 @@ export interface SnapshotReport {
   readonly report: string;
 }
 
-/** Metric names, dimension `table`. */
-export const SNAPSHOT_METRICS = { orphans: 'SnapshotOrphans', anomalies: 'SnapshotAnomalies', resnapshots: 'Resnapshots' } as const;
 
 /** Keys of orphans listed in a report (the count is always complete). */
 const MAX_LISTED_KEYS = 1000;
@@ -249,12 +248,17 @@ export async function reportSnapshot(input: SnapshotRunInput, deps: JobDeps): Pr
   const tables: TableSnapshotResult[] = [];
   for (const o of await listObjects(deps.s3, bucket, `${run.prefix}tables/`)) tables.push(await getJson<TableSnapshotResult>(deps.s3, bucket, o.key));
   let findings = 0;
+  const totals = new Map<string, number>(Object.values(SNAPSHOT_FINDING_METRICS).map((m) => [m, 0]));
+  const add = (table: string, metric: string, n: number) => {
+    deps.metrics.add(table, metric, MetricUnit.Count, n);
+    totals.set(metric, (totals.get(metric) ?? 0) + n);
+  };
   for (const t of tables) {
     findings += t.anomalies.length + (t.orphans.count - t.orphans.tombstoned);
-    deps.metrics.add(t.table, SNAPSHOT_METRICS.orphans, MetricUnit.Count, t.orphans.count);
-    deps.metrics.add(t.table, SNAPSHOT_METRICS.anomalies, MetricUnit.Count, t.anomalies.length);
-    deps.metrics.add(t.table, SNAPSHOT_METRICS.resnapshots, MetricUnit.Count, t.anomalies.some((a) => a.kind === 'resnapshot') ? 1 : 0);
+    add(t.table, SNAPSHOT_FINDING_METRICS.orphan, t.orphans.count - t.orphans.tombstoned);
+    for (const kind of ANOMALY_KINDS) add(t.table, SNAPSHOT_FINDING_METRICS[kind], t.anomalies.filter((a) => a.kind === kind).length);
   }
+  for (const [metric, n] of totals) deps.metrics.add(ALL_TABLES, metric, MetricUnit.Count, n);
   deps.metrics.flush();
   const key = `${run.prefix}report.json`;
   const report: SnapshotReport = {

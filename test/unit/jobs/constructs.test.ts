@@ -113,8 +113,30 @@ describe('jobs in the stack', () => {
     }
   });
 
-  it('alarms on failed executions', () => {
+  it('alarms on failed executions, on ahead > 0, on any window finding, and on each snapshot finding kind', () => {
     template.hasResourceProperties('AWS::CloudWatch::Alarm', { AlarmName: 'shop-reconcile-failed', Threshold: 1 });
     template.hasResourceProperties('AWS::CloudWatch::Alarm', { AlarmName: 'shop-snapshot-failed', AlarmActions: Match.anyValue() });
+    const dims = [
+      { Name: 'pipeline', Value: 'shop' },
+      { Name: 'service', Value: 'tidemark-ingest' },
+      { Name: 'table', Value: '*' },
+    ];
+    for (const [name, metric] of [
+      ['shop-reconcile-ahead', 'ReconcileAhead'],
+      ['shop-reconcile-window-findings', 'ReconcileWindowFindings'],
+      ['shop-snapshot-orphan', 'SnapshotOrphans'],
+      ['shop-snapshot-resnapshot', 'Resnapshots'],
+      ['shop-snapshot-silent', 'AnomalySilent'],
+    ]) {
+      template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        AlarmName: name,
+        MetricName: metric,
+        Namespace: 'Tidemark',
+        Dimensions: Match.arrayWith(dims.map((d) => Match.objectLike(d))),
+        Threshold: 0,
+        ComparisonOperator: 'GreaterThanThreshold',
+        AlarmActions: Match.anyValue(),
+      });
+    }
   });
 });
