@@ -89,7 +89,11 @@ export class TidemarkJobs extends Construct {
           statement('ReadTruncateWatermarks', ['dynamodb:BatchGetItem'], [status]),
         ),
       },
-      [RECONCILE_TASKS.report]: { handler: 'reconcileReport', description: 'sum partitions, write the report, emit metrics', grant: grant(list, readReports, writeReports) },
+      [RECONCILE_TASKS.report]: {
+        handler: 'reconcileReport',
+        description: 'sum partitions, write the reports, emit metrics, record the last run',
+        grant: grant(list, readReports, writeReports, statement('RecordLastRun', ['dynamodb:UpdateItem'], [status])),
+      },
     };
     this.reconcile = new TidemarkJob(this, 'Reconcile', {
       ...common,
@@ -115,7 +119,11 @@ export class TidemarkJobs extends Construct {
           statement('ReadStatusAndHours', ['dynamodb:BatchGetItem', 'dynamodb:Query'], [status]),
         ),
       },
-      [SNAPSHOT_TASKS.report]: { handler: 'snapshotReport', description: 'write the report, emit metrics', grant: grant(list, readReports, writeReports) },
+      [SNAPSHOT_TASKS.report]: {
+        handler: 'snapshotReport',
+        description: 'write the report, emit metrics, record open findings',
+        grant: grant(list, readReports, writeReports, statement('RecordOpenFindings', ['dynamodb:UpdateItem'], [status])),
+      },
     };
     this.snapshot = new TidemarkJob(this, 'Snapshot', {
       ...common,

@@ -18,7 +18,7 @@ import { localDeps } from '../../bin/cli/context.js';
 import { DEMO_CONFIG } from '../../bin/cli/demo.js';
 import { demoWorkload } from '../../bin/cli/demo-workload.js';
 import { runPoller } from '../../bin/cli/runner.js';
-import { getRow } from '../../bin/cli/state.js';
+import { getRow, statusRows } from '../../bin/cli/state.js';
 import { streamNameOf } from '../../bin/local/provision.js';
 import { reconcileExitCode, runReconcile } from '../../bin/cli/reconcile.js';
 import type { LocalProgressEvent } from '../../bin/local/stepfunctions.js';
@@ -183,6 +183,20 @@ describe(`reconcile on the integration target (${process.env.TIDEMARK_TARGET ?? 
     assert.deepEqual(full.findings.byClass, { missing: 1, 'deleted-live': 1, stale: 1, mismatch: 1, ahead: 1, extra: 1 });
     assert.equal(metrics.totals.get('public.customers:ReconcileMissing'), 1);
     assert.equal(metrics.totals.get('public.customers:ReconcileAhead'), 1);
+    assert.equal(metrics.totals.get('*:ReconcileAhead'), 1, 'the all-tables total the alarm reads');
+    // The per-table report: counts per class, the first findings per class, the full list.
+    const tableReport = full.tableReports['public.customers'];
+    assert.ok(tableReport?.findings);
+    assert.match(tableReport.report, new RegExp(`/reports/reconcile/public\\.customers/${full.runId}\\.json$`));
+    const tm = /^s3:\/\/([^/]+)\/(.+)$/.exec(tableReport.report);
+    assert.ok(tm?.[1] && tm[2]);
+    const stored = JSON.parse(await ((await target.clients.s3.send(new GetObjectCommand({ Bucket: tm[1], Key: tm[2] }))).Body as { transformToString(): Promise<string> }).transformToString());
+    assert.equal(stored.counts.stale, 1);
+    assert.deepEqual(stored.firstFindings.missing.map((f: Finding) => f.key), ['{"id":1}']);
+    // `tidemark status` reads the last run from the status table.
+    const lastRun = (await statusRows(ddb, env.config)).find((r) => r.table === 'reconcile#public.customers');
+    assert.equal(lastRun?.runId, full.runId);
+    assert.equal((lastRun?.findings as Record<string, number> | undefined)?.ahead, 1);
 
     // Window mode cannot tell `ahead` from an event before the window, nor see keys raw never had.
     const window = await reconcile(env, { mode: 'window', hours: 1 });

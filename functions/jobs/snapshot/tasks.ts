@@ -13,6 +13,7 @@
  * Holds one table's snapshot key set in memory.
  */
 import { randomBytes } from 'node:crypto';
+import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { isJsonObject, type JsonValue, parseJson } from '../../core/json.js';
 import { keyId } from '../../core/keys.js';
 import { planBatch } from '../../core/plan.js';
@@ -272,5 +273,24 @@ export async function reportSnapshot(input: SnapshotRunInput, deps: JobDeps): Pr
     report: `s3://${bucket}/${key}`,
   };
   await putJson(deps.s3, bucket, key, report);
+  // The table's open findings in the status table (`snapshot#<table>`), read by `tidemark status`.
+  for (const t of tables) {
+    const open = [...t.anomalies.map((a) => a.kind), ...(t.orphans.count > t.orphans.tombstoned ? ['orphan'] : [])];
+    await deps.dynamodb.send(
+      new UpdateItemCommand({
+        TableName: deps.config.statusTable,
+        Key: { pipeline: { S: deps.config.name }, table: { S: `snapshot#${t.table}` } },
+        UpdateExpression: 'SET #at = :at, #run = :run, #open = :open, #o = :o, #r = :r',
+        ExpressionAttributeNames: { '#at': 'lastRunAt', '#run': 'runId', '#open': 'openFindings', '#o': 'orphans', '#r': 'report' },
+        ExpressionAttributeValues: {
+          ':at': { N: String(deps.now()) },
+          ':run': { S: run.runId },
+          ':open': { L: open.map((k) => ({ S: k })) },
+          ':o': { N: String(t.orphans.count - t.orphans.tombstoned) },
+          ':r': { S: report.report },
+        },
+      }),
+    );
+  }
   return report;
 }
