@@ -37,6 +37,10 @@ export const AnomalyThresholdsSchema = z
     beforeNullRateJump: z.number().min(0).max(1).default(0.2),
     /** Placeholder rate rose by more than this (absolute share). @default 0.2 */
     placeholderRateJump: z.number().min(0).max(1).default(0.2),
+    /** Share of a table's records quarantined rose by more than this (absolute). @default 0.05 */
+    quarantineRateJump: z.number().min(0).max(1).default(0.05),
+    /** Recent updates an hour above this many times the history's hourly updates. @default 5 */
+    updateStormFactor: z.number().min(1).default(5),
     /** A table averaging at least this many events an hour in history that has had none for `silentHours`. @default 10 */
     silentMinHourlyEvents: z.number().min(0).default(10),
     /** @default 3 */

@@ -22,6 +22,8 @@ export const SNAPSHOT_FINDING_METRICS = {
   resnapshot: 'Resnapshots',
   'no-deletes': 'AnomalyNoDeletes',
   'only-deletes': 'AnomalyOnlyDeletes',
+  'update-storm': 'AnomalyUpdateStorm',
+  'quarantine-spike': 'AnomalyQuarantineSpike',
   'before-null-rate': 'AnomalyBeforeNullRate',
   'placeholder-rate': 'AnomalyPlaceholderRate',
   silent: 'AnomalySilent',

@@ -6,14 +6,17 @@
  *   resnapshot         snapshot reads in the recent hours after streamed changes earlier on
  *   no-deletes         history deletes at least `deleteShare` of changes; recent hours none
  *   only-deletes       every recent change a delete, while history mostly is not
+ *   update-storm       recent updates an hour above `updateStormFactor` times history's
  *   before-null-rate   share of updates without a before image rose by more than `beforeNullRateJump`
  *   placeholder-rate   share of events with placeholders rose by more than `placeholderRateJump`
+ *   quarantine-spike   share of records quarantined rose by more than `quarantineRateJump`
  *   silent             history averages `silentMinHourlyEvents` an hour; the last `silentHours` had none
+ *                      while another table of the pipeline had events (so the whole stream is not just idle)
  */
 import type { AnomalyThresholds } from '../../commons/jobs-config.js';
 import type { HourCounter, HourRow } from './hours.js';
 
-export const ANOMALY_KINDS = ['resnapshot', 'no-deletes', 'only-deletes', 'before-null-rate', 'placeholder-rate', 'silent'] as const;
+export const ANOMALY_KINDS = ['resnapshot', 'no-deletes', 'only-deletes', 'update-storm', 'before-null-rate', 'placeholder-rate', 'quarantine-spike', 'silent'] as const;
 export type AnomalyKind = (typeof ANOMALY_KINDS)[number];
 
 export { SNAPSHOT_FINDING_METRICS } from '../metric-names.js';
@@ -62,6 +65,16 @@ export function detectAnomalies(table: string, rows: readonly HourRow[], now: nu
     if (recent.opD === 0 && historyDeleteShare >= th.deleteShare) out.push({ kind: 'no-deletes', table, detail: { recentEvents: recent.streamed, historyDeleteShare: round(historyDeleteShare) } });
     if (recent.opD === recent.streamed && historyDeleteShare < 0.5) out.push({ kind: 'only-deletes', table, detail: { recentEvents: recent.streamed, historyDeleteShare: round(historyDeleteShare) } });
   }
+  const recentHourlyUpdates = recent.opU / th.recentHours;
+  const historyHourlyUpdates = history.opU / th.historyHours;
+  if (recent.opU >= th.minEvents && history.opU > 0 && recentHourlyUpdates > th.updateStormFactor * historyHourlyUpdates) {
+    out.push({ kind: 'update-storm', table, detail: { recentHourlyUpdates: round(recentHourlyUpdates), historyHourlyUpdates: round(historyHourlyUpdates) } });
+  }
+  if (recent.events + recent.quarantined >= th.minEvents && history.events + history.quarantined >= th.minEvents) {
+    const r = rate(recent.quarantined, recent.events + recent.quarantined);
+    const h = rate(history.quarantined, history.events + history.quarantined);
+    if (r - h > th.quarantineRateJump) out.push({ kind: 'quarantine-spike', table, detail: { recent: round(r), history: round(h) } });
+  }
   if (recent.opU >= th.minEvents && history.opU >= th.minEvents) {
     const r = rate(recent.beforeNullUpdates, recent.opU);
     const h = rate(history.beforeNullUpdates, history.opU);
@@ -73,8 +86,10 @@ export function detectAnomalies(table: string, rows: readonly HourRow[], now: nu
     if (r - h > th.placeholderRateJump) out.push({ kind: 'placeholder-rate', table, detail: { recent: round(r), history: round(h) } });
   }
   const hourly = history.events / th.historyHours;
-  const lately = total(own.filter((r) => r.hourStart + HOUR_MS > now - th.silentHours * HOUR_MS)).events;
-  if (th.silentMinHourlyEvents > 0 && hourly >= th.silentMinHourlyEvents && lately === 0) {
+  const silentFrom = now - th.silentHours * HOUR_MS;
+  const lately = total(own.filter((r) => r.hourStart + HOUR_MS > silentFrom)).events;
+  const othersFlow = total(rows.filter((r) => r.table !== table && r.hourStart + HOUR_MS > silentFrom)).events > 0;
+  if (th.silentMinHourlyEvents > 0 && hourly >= th.silentMinHourlyEvents && lately === 0 && othersFlow) {
     out.push({ kind: 'silent', table, detail: { historyHourlyEvents: round(hourly), silentHours: th.silentHours } });
   }
   return out;

@@ -208,7 +208,7 @@ export async function detectTable(input: SnapshotTableInput, deps: JobDeps): Pro
   }
 
   const th = deps.config.jobs.snapshot.anomalies;
-  const hours = await readHourRows(deps.dynamodb, deps.config.statusTable, deps.config.name, [source], run.startedAt - (th.historyHours + th.recentHours) * HOUR_MS, run.startedAt);
+  const hours = await readHourRows(deps.dynamodb, deps.config.statusTable, deps.config.name, deps.config.tables.map((t) => t.source), run.startedAt - (th.historyHours + th.recentHours) * HOUR_MS, run.startedAt);
   const anomalies = detectAnomalies(source, hours, run.startedAt, th);
   if (resnapshotReads > 0 && !anomalies.some((a) => a.kind === 'resnapshot')) {
     anomalies.push({ kind: 'resnapshot', table: source, detail: { snapshotReadsAfterStreaming: resnapshotReads, streamingSince: new Date(streamedFrom ?? 0).toISOString() } });

@@ -224,7 +224,7 @@ describe('TidemarkPipeline with a Kinesis source', () => {
   });
 
   it('alarms on iterator age, errors, dead letters, quarantine, and per table on freshness p99, conflicts and stale rate', () => {
-    template.resourceCountIs('AWS::CloudWatch::Alarm', 4 + 3 * 3 + 11); // + the jobs' alarms (test/unit/jobs/constructs.test.ts)
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 4 + 3 * 3 + 13); // + the jobs' alarms (test/unit/jobs/constructs.test.ts)
     template.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'IteratorAge', Namespace: 'AWS/Lambda', Statistic: 'Maximum', Threshold: 300_000 });
     template.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'Errors', Namespace: 'AWS/Lambda', Threshold: 0 });
     template.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'ApproximateNumberOfMessagesVisible', Namespace: 'AWS/SQS', Threshold: 0 });

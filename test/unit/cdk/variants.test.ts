@@ -54,7 +54,7 @@ describe('TidemarkPipeline with an MSK source', () => {
 
   it('shows offset lag instead of an iterator-age alarm', () => {
     assert.equal(Object.keys(template.findResources('AWS::CloudWatch::Alarm', { Properties: { MetricName: 'IteratorAge' } })).length, 0);
-    template.resourceCountIs('AWS::CloudWatch::Alarm', 3 + 3 * 3 + 11); // + the jobs' alarms (test/unit/jobs/constructs.test.ts)
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 3 + 3 * 3 + 13); // + the jobs' alarms (test/unit/jobs/constructs.test.ts)
   });
 });
 

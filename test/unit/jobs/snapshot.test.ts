@@ -32,8 +32,14 @@ describe('anomalies against history', () => {
     assert.deepEqual(kinds([...history(), hour(1, { opC: 100, opU: 300, opD: 30, beforeNullUpdates: 250, placeholders: 16 })]), ['before-null-rate']);
     assert.deepEqual(kinds([...history(), hour(1, { opC: 100, opU: 300, opD: 30, placeholders: 300 })]), ['placeholder-rate']);
   });
-  it('flags a table gone silent, and a re-snapshot after streaming', () => {
-    assert.deepEqual(kinds(history()), ['silent']);
+  it('flags an update storm and a quarantine spike', () => {
+    assert.deepEqual(kinds([...history(), hour(1, { opC: 100, opU: 3000, opD: 30, placeholders: 160 })]), ['update-storm']);
+    assert.deepEqual(kinds([...history(), hour(1, { opC: 100, opU: 200, opD: 30, placeholders: 16, quarantined: 100 })]), ['quarantine-spike']);
+  });
+  it('flags a table gone silent while another table flows, and a re-snapshot after streaming', () => {
+    const others = [hour(0, { opC: 5 }, 'other')];
+    assert.deepEqual(kinds([...history(), ...others]), ['silent']);
+    assert.deepEqual(kinds(history()), [], 'the whole stream is idle, not only this table');
     assert.deepEqual(kinds([...history(), hour(1, { opR: 500, snapshotEvents: 500, opU: 200, opD: 30, opC: 100 })]), ['resnapshot']);
   });
   it('stays quiet without enough events to judge', () => {
