@@ -85,7 +85,7 @@ export class TidemarkJobs extends Construct {
           readReports,
           writeReports,
           statement('SpillRepairedRows', ['s3:PutObject'], [rawStore.objectsUnder(`${config.raw.prefix}spill/`)]),
-          statement('ReadAndRepairTargets', ['dynamodb:BatchGetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'], targets),
+          statement('ReadAndRepairTargets', ['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'], targets),
           statement('ReadTruncateWatermarks', ['dynamodb:BatchGetItem'], [status]),
         ),
       },

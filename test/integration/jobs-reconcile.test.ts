@@ -243,6 +243,31 @@ describe(`reconcile on the integration target (${process.env.TIDEMARK_TARGET ?? 
     assert.deepEqual(byClassKey(await findingsOf(target, report)), ['stale {"id":42}']);
   });
 
+  it('a clean stream reconciles with no findings while ingest keeps running', async () => {
+    const env = await JobsEnv.create(target, base);
+    configs.push(env.config);
+    const h = workload(400);
+    const events = h.events;
+    const settled = events.slice(0, 200);
+    await env.ingest(settled.slice(0, 100));
+    await env.ingest(settled.slice(100));
+    await new Promise((r) => setTimeout(r, 2500));
+    // Ingest goes on in small batches while reconcile runs with a 2-second cutoff.
+    let stop = false;
+    const ingesting = (async () => {
+      for (let i = 200; i < events.length && !stop; i += 20) await env.ingest(events.slice(i, i + 20));
+    })();
+    try {
+      for (const mode of ['full', 'window'] as const) {
+        const report = await reconcile(env, { mode, cutoffSeconds: 2 });
+        assert.equal(report.findings.total, 0, `${mode}: ${JSON.stringify(report.findings.byClass)}`);
+      }
+    } finally {
+      stop = true;
+      await ingesting;
+    }
+  });
+
   it('leaves what ingest may still be applying alone: nothing is a finding before the cutoff', async () => {
     const { env } = await fresh(10);
     const table = env.config.tables[0];

@@ -4,7 +4,7 @@
  * mode: the scanned records), classifies every key, optionally repairs, and writes the findings
  * and a summary. Memory holds one partition's keys.
  */
-import { type AttributeValue, BatchGetItemCommand, type BatchGetItemCommandOutput } from '@aws-sdk/client-dynamodb';
+import { type AttributeValue, BatchGetItemCommand, type BatchGetItemCommandOutput, GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
@@ -106,6 +106,24 @@ async function fetchRows(deps: JobDeps, table: TableConfig, keys: readonly strin
   return { rows, units };
 }
 
+const actualOf = (d: TableSideRecord): Actual => ({ position: d.p, deleted: d.d, hash: d.h, appliedAt: d.a });
+
+/** One row, strongly consistent (a finding is confirmed against the table as it is now). */
+async function readConsistent(deps: JobDeps, table: TableConfig, keyText: string): Promise<{ row: TableSideRecord | null; units: number }> {
+  const key = parseJson(keyText);
+  if (!isJsonObject(key)) return { row: null, units: 0 };
+  const attrs = PROJECTION_ATTRS(table);
+  const names = Object.fromEntries(attrs.map((a, i) => [`#p${i}`, a]));
+  const res = await deps.dynamodb.send(
+    new GetItemCommand({ TableName: table.target, Key: keyAttributes(table, key), ConsistentRead: true, ProjectionExpression: Object.keys(names).join(', '), ExpressionAttributeNames: names, ReturnConsumedCapacity: 'TOTAL' }),
+  );
+  const units = res.ConsumedCapacity?.CapacityUnits ?? 0;
+  if (!res.Item) return { row: null, units };
+  const decoded = decodeItem(table, res.Item);
+  const { id, key: text } = itemKey(table, res.Item);
+  return { row: { s: 'd', t: table.source, k: id, key: text, p: decoded.position, d: decoded.deleted, h: decoded.contentHash, a: decoded.appliedAt ?? 0 }, units };
+}
+
 /** Re-applies raw's events for one key (see repair.ts); returns the write outcome. */
 async function repairKey(deps: JobDeps, raw: MergedRaw, cache: Map<string, ParsedRawObject>, mismatchOf: string | null): Promise<string> {
   const events: ChangeEvent[] = [];
@@ -179,12 +197,24 @@ export async function reducePartition(input: TaskInput<number>, deps: JobDeps): 
   counts.keys = ids.size;
   for (const id of ids) {
     const r = raw.get(id);
-    const d = table.get(id);
+    let d = table.get(id);
     const source = r?.t ?? d?.t ?? '';
     const expected: Expected | undefined = r ? { winner: r.w ? { position: r.w.p, op: r.w.o, hash: r.w.h, conflict: r.w.x } : null, maxPosition: r.m } : undefined;
-    const actual: Actual | undefined = d ? { position: d.p, deleted: d.d, hash: d.h, appliedAt: d.a } : undefined;
     const wm = watermarks.get(source);
-    const verdict = classify(expected, actual, { mode: run.mode, cutoff: run.cutoff, ...(wm !== undefined ? { truncateWatermark: wm } : {}) });
+    const ctx = { mode: run.mode, cutoff: run.cutoff, ...(wm !== undefined ? { truncateWatermark: wm } : {}) };
+    let verdict = classify(expected, d ? actualOf(d) : undefined, ctx);
+    if (verdict !== 'ok' && verdict !== 'in-flight' && verdict !== 'unverifiable') {
+      // The scan or batch read may be minutes old: re-read the row consistently before reporting.
+      const key = r?.key ?? d?.key;
+      if (key !== undefined) {
+        const fresh = await readConsistent(deps, tableConfig(deps.config, source), key);
+        counts.readUnits += fresh.units;
+        if (fresh.row) table.set(id, fresh.row);
+        else table.delete(id);
+        d = fresh.row ?? undefined;
+        verdict = classify(expected, d ? actualOf(d) : undefined, ctx);
+      }
+    }
     if (verdict === 'ok') continue;
     if (verdict === 'in-flight') {
       counts.inFlight++;
