@@ -21,6 +21,7 @@ import { runPoller } from '../../bin/cli/runner.js';
 import { getRow, statusRows } from '../../bin/cli/state.js';
 import { streamNameOf } from '../../bin/local/provision.js';
 import { reconcileExitCode, runReconcile } from '../../bin/cli/reconcile.js';
+import { runSnapshotCheck } from '../../bin/cli/snapshot-check.js';
 import type { LocalProgressEvent } from '../../bin/local/stepfunctions.js';
 import { parseConfig, type TidemarkConfig } from '../../functions/commons/config.js';
 import type { Finding } from '../../functions/jobs/reconcile/types.js';
@@ -110,7 +111,7 @@ describe(`reconcile on the integration target (${process.env.TIDEMARK_TARGET ?? 
     assert.deepEqual(JSON.parse(await (stored.Body as { transformToString(): Promise<string> }).transformToString()), window);
   });
 
-  it('the demo stream (snapshot, TOAST placeholders, deletes, a redelivered window) applied through Kinesis reconciles clean', async () => {
+  it('the demo stream (snapshot, TOAST placeholders, deletes, a redelivered window) applied through Kinesis: no findings of either job', async () => {
     const config = uniqueConfig(parseConfig(DEMO_CONFIG));
     configs.push(config);
     await target.setup(config);
@@ -143,6 +144,15 @@ describe(`reconcile on the integration target (${process.env.TIDEMARK_TARGET ?? 
       assert.equal(report.counts.unmatchedRawLines, 0, 'every raw line re-normalizes to its key and position');
       assert.ok(report.counts.keys >= 160);
     }
+    const snapshot = await runSnapshotCheck(config, target.clients, {}, { log: memoryLog() });
+    assert.deepEqual(
+      snapshot.tables.map((t) => [t.table, t.anomalies.map((a) => a.kind), t.orphans.count, t.snapshot !== null]),
+      [
+        ['public.customers', [], 0, true],
+        ['public.orders', [], 0, true],
+      ],
+    );
+    assert.equal(snapshot.findings, 0);
   });
 
   it('finds each kind of tampering as its class, and only that; repair fixes what raw can fix', async () => {

@@ -116,33 +116,43 @@ interface SnapshotLine {
 }
 
 /**
- * The latest complete snapshot among the reads: from its end marker back to its start marker (or,
- * without one, to the first read after the previous end marker), in arrival order. Arrival, not
- * position: a PostgreSQL snapshot read carries no commit LSN, so its position sorts below every
- * streamed change.
+ * Splits snapshot reads (in arrival order) into sessions: a session begins at a start marker, or at
+ * the first read after an end marker, and ends at an end marker. Arrival, not position: a PostgreSQL
+ * snapshot read carries no commit LSN, so its position sorts below every streamed change.
  */
-export function completeSnapshot(reads: readonly SnapshotLine[]): { start: number; end: SnapshotLine; keys: Set<string> } | null {
-  const ordered = [...reads].sort((a, b) => a.arrival - b.arrival);
-  let endIndex = -1;
-  ordered.forEach((l, i) => {
-    if (isLast(l.marker)) endIndex = i;
-  });
-  const end = ordered[endIndex];
-  if (!end) return null;
-  let startIndex = 0;
-  for (let i = endIndex - 1; i >= 0; i--) {
-    const m = ordered[i]?.marker ?? null;
-    if (isLast(m)) {
-      startIndex = i + 1;
-      break;
+export function snapshotSessions(reads: readonly SnapshotLine[]): SnapshotLine[][] {
+  const sessions: SnapshotLine[][] = [];
+  let current: SnapshotLine[] = [];
+  for (const l of [...reads].sort((a, b) => a.arrival - b.arrival)) {
+    if (isFirst(l.marker) && current.length > 0) {
+      sessions.push(current);
+      current = [];
     }
-    if (isFirst(m)) {
-      startIndex = i;
-      break;
+    current.push(l);
+    if (isLast(l.marker)) {
+      sessions.push(current);
+      current = [];
     }
   }
-  const session = ordered.slice(startIndex, endIndex + 1);
-  return { start: session[0]?.arrival ?? end.arrival, end, keys: new Set(session.map((l) => l.id)) };
+  if (current.length > 0) sessions.push(current);
+  return sessions;
+}
+
+/**
+ * The latest complete snapshot of a table: the latest session that ends in an end marker, or that
+ * streamed changes of the table followed (Debezium marks `last` only on the last row of the whole
+ * snapshot, which may belong to another table, and streams only once the snapshot is done).
+ */
+export function completeSnapshot(reads: readonly SnapshotLine[], lastStreamed: number | null = null): { start: number; end: SnapshotLine; keys: Set<string> } | null {
+  const sessions = snapshotSessions(reads);
+  for (let i = sessions.length - 1; i >= 0; i--) {
+    const session = sessions[i] ?? [];
+    const first = session[0];
+    const end = session[session.length - 1];
+    if (!first || !end) continue;
+    if (isLast(end.marker) || (lastStreamed !== null && lastStreamed > end.arrival)) return { start: first.arrival, end, keys: new Set(session.map((l) => l.id)) };
+  }
+  return null;
 }
 
 export async function detectTable(input: SnapshotTableInput, deps: JobDeps): Promise<TableSnapshotResult> {
@@ -150,6 +160,7 @@ export async function detectTable(input: SnapshotTableInput, deps: JobDeps): Pro
   const table = tableConfig(deps.config, source);
   const bucket = deps.config.raw.bucket;
   let firstStreamed: number | null = null;
+  let lastStreamed: number | null = null;
   const reads: SnapshotLine[] = [];
   for (const object of await listTablesRaw(deps.s3, bucket, deps.config.raw.prefix, [source], { fromMs: run.lookbackFromMs, toMs: run.startedAt })) {
     const parsed = await readParsed(deps.s3, bucket, object.key);
@@ -160,6 +171,7 @@ export async function detectTable(input: SnapshotTableInput, deps: JobDeps): Pro
         if (line.kind !== 'change' || line.table !== source || line.position === null || line.key === null || line.op === 't') continue;
         if (line.op !== 'r') {
           if (firstStreamed === null || arrival < firstStreamed) firstStreamed = arrival;
+          if (lastStreamed === null || arrival > lastStreamed) lastStreamed = arrival;
           continue;
         }
         if (marker === undefined) {
@@ -174,10 +186,12 @@ export async function detectTable(input: SnapshotTableInput, deps: JobDeps): Pro
       }
     }
   }
+  // A re-snapshot is a session that began after streaming did (reads of the initial snapshot may
+  // share a delivery with the first streamed changes).
   const streamedFrom = firstStreamed;
-  const resnapshotReads = streamedFrom === null ? 0 : reads.filter((l) => l.arrival > streamedFrom).length;
+  const resnapshotReads = streamedFrom === null ? 0 : snapshotSessions(reads).filter((s) => (s[0]?.arrival ?? 0) > streamedFrom).reduce((n, s) => n + s.length, 0);
 
-  const complete = completeSnapshot(reads);
+  const complete = completeSnapshot(reads, lastStreamed);
   let snapshot: TableSnapshotResult['snapshot'] = null;
   let count = 0;
   let tombstoned = 0;

@@ -69,6 +69,11 @@ describe('complete snapshot', () => {
     assert.deepEqual([...(found?.keys ?? [])].sort(), ['a', 'b']);
     assert.equal(completeSnapshot([read(1, 'a', 'first'), read(2, 'b', 'true')]), null);
   });
+  it("is complete once the table's streamed changes followed it (the end marker may be on another table)", () => {
+    const reads = [read(1, 'a', 'first'), read(2, 'b', 'true')];
+    assert.equal(completeSnapshot(reads, 2), null, 'no change after the last read');
+    assert.deepEqual([...(completeSnapshot(reads, 3)?.keys ?? [])].sort(), ['a', 'b']);
+  });
   it("reads Debezium's source.snapshot, bare or schema-wrapped", () => {
     assert.equal(snapshotMarker({ source: { snapshot: 'last' } }), 'last');
     assert.equal(snapshotMarker({ schema: {}, payload: { source: { snapshot: 'first' } } }), 'first');
