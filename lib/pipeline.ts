@@ -27,6 +27,7 @@ import {
 import { createPipelineKey } from './encryption.js';
 import { History } from './history.js';
 import { chunksBySize, IngestFunction } from './ingest-function.js';
+import { TidemarkJobs } from './jobs/jobs.js';
 import { TidemarkMetricFactory } from './metrics.js';
 import { Monitoring } from './monitoring.js';
 import { S3OnFailure } from './on-failure.js';
@@ -175,7 +176,9 @@ export class TidemarkPipeline extends Construct {
   /** The topic and group ARN patterns granted when hundreds of topics share a prefix (else undefined: exact ARNs). */
   kafkaAccessByPrefix?: { readonly topics: string; readonly groups: string };
   /** The replay and erase state machines (docs/replay.md). */
-  readonly jobs: ReplayJobs;
+  readonly replay: ReplayJobs;
+  /** Reconcile and snapshot detection: one state machine each, on EventBridge Scheduler schedules (docs/jobs.md). */
+  readonly jobs: TidemarkJobs;
 
   constructor(scope: Construct, id: string, props: TidemarkPipelineProps) {
     super(scope, id);
@@ -232,7 +235,7 @@ export class TidemarkPipeline extends Construct {
     this.history = new History(this, 'History', { pipelineName: config.name, rawPrefix: config.raw.prefix, bucket: this.rawStore.bucket });
     // A stand-in ingest handler (tests, offline synth) stands in for the job handlers too: one bundle.
     const entries = props.ingestEntry ? { replay: props.ingestEntry, erase: props.ingestEntry } : undefined;
-    this.jobs = new ReplayJobs(this, 'Jobs', { config, rawStore: this.rawStore, currentState: this.currentState, removalPolicy, entries, ...withKey });
+    this.replay = new ReplayJobs(this, 'Replay', { config, rawStore: this.rawStore, currentState: this.currentState, removalPolicy, entries, ...withKey });
     this.metrics = new TidemarkMetricFactory({ pipeline: config.name });
     if (props.monitoring ?? true) {
       this.monitoring = new Monitoring(this, 'Monitoring', {
@@ -244,6 +247,14 @@ export class TidemarkPipeline extends Construct {
         ...(key ? { topicKey: key } : {}),
       });
     }
+    this.jobs = new TidemarkJobs(this, 'Jobs', {
+      config,
+      rawStore: this.rawStore,
+      currentState: this.currentState,
+      removalPolicy,
+      ...(this.monitoring ? { alarmTopic: this.monitoring.alarmTopic } : {}),
+      ...withKey,
+    });
     this.addOutputs(config);
   }
 

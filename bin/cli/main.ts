@@ -12,6 +12,8 @@ import { runPlan } from './plan.js';
 import { runPoller } from './runner.js';
 import { registerReplay } from './replay.js';
 import { registerErase } from './erase.js';
+import { registerReconcile } from './reconcile.js';
+import { registerSnapshotCheck } from './snapshot-check.js';
 import { getRow, scanTable, statusRows, statusTable, stringifyJson, tableOrThrow } from './state.js';
 
 const out = (line: string) => process.stdout.write(`${line}\n`);
@@ -168,6 +170,8 @@ export function program(): Command {
     });
   registerReplay(p);
   registerErase(p);
+  registerReconcile(p);
+  registerSnapshotCheck(p);
   return p;
 }
 

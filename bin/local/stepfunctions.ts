@@ -197,7 +197,7 @@ export async function runLocalStateMachine(definition: Json, input: JsonValue, o
     return output;
   } catch (err) {
     await progress.catch(() => undefined);
-    const cause = err instanceof Error ? (err as Error & { cause?: unknown }).cause : undefined;
+    const cause: unknown = err instanceof Error ? err.cause : undefined;
     const name = cause instanceof Error ? cause.name : err instanceof Error ? err.name : undefined;
     const message = cause instanceof Error ? cause.message : err instanceof Error ? err.message : String(err);
     throw new LocalStateMachineError(`execution failed: ${name ?? 'Error'}: ${message}`, name, { cause: err });

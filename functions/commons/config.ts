@@ -17,6 +17,7 @@ import { z } from 'zod';
 import { FORMAT_NAMES } from '../core/formats/names.js';
 import { ConfigError, errorMessage } from '../core/errors.js';
 import { ReplayConfigSchema } from './replay-config.js';
+import { JobsConfigSchema } from './jobs-config.js';
 
 const RESERVED_PREFIX = '__';
 const FORMATS = ['auto', ...FORMAT_NAMES] as const;
@@ -254,6 +255,7 @@ const ConfigInputSchema = strict({
   /** CloudWatch Logs retention. @default 30 */
   logRetentionDays: z.number().int().positive().default(30),
   replay: ReplayConfigSchema,
+  jobs: JobsConfigSchema,
 });
 
 type Parsed = z.output<typeof ConfigInputSchema>;

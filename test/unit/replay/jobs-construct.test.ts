@@ -30,20 +30,20 @@ describe('ReplayJobs construct', () => {
   });
 
   it('lets replay read raw and write under the guard, never delete objects; lets erase rewrite raw with its versions', () => {
-    const replay = actions(statementsOf(template, 'PipelineJobsReplayRole'));
-    const erase = actions(statementsOf(template, 'PipelineJobsEraseRole'));
+    const replay = actions(statementsOf(template, 'PipelineReplayReplayRole'));
+    const erase = actions(statementsOf(template, 'PipelineReplayEraseRole'));
     for (const a of ['s3:GetObject', 'dynamodb:BatchGetItem', 'dynamodb:PutItem', 'dynamodb:CreateTable']) assert.ok(replay.has(a), a);
     for (const a of ['s3:DeleteObject', 's3:DeleteObjectVersion', 'dynamodb:DeleteTable']) assert.equal(replay.has(a), false, a);
     for (const a of ['s3:DeleteObject', 's3:DeleteObjectVersion', 's3:ListBucketVersions', 'dynamodb:DeleteItem']) assert.ok(erase.has(a), a);
     for (const a of ['dynamodb:CreateTable', 'dynamodb:DeleteTable', 'dynamodb:Scan']) assert.equal(erase.has(a), false, a);
-    const fresh = statementsOf(template, 'PipelineJobsReplayRole').find((s) => s.Sid === 'CreateFreshTables');
+    const fresh = statementsOf(template, 'PipelineReplayReplayRole').find((s) => s.Sid === 'CreateFreshTables');
     assert.match(JSON.stringify(fresh?.Resource), /table\/shop-\*/);
   });
 
   it('with a Secrets Manager ledger key: the Parameters and Secrets extension and that one secret', () => {
     const t = templateOf(testConfig({ replay: { erase: { ledgerKeySecret: 'secretsmanager:shop/erase-key' } } }));
     t.hasResourceProperties('AWS::Lambda::Function', { FunctionName: 'shop-erase', Layers: Match.anyValue() });
-    const s = statementsOf(t, 'PipelineJobsEraseRole').find((x) => x.Sid === 'ReadLedgerKey');
+    const s = statementsOf(t, 'PipelineReplayEraseRole').find((x) => x.Sid === 'ReadLedgerKey');
     assert.match(JSON.stringify(s?.Resource), /secret:shop\/erase-key-\?\?\?\?\?\?/);
   });
 });

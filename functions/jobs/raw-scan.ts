@@ -1,0 +1,87 @@
+/**
+ * Raw for the jobs, on top of the shared raw reader (`functions/adapters/raw-reader.ts`): list the
+ * raw objects of some tables (all of them, or those overlapping an arrival-time range), read one
+ * object into delivered records with their lines, and list any prefix (the jobs' scratch space).
+ */
+import { ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
+import { decodeTableSegment, hourOverlaps, legacyTableSegment, type ParsedRawObject, parseRawObject, parseRawObjectKey, readRawObject } from '../adapters/raw-reader.js';
+import { rawObjectKey } from '../adapters/raw-store.js';
+
+const HOUR_MS = 3_600_000;
+
+export interface ObjectRef {
+  readonly key: string;
+  /** When S3 last stored the object (epoch ms): a retried batch rewrites it. */
+  readonly lastModified: number;
+  readonly size: number;
+}
+
+/** Every object under a prefix, in key order. */
+export async function listObjects(s3: S3Client, bucket: string, prefix: string): Promise<ObjectRef[]> {
+  const out: ObjectRef[] = [];
+  let token: string | undefined;
+  do {
+    const res = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }));
+    for (const o of res.Contents ?? []) {
+      if (o.Key) out.push({ key: o.Key, lastModified: o.LastModified?.getTime() ?? 0, size: o.Size ?? 0 });
+    }
+    token = res.IsTruncated ? res.NextContinuationToken : undefined;
+  } while (token);
+  return out;
+}
+
+/** The table segments a table's objects may sit under: the ingest's current encoding and the first, lossy one. */
+export function candidateSegments(rawPrefix: string, table: string): string[] {
+  const sample = rawObjectKey(rawPrefix, table, { shard: 's', firstSequence: '0', lastSequence: '0', firstArrival: 0 }, '0');
+  const current = sample.slice(`${rawPrefix}table=`.length, sample.indexOf('/dt='));
+  return [...new Set([current, legacyTableSegment(table)])];
+}
+
+/** The hour partitions `dt=…/hr=…/` from `fromMs` to `toMs`, with an hour of slack before (a batch lands in its first record's hour). */
+export function hourPartitions(fromMs: number, toMs: number): string[] {
+  const out: string[] = [];
+  for (let t = Math.floor(fromMs / HOUR_MS) * HOUR_MS - HOUR_MS; t <= toMs; t += HOUR_MS) {
+    const iso = new Date(t).toISOString();
+    out.push(`dt=${iso.slice(0, 10)}/hr=${iso.slice(11, 13)}/`);
+  }
+  return out;
+}
+
+/**
+ * The raw objects of the given tables; with a range, those that can hold records that arrived in
+ * it. Listed by plain prefixes (no delimiter listing: s3rver answers those with nothing), and each
+ * key is checked against the layout and its table segment (a lossy segment may be shared).
+ */
+export async function listTablesRaw(
+  s3: S3Client,
+  bucket: string,
+  rawPrefix: string,
+  tables: readonly string[],
+  range?: { readonly fromMs: number; readonly toMs: number },
+): Promise<ObjectRef[]> {
+  const seen = new Set<string>();
+  const out: ObjectRef[] = [];
+  for (const table of tables) {
+    const legacy = legacyTableSegment(table);
+    for (const segment of candidateSegments(rawPrefix, table)) {
+      const base = `${rawPrefix}table=${segment}/`;
+      const prefixes = range ? hourPartitions(range.fromMs, range.toMs).map((h) => base + h) : [base];
+      for (const prefix of prefixes) {
+        for (const o of await listObjects(s3, bucket, prefix)) {
+          const parts = parseRawObjectKey(rawPrefix, o.key);
+          if (!parts || parts.tableSegment !== segment || (segment !== legacy && decodeTableSegment(segment) !== table)) continue;
+          if (range && !hourOverlaps(parts.hourStart, { since: range.fromMs, until: range.toMs + 1 })) continue;
+          if (seen.has(o.key)) continue;
+          seen.add(o.key);
+          out.push(o);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+/** Reads one raw object into its delivered records (with the lines each produced) and problems. */
+export async function readParsed(s3: S3Client, bucket: string, key: string): Promise<ParsedRawObject> {
+  return parseRawObject(await readRawObject(s3, bucket, key), key);
+}

@@ -1,0 +1,264 @@
+/**
+ * Step 4 of reconcile (reduce): one hash partition. Merges the raw-side records of each key (from
+ * every map task), fetches the table side (window mode: BatchGetItem of the partition's keys; full
+ * mode: the scanned records), classifies every key, optionally repairs, and writes the findings
+ * and a summary. Memory holds one partition's keys.
+ */
+import { type AttributeValue, BatchGetItemCommand, type BatchGetItemCommandOutput, GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { promisify } from 'node:util';
+import { gzip } from 'node:zlib';
+import { PutObjectCommand } from '@aws-sdk/client-s3';
+import type { TableConfig } from '../../commons/config.js';
+import { errorMessage, TidemarkError } from '../../core/errors.js';
+import { isJsonObject, parseJson } from '../../core/json.js';
+import { keyLayout } from '../../core/keys.js';
+import { planBatch } from '../../core/plan.js';
+import type { ChangeEvent } from '../../core/types.js';
+import { decodeItem, keyAttributes, META } from '../../adapters/item-codec.js';
+import { type JobDeps, tableConfig } from '../deps.js';
+import type { ParsedRawObject } from '../../adapters/raw-reader.js';
+import { readParsed } from '../raw-scan.js';
+import { putJson, readPartition } from '../shuffle.js';
+import { type Actual, classify, type Expected, REPAIRABLE_CLASSES } from './classify.js';
+import { replaceMismatch } from './repair.js';
+import { itemKey } from './scan-table.js';
+import { eventOfLine } from './shuffle-raw.js';
+import { emptyCounts, type ChainRef, type Finding, type PartitionSummary, type RawSideRecord, type RunContext, type ShuffleRecord, type TaskInput, type TableSideRecord } from './types.js';
+
+const gzipAsync = promisify(gzip);
+
+interface MergedRaw {
+  t: string;
+  k: string;
+  key: string;
+  w: { p: string; o: string; h: string | null; x: boolean } | null;
+  m: string;
+  c: ChainRef[];
+}
+
+function mergeRaw(into: MergedRaw | undefined, r: RawSideRecord): MergedRaw {
+  if (!into) return { t: r.t, k: r.k, key: r.key, w: r.w ? { ...r.w } : null, m: r.m, c: [...r.c] };
+  if (r.m > into.m) into.m = r.m;
+  if (r.w) {
+    if (!into.w || r.w.p > into.w.p) into.w = { ...r.w };
+    else if (r.w.p === into.w.p) {
+      const differ = r.w.h !== null && into.w.h !== null && r.w.h !== into.w.h;
+      into.w.x = into.w.x || r.w.x || differ;
+      if (into.w.h === null) into.w.h = r.w.h;
+    }
+  }
+  into.c.push(...r.c);
+  return into;
+}
+
+/** The events a repair re-applies: from the last full image or delete on, oldest first. */
+export function repairChain(chain: readonly ChainRef[]): ChainRef[] {
+  const sorted = [...chain].sort((a, b) => (a.p < b.p ? -1 : a.p > b.p ? 1 : 0));
+  let anchor = 0;
+  sorted.forEach((c, i) => {
+    if (c.f) anchor = i;
+  });
+  return sorted.slice(anchor);
+}
+
+const PROJECTION_ATTRS = (table: TableConfig): string[] => {
+  const layout = keyLayout(table);
+  return [layout.partitionKey.name, ...(layout.sortKey ? [layout.sortKey.name] : []), ...(layout.composite ? table.key : []), META.position, META.deleted, META.hash, META.appliedAt];
+};
+
+/** BatchGetItem of keys (eventually consistent: rows older than the cutoff have long settled). */
+async function fetchRows(deps: JobDeps, table: TableConfig, keys: readonly string[]): Promise<{ rows: Map<string, TableSideRecord>; units: number }> {
+  const rows = new Map<string, TableSideRecord>();
+  let units = 0;
+  const attrs = PROJECTION_ATTRS(table);
+  const names = Object.fromEntries(attrs.map((a, i) => [`#p${i}`, a]));
+  const projection = Object.keys(names).join(', ');
+  for (let i = 0; i < keys.length; i += 100) {
+    const seen = new Set<string>();
+    let request: Record<string, AttributeValue>[] = [];
+    for (const text of keys.slice(i, i + 100)) {
+      const key = parseJson(text);
+      if (!isJsonObject(key)) continue;
+      const attrsOfKey = keyAttributes(table, key);
+      const id = JSON.stringify(attrsOfKey);
+      if (seen.has(id)) continue;
+      seen.add(id);
+      request.push(attrsOfKey);
+    }
+    for (let round = 0; request.length > 0; round++) {
+      if (round > 0) await new Promise((r) => setTimeout(r, Math.min(50 * 2 ** round, 2000)));
+      const res: BatchGetItemCommandOutput = await deps.dynamodb.send(
+        new BatchGetItemCommand({
+          RequestItems: { [table.target]: { Keys: request, ProjectionExpression: projection, ExpressionAttributeNames: names } },
+          ReturnConsumedCapacity: 'TOTAL',
+        }),
+      );
+      for (const c of res.ConsumedCapacity ?? []) units += c.CapacityUnits ?? 0;
+      for (const item of res.Responses?.[table.target] ?? []) {
+        const decoded = decodeItem(table, item);
+        const { id, key } = itemKey(table, item);
+        rows.set(`${table.source}\u0000${id}`, { s: 'd', t: table.source, k: id, key, p: decoded.position, d: decoded.deleted, h: decoded.contentHash, a: decoded.appliedAt ?? 0 });
+      }
+      request = res.UnprocessedKeys?.[table.target]?.Keys ?? [];
+      if (round > 20 && request.length > 0) throw new TidemarkError(`BatchGetItem on ${table.target} kept returning unprocessed keys`, { context: { table: table.source } });
+    }
+  }
+  return { rows, units };
+}
+
+const actualOf = (d: TableSideRecord): Actual => ({ position: d.p, deleted: d.d, hash: d.h, appliedAt: d.a });
+
+/** One row, strongly consistent (a finding is confirmed against the table as it is now). */
+async function readConsistent(deps: JobDeps, table: TableConfig, keyText: string): Promise<{ row: TableSideRecord | null; units: number }> {
+  const key = parseJson(keyText);
+  if (!isJsonObject(key)) return { row: null, units: 0 };
+  const attrs = PROJECTION_ATTRS(table);
+  const names = Object.fromEntries(attrs.map((a, i) => [`#p${i}`, a]));
+  const res = await deps.dynamodb.send(
+    new GetItemCommand({ TableName: table.target, Key: keyAttributes(table, key), ConsistentRead: true, ProjectionExpression: Object.keys(names).join(', '), ExpressionAttributeNames: names, ReturnConsumedCapacity: 'TOTAL' }),
+  );
+  const units = res.ConsumedCapacity?.CapacityUnits ?? 0;
+  if (!res.Item) return { row: null, units };
+  const decoded = decodeItem(table, res.Item);
+  const { id, key: text } = itemKey(table, res.Item);
+  return { row: { s: 'd', t: table.source, k: id, key: text, p: decoded.position, d: decoded.deleted, h: decoded.contentHash, a: decoded.appliedAt ?? 0 }, units };
+}
+
+/** Re-applies raw's events for one key (see repair.ts); returns the write outcome. */
+async function repairKey(deps: JobDeps, raw: MergedRaw, cache: Map<string, ParsedRawObject>, mismatchOf: string | null): Promise<string> {
+  const events: ChangeEvent[] = [];
+  for (const ref of repairChain(raw.c)) {
+    let object = cache.get(ref.o);
+    if (!object) {
+      object = await readParsed(deps.s3, deps.config.raw.bucket, ref.o);
+      cache.set(ref.o, object);
+    }
+    const rec = object.records[ref.i];
+    const line = rec?.lines[ref.j];
+    if (!rec || !line) return 'unrepairable: raw line not found';
+    const event = eventOfLine(deps.normalizer.normalize(rec.record), line);
+    if (!event) return 'unrepairable: raw message no longer normalizes to its line';
+    events.push(event);
+  }
+  const plan = planBatch(events, (e) => deps.normalizer.keyIdOf(e));
+  const write = plan.writes[0];
+  if (!write) return 'unrepairable: nothing to write';
+  if (mismatchOf !== null) return replaceMismatch(deps, write, mismatchOf);
+  const result = await deps.writer.write(write);
+  if (result.outcome === 'failed') deps.log.warn('reconcile repair failed', { table: raw.t, key: raw.k, position: write.encodedPosition, error: result.error ? errorMessage(result.error) : 'unknown' });
+  return result.outcome;
+}
+
+export const findingsKey = (run: RunContext, partition: number): string => `${run.prefix}findings/p=${String(partition).padStart(4, '0')}.jsonl.gz`;
+export const summaryKey = (run: RunContext, partition: number): string => `${run.prefix}reduce/p=${String(partition).padStart(4, '0')}.json`;
+
+export async function reducePartition(input: TaskInput<number>, deps: JobDeps): Promise<PartitionSummary> {
+  const { run, item: partition } = input;
+  const bucket = deps.config.raw.bucket;
+  const counts = emptyCounts();
+  const raw = new Map<string, MergedRaw>();
+  const table = new Map<string, TableSideRecord>();
+  const manifest = new Map<string, { t: string; key: string }>();
+  for await (const r of readPartition<ShuffleRecord>(deps.s3, bucket, run.prefix, partition)) {
+    const id = `${r.t}\u0000${r.k}`;
+    if (r.s === 'r') raw.set(id, mergeRaw(raw.get(id), r));
+    else if (r.s === 'd') table.set(id, r);
+    else manifest.set(id, { t: r.t, key: r.key });
+  }
+  counts.tableRows = table.size;
+  if (run.mode === 'window') {
+    // The table side of the window's keys (and of the manifest's keys).
+    const byTable = new Map<string, string[]>();
+    for (const src of [...raw.values(), ...manifest.values()]) {
+      const list = byTable.get(src.t) ?? [];
+      list.push(src.key);
+      byTable.set(src.t, list);
+    }
+    for (const [source, keys] of byTable) {
+      const fetched = await fetchRows(deps, tableConfig(deps.config, source), keys);
+      counts.readUnits += fetched.units;
+      for (const [id, row] of fetched.rows) table.set(id, row);
+    }
+  }
+  const status = await deps.status.load(run.tables);
+  const watermarks = new Map<string, string>();
+  for (const [t, row] of status) if (typeof row.truncateWatermark === 'string') watermarks.set(t, row.truncateWatermark);
+
+  const findings: Finding[] = [];
+  const byClass: Record<string, Record<string, number>> = {};
+  const note = (f: Finding) => {
+    findings.push(f);
+    const perTable = byClass[f.table] ?? {};
+    perTable[f.class] = (perTable[f.class] ?? 0) + 1;
+    byClass[f.table] = perTable;
+  };
+  const repairCache = new Map<string, ParsedRawObject>();
+  const ids = new Set([...raw.keys(), ...(run.mode === 'full' ? table.keys() : [])]);
+  counts.keys = ids.size;
+  for (const id of ids) {
+    const r = raw.get(id);
+    let d = table.get(id);
+    const source = r?.t ?? d?.t ?? '';
+    const expected: Expected | undefined = r ? { winner: r.w ? { position: r.w.p, op: r.w.o, hash: r.w.h, conflict: r.w.x } : null, maxPosition: r.m } : undefined;
+    const wm = watermarks.get(source);
+    const ctx = { mode: run.mode, cutoff: run.cutoff, ...(wm !== undefined ? { truncateWatermark: wm } : {}) };
+    let verdict = classify(expected, d ? actualOf(d) : undefined, ctx);
+    if (verdict !== 'ok' && verdict !== 'in-flight' && verdict !== 'unverifiable') {
+      // The scan or batch read may be minutes old: re-read the row consistently before reporting.
+      const key = r?.key ?? d?.key;
+      if (key !== undefined) {
+        const fresh = await readConsistent(deps, tableConfig(deps.config, source), key);
+        counts.readUnits += fresh.units;
+        if (fresh.row) table.set(id, fresh.row);
+        else table.delete(id);
+        d = fresh.row ?? undefined;
+        verdict = classify(expected, d ? actualOf(d) : undefined, ctx);
+      }
+    }
+    if (verdict === 'ok') continue;
+    if (verdict === 'in-flight') {
+      counts.inFlight++;
+      continue;
+    }
+    if (verdict === 'unverifiable') {
+      counts.unverifiable++;
+      continue;
+    }
+    let repair: string | undefined;
+    if (run.repair && r && REPAIRABLE_CLASSES.has(verdict)) {
+      repair = await repairKey(deps, r, repairCache, verdict === 'mismatch' && d ? d.h : null).catch((err: unknown) => `failed: ${errorMessage(err)}`);
+      if (repair === 'applied') counts.repaired++;
+      else counts.repairFailed++;
+    }
+    note({
+      class: verdict,
+      table: source,
+      key: r?.key ?? d?.key ?? '',
+      expected: r?.w ? { position: r.w.p, op: r.w.o, deleted: r.w.o === 'd', hash: r.w.h } : null,
+      actual: d ? { position: d.p, deleted: d.d, hash: d.h, appliedAt: d.a } : null,
+      ...(repair !== undefined ? { repair } : {}),
+    });
+  }
+  if (run.manifest) {
+    for (const [id, m] of manifest) {
+      const d = table.get(id);
+      if (d && d.a > run.cutoff) continue;
+      if (!d || d.d) note({ class: 'manifest-missing', table: m.t, key: m.key, expected: null, actual: d ? { position: d.p, deleted: d.d, hash: d.h, appliedAt: d.a } : null });
+    }
+    if (run.mode === 'full') {
+      for (const [id, d] of table) {
+        if (d.d || d.a > run.cutoff || manifest.has(id)) continue;
+        note({ class: 'manifest-extra', table: d.t, key: d.key, expected: null, actual: { position: d.p, deleted: d.d, hash: d.h, appliedAt: d.a } });
+      }
+    }
+  }
+  let fKey: string | null = null;
+  if (findings.length > 0) {
+    fKey = findingsKey(run, partition);
+    const body = await gzipAsync(Buffer.from(`${findings.map((f) => JSON.stringify(f)).join('\n')}\n`, 'utf8'));
+    await deps.s3.send(new PutObjectCommand({ Bucket: bucket, Key: fKey, Body: body, ContentType: 'application/x-ndjson', ContentEncoding: 'gzip' }));
+  }
+  const summary: PartitionSummary = { partition, counts, findings: byClass, findingsKey: fKey };
+  await putJson(deps.s3, bucket, summaryKey(run, partition), summary);
+  return summary;
+}

@@ -1,0 +1,96 @@
+/**
+ * Anomalies of one table against its own history (PIPELINE.md, "Snapshot and anomaly detection"),
+ * from per-hour counter rows. Pure. "Recent" is the last `recentHours` hours before `now`; history
+ * is the `historyHours` before that. Each check stays quiet without enough events to judge.
+ *
+ *   resnapshot         snapshot reads in the recent hours after streamed changes earlier on
+ *   no-deletes         history deletes at least `deleteShare` of changes; recent hours none
+ *   only-deletes       every recent change a delete, while history mostly is not
+ *   update-storm       recent updates an hour above `updateStormFactor` times history's
+ *   before-null-rate   share of updates without a before image rose by more than `beforeNullRateJump`
+ *   placeholder-rate   share of events with placeholders rose by more than `placeholderRateJump`
+ *   quarantine-spike   share of records quarantined rose by more than `quarantineRateJump`
+ *   silent             history averages `silentMinHourlyEvents` an hour; the last `silentHours` had none
+ *                      while another table of the pipeline had events (so the whole stream is not just idle)
+ */
+import type { AnomalyThresholds } from '../../commons/jobs-config.js';
+import type { HourCounter, HourRow } from './hours.js';
+
+export const ANOMALY_KINDS = ['resnapshot', 'no-deletes', 'only-deletes', 'update-storm', 'before-null-rate', 'placeholder-rate', 'quarantine-spike', 'silent'] as const;
+export type AnomalyKind = (typeof ANOMALY_KINDS)[number];
+
+export { SNAPSHOT_FINDING_METRICS } from '../metric-names.js';
+
+export interface Anomaly {
+  readonly kind: AnomalyKind;
+  readonly table: string;
+  /** What was measured, e.g. `{ recent: 0.6, history: 0.05 }`. Counts and rates only. */
+  readonly detail: Readonly<Record<string, number | string>>;
+}
+
+const HOUR_MS = 3_600_000;
+
+type Totals = Record<HourCounter, number> & { events: number; streamed: number };
+
+function total(rows: readonly HourRow[]): Totals {
+  const t = { applied: 0, opC: 0, opU: 0, opD: 0, opR: 0, placeholders: 0, beforeNullUpdates: 0, snapshotEvents: 0, resnapshots: 0, quarantined: 0, events: 0, streamed: 0 };
+  for (const r of rows) for (const k of Object.keys(r.counters) as HourCounter[]) t[k] += r.counters[k];
+  t.streamed = t.opC + t.opU + t.opD;
+  t.events = t.streamed + t.opR;
+  return t;
+}
+
+const rate = (n: number, d: number): number => (d > 0 ? n / d : 0);
+const round = (x: number): number => Math.round(x * 1e4) / 1e4;
+
+export function detectAnomalies(table: string, rows: readonly HourRow[], now: number, th: AnomalyThresholds): Anomaly[] {
+  const own = rows.filter((r) => r.table === table);
+  const recentFrom = now - th.recentHours * HOUR_MS;
+  const historyFrom = recentFrom - th.historyHours * HOUR_MS;
+  const recentRows = own.filter((r) => r.hourStart + HOUR_MS > recentFrom && r.hourStart <= now);
+  const historyRows = own.filter((r) => r.hourStart + HOUR_MS > historyFrom && r.hourStart + HOUR_MS <= recentFrom);
+  const recent = total(recentRows);
+  const history = total(historyRows);
+  const out: Anomaly[] = [];
+
+  // Snapshot reads in a recent hour, after an earlier hour that streamed changes.
+  const firstStreamed = own.find((r) => r.counters.opC + r.counters.opU + r.counters.opD > 0);
+  const resnapHour = recentRows.find((r) => (r.counters.snapshotEvents > 0 || r.counters.resnapshots > 0) && firstStreamed !== undefined && firstStreamed.hourStart < r.hourStart);
+  if (resnapHour || recent.resnapshots > 0) {
+    const hour = resnapHour ?? recentRows.find((r) => r.counters.resnapshots > 0);
+    out.push({ kind: 'resnapshot', table, detail: { snapshotEvents: recent.snapshotEvents, resnapshots: recent.resnapshots, hour: new Date(hour?.hourStart ?? now).toISOString().slice(0, 13) } });
+  }
+  if (recent.streamed >= th.minEvents && history.streamed >= th.minEvents) {
+    const historyDeleteShare = rate(history.opD, history.streamed);
+    if (recent.opD === 0 && historyDeleteShare >= th.deleteShare) out.push({ kind: 'no-deletes', table, detail: { recentEvents: recent.streamed, historyDeleteShare: round(historyDeleteShare) } });
+    if (recent.opD === recent.streamed && historyDeleteShare < 0.5) out.push({ kind: 'only-deletes', table, detail: { recentEvents: recent.streamed, historyDeleteShare: round(historyDeleteShare) } });
+  }
+  const recentHourlyUpdates = recent.opU / th.recentHours;
+  const historyHourlyUpdates = history.opU / th.historyHours;
+  if (recent.opU >= th.minEvents && history.opU > 0 && recentHourlyUpdates > th.updateStormFactor * historyHourlyUpdates) {
+    out.push({ kind: 'update-storm', table, detail: { recentHourlyUpdates: round(recentHourlyUpdates), historyHourlyUpdates: round(historyHourlyUpdates) } });
+  }
+  if (recent.events + recent.quarantined >= th.minEvents && history.events + history.quarantined >= th.minEvents) {
+    const r = rate(recent.quarantined, recent.events + recent.quarantined);
+    const h = rate(history.quarantined, history.events + history.quarantined);
+    if (r - h > th.quarantineRateJump) out.push({ kind: 'quarantine-spike', table, detail: { recent: round(r), history: round(h) } });
+  }
+  if (recent.opU >= th.minEvents && history.opU >= th.minEvents) {
+    const r = rate(recent.beforeNullUpdates, recent.opU);
+    const h = rate(history.beforeNullUpdates, history.opU);
+    if (r - h > th.beforeNullRateJump) out.push({ kind: 'before-null-rate', table, detail: { recent: round(r), history: round(h) } });
+  }
+  if (recent.events >= th.minEvents && history.events >= th.minEvents) {
+    const r = rate(recent.placeholders, recent.events);
+    const h = rate(history.placeholders, history.events);
+    if (r - h > th.placeholderRateJump) out.push({ kind: 'placeholder-rate', table, detail: { recent: round(r), history: round(h) } });
+  }
+  const hourly = history.events / th.historyHours;
+  const silentFrom = now - th.silentHours * HOUR_MS;
+  const lately = total(own.filter((r) => r.hourStart + HOUR_MS > silentFrom)).events;
+  const othersFlow = total(rows.filter((r) => r.table !== table && r.hourStart + HOUR_MS > silentFrom)).events > 0;
+  if (th.silentMinHourlyEvents > 0 && hourly >= th.silentMinHourlyEvents && lately === 0 && othersFlow) {
+    out.push({ kind: 'silent', table, detail: { historyHourlyEvents: round(hourly), silentHours: th.silentHours } });
+  }
+  return out;
+}

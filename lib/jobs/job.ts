@@ -1,0 +1,242 @@
+/**
+ * `TidemarkJob`: one Step Functions state machine for one job (reconcile, snapshot detection),
+ * deployed from the shared ASL definition (`definitions.ts`): a Lambda function and a role per task
+ * holding only that task's grants, a state-machine role that may invoke exactly those functions
+ * (and start its own Distributed Map child executions), execution logging, X-Ray tracing, an
+ * alarm on failed executions, and EventBridge Scheduler schedules with retries and a dead-letter queue.
+ */
+import { Arn, ArnFormat, Duration, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import type * as kms from 'aws-cdk-lib/aws-kms';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import * as scheduler from 'aws-cdk-lib/aws-scheduler';
+import type * as sns from 'aws-cdk-lib/aws-sns';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
+import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
+import { Construct } from 'constructs';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { buildSync } from 'esbuild';
+import type { TidemarkConfig } from '../../functions/commons/config.js';
+import { DEFAULT_BUNDLING, INGEST_RUNTIME, METRIC_NAMESPACE, REPO_ROOT } from '../defaults.js';
+
+/** The jobs' Lambda handlers (one export per task). */
+export const DEFAULT_JOBS_ENTRY = path.join(REPO_ROOT, 'functions', 'jobs', 'handlers.ts');
+
+const bundles = new Map<string, string>();
+
+/**
+ * One ESM bundle of the handlers file, built once per process and shared by every task function
+ * (each names its export as handler): one esbuild run per synth instead of one per function.
+ * Same options as the ingest bundle (`DEFAULT_BUNDLING`).
+ */
+export function jobsCode(entry: string): lambda.Code {
+  let dir = bundles.get(entry);
+  if (!dir) {
+    dir = mkdtempSync(path.join(tmpdir(), 'tidemark-jobs-'));
+    buildSync({
+      entryPoints: [entry],
+      bundle: true,
+      platform: 'node',
+      format: 'esm',
+      target: 'node22',
+      minify: true,
+      sourcemap: true,
+      mainFields: [...(DEFAULT_BUNDLING.mainFields ?? ['module', 'main'])],
+      banner: { js: DEFAULT_BUNDLING.banner ?? '' },
+      outfile: path.join(dir, 'index.mjs'),
+      logLevel: 'error',
+    });
+    bundles.set(entry, dir);
+    // Synth copies the asset into the cloud assembly; the scratch copy goes with the process.
+    const scratch = dir;
+    process.once('exit', () => rmSync(scratch, { recursive: true, force: true }));
+  }
+  return lambda.Code.fromAsset(dir);
+}
+
+/** One task of a job: the handler export it runs and what its role may do. */
+export interface JobTaskProps {
+  /** Export of the jobs entry, e.g. `reconcilePlan`. */
+  readonly handler: string;
+  readonly description: string;
+  /** Adds exactly this task's permissions to its role. */
+  readonly grant: (role: iam.IRole) => void;
+}
+
+export interface JobScheduleProps {
+  /** Construct id, e.g. `Window`. */
+  readonly id: string;
+  /** EventBridge Scheduler expression. */
+  readonly expression: string;
+  readonly enabled: boolean;
+  /** The execution input. */
+  readonly input: Record<string, unknown>;
+}
+
+export interface TidemarkJobProps {
+  readonly config: TidemarkConfig;
+  /** Job name: the state machine is `<pipeline>-<job>`. */
+  readonly job: string;
+  /** The ASL definition, with `${Name}` task resources. */
+  readonly definition: Record<string, unknown>;
+  /** Substitution name → task. */
+  readonly tasks: Readonly<Record<string, JobTaskProps>>;
+  readonly schedules: readonly JobScheduleProps[];
+  /**
+   * Source file of the handlers.
+   * @default `<repo>/functions/jobs/handlers.ts`
+   */
+  readonly entry?: string;
+  /** @default - AWS-managed encryption */
+  readonly encryptionKey?: kms.IKey;
+  /** Where the failed-executions alarm notifies. @default - no action */
+  readonly alarmTopic?: sns.ITopic;
+  /** @default RemovalPolicy.RETAIN */
+  readonly removalPolicy?: RemovalPolicy;
+  /** @default 1024 */
+  readonly memoryMb?: number;
+  /** @default Duration.minutes(15) */
+  readonly taskTimeout?: Duration;
+}
+
+export class TidemarkJob extends Construct {
+  readonly stateMachine: sfn.StateMachine;
+  readonly functions: ReadonlyMap<string, lambda.Function>;
+  readonly deadLetterQueue: sqs.Queue;
+  readonly failedAlarm: cloudwatch.Alarm;
+
+  constructor(scope: Construct, id: string, props: TidemarkJobProps) {
+    super(scope, id);
+    const { config, job } = props;
+    const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
+    const withKey = props.encryptionKey ? { encryptionKey: props.encryptionKey } : {};
+    const stateMachineName = `${config.name}-${job}`;
+    const timeout = props.taskTimeout ?? Duration.minutes(15);
+
+    const functions = new Map<string, lambda.Function>();
+    const code = jobsCode(props.entry ?? DEFAULT_JOBS_ENTRY);
+    for (const [name, task] of Object.entries(props.tasks)) {
+      const functionName = `${config.name}-${job}-${task.handler}`.slice(0, 64);
+      const logGroup = new logs.LogGroup(this, `${name}Logs`, {
+        logGroupName: `/aws/lambda/${functionName}`,
+        retention: config.logRetentionDays as logs.RetentionDays,
+        removalPolicy,
+        ...withKey,
+      });
+      const role = new iam.Role(this, `${name}Role`, { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'), description: `tidemark ${config.name} ${job}: ${task.description}` });
+      logGroup.grantWrite(role);
+      task.grant(role);
+      if (props.encryptionKey) {
+        role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey', 'kms:DescribeKey'], resources: [props.encryptionKey.keyArn] }));
+      }
+      const fn = new lambda.Function(this, name, {
+        functionName,
+        description: `tidemark ${config.name} ${job}: ${task.description}`,
+        code,
+        handler: `index.${task.handler}`,
+        runtime: INGEST_RUNTIME,
+        architecture: lambda.Architecture.ARM_64,
+        memorySize: props.memoryMb ?? 1024,
+        timeout,
+        role,
+        logGroup,
+        environment: {
+          TIDEMARK_CONFIG: JSON.stringify(config),
+          POWERTOOLS_SERVICE_NAME: `tidemark-${job}`,
+          POWERTOOLS_METRICS_NAMESPACE: METRIC_NAMESPACE,
+          NODE_OPTIONS: '--enable-source-maps',
+        },
+      });
+      Validations.of(fn).acknowledge({ id: 'AwsSolutions-L1', reason: 'The jobs runtime is pinned to nodejs22.x, like the ingest function.' });
+      functions.set(name, fn);
+    }
+    this.functions = functions;
+
+    const logGroup = new logs.LogGroup(this, 'ExecutionLogs', {
+      logGroupName: `/aws/vendedlogs/states/${stateMachineName}`,
+      retention: config.logRetentionDays as logs.RetentionDays,
+      removalPolicy,
+      ...withKey,
+    });
+    const role = new iam.Role(this, 'StateMachineRole', { assumedBy: new iam.ServicePrincipal('states.amazonaws.com'), description: `tidemark ${config.name} ${job} state machine` });
+    const stack = Stack.of(this);
+    const ownArn = Arn.format({ service: 'states', resource: 'stateMachine', resourceName: stateMachineName, arnFormat: ArnFormat.COLON_RESOURCE_NAME }, stack);
+    const executionsArn = Arn.format({ service: 'states', resource: 'execution', resourceName: `${stateMachineName}/*`, arnFormat: ArnFormat.COLON_RESOURCE_NAME }, stack);
+    role.addToPrincipalPolicy(new iam.PolicyStatement({ sid: 'InvokeTasks', actions: ['lambda:InvokeFunction'], resources: [...functions.values()].map((f) => f.functionArn) }));
+    // Distributed Map runs each item as a child execution of this state machine.
+    role.addToPrincipalPolicy(new iam.PolicyStatement({ sid: 'DistributedMapChildren', actions: ['states:StartExecution'], resources: [ownArn] }));
+    role.addToPrincipalPolicy(new iam.PolicyStatement({ sid: 'DistributedMapChildStatus', actions: ['states:DescribeExecution', 'states:StopExecution'], resources: [executionsArn] }));
+    const region = Token.isUnresolved(stack.region) ? '<AWS::Region>' : stack.region;
+    const account = Token.isUnresolved(stack.account) ? '<AWS::AccountId>' : stack.account;
+    Validations.of(role).acknowledge({
+      id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:${region}:${account}:execution:${stateMachineName}/*]`,
+      reason: 'Distributed Map child executions get generated names; only executions of this state machine are reachable.',
+    });
+
+    this.stateMachine = new sfn.StateMachine(this, 'StateMachine', {
+      stateMachineName,
+      definitionBody: sfn.DefinitionBody.fromString(JSON.stringify(props.definition)),
+      definitionSubstitutions: Object.fromEntries([...functions].map(([name, fn]) => [name, fn.functionArn])),
+      role,
+      logs: { destination: logGroup, level: sfn.LogLevel.ALL, includeExecutionData: false },
+      tracingEnabled: true,
+      timeout: Duration.hours(12),
+      removalPolicy,
+      ...(props.encryptionKey ? { encryptionConfiguration: new sfn.CustomerManagedEncryptionConfiguration(props.encryptionKey) } : {}),
+    });
+    // The role's log-delivery and X-Ray statements (added by CDK) need "*": those APIs take no resource.
+    Validations.of(role).acknowledge({ id: 'AwsSolutions-IAM5[Resource::*]', reason: 'CloudWatch Logs vended delivery and X-Ray actions do not support resource-level permissions.' });
+
+    this.deadLetterQueue = new sqs.Queue(this, 'ScheduleDeadLetters', {
+      queueName: `${stateMachineName}-schedule-failures`,
+      retentionPeriod: Duration.days(14),
+      enforceSSL: true,
+      ...(props.encryptionKey ? { encryption: sqs.QueueEncryption.KMS, encryptionMasterKey: props.encryptionKey } : { encryption: sqs.QueueEncryption.KMS_MANAGED }),
+    });
+    Validations.of(this.deadLetterQueue).acknowledge({ id: 'AwsSolutions-SQS3', reason: 'This queue is itself the dead letter of the schedules.' });
+    const schedulerRole = new iam.Role(this, 'SchedulerRole', { assumedBy: new iam.ServicePrincipal('scheduler.amazonaws.com'), description: `tidemark ${config.name} ${job} schedules` });
+    this.stateMachine.grantStartExecution(schedulerRole);
+    // Named actions only (grantSendMessages would add kms:ReEncrypt* and kms:GenerateDataKey*).
+    schedulerRole.addToPrincipalPolicy(new iam.PolicyStatement({ sid: 'DeadLetters', actions: ['sqs:SendMessage'], resources: [this.deadLetterQueue.queueArn] }));
+    if (props.encryptionKey) {
+      schedulerRole.addToPrincipalPolicy(new iam.PolicyStatement({ sid: 'EncryptDeadLetters', actions: ['kms:Decrypt', 'kms:GenerateDataKey'], resources: [props.encryptionKey.keyArn] }));
+    }
+    for (const s of props.schedules) {
+      new scheduler.CfnSchedule(this, `${s.id}Schedule`, {
+        name: `${stateMachineName}-${s.id.toLowerCase()}`.slice(0, 64),
+        description: `tidemark ${config.name}: ${job} (${s.id})`,
+        scheduleExpression: s.expression,
+        scheduleExpressionTimezone: 'UTC',
+        state: s.enabled ? 'ENABLED' : 'DISABLED',
+        flexibleTimeWindow: { mode: 'OFF' },
+        target: {
+          arn: this.stateMachine.stateMachineArn,
+          roleArn: schedulerRole.roleArn,
+          input: JSON.stringify(s.input),
+          retryPolicy: { maximumRetryAttempts: 3, maximumEventAgeInSeconds: 3600 },
+          deadLetterConfig: { arn: this.deadLetterQueue.queueArn },
+        },
+      });
+    }
+
+    this.failedAlarm = new cloudwatch.Alarm(this, 'ExecutionsFailed', {
+      alarmName: `${stateMachineName}-failed`,
+      alarmDescription: `A ${job} execution failed, timed out or was aborted`,
+      metric: new cloudwatch.MathExpression({
+        expression: 'FILL(f, 0) + FILL(t, 0) + FILL(a, 0)',
+        usingMetrics: { f: this.stateMachine.metricFailed(), t: this.stateMachine.metricTimedOut(), a: this.stateMachine.metricAborted() },
+        period: Duration.hours(1),
+      }),
+      threshold: 1,
+      evaluationPeriods: 1,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
+    if (props.alarmTopic) this.failedAlarm.addAlarmAction(new actions.SnsAction(props.alarmTopic));
+  }
+}

@@ -1,0 +1,181 @@
+/**
+ * Snapshot detection end to end on the integration target, through the snapshot state machine the
+ * stack deploys (run locally). Messages are Debezium MySQL change events in the shape of the
+ * connector's documentation (https://debezium.io/documentation/reference/stable/connectors/mysql.html,
+ * "Change event values"; the same shape as test/fixtures/debezium/mysql-snapshot-last.json):
+ * snapshot reads are `op: "r"` with `source.snapshot` "first" / "true" / "last", streamed changes
+ * carry binlog file, pos and row, which order them.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { PutItemCommand } from '@aws-sdk/client-dynamodb';
+import { getRow } from '../../bin/cli/state.js';
+import { runSnapshotCheck, snapshotExitCode } from '../../bin/cli/snapshot-check.js';
+import { parseConfig, type TidemarkConfig } from '../../functions/commons/config.js';
+import type { JsonObject } from '../../functions/core/json.js';
+import { hourRowKey } from '../../functions/jobs/snapshot/hours.js';
+import { openTarget, type Target } from '../helpers/target.js';
+import { type Delivery, JobsEnv, memoryLog, runCli } from './jobs-env.js';
+
+const base = parseConfig({
+  name: 'snap',
+  tables: [{ source: 'inventory.customers', target: 'snap-customers', key: ['id'], keyTypes: { id: 'number' } }],
+  raw: { bucket: 'snap-raw' },
+});
+
+/** A MySQL change event; `snapshot` is Debezium's `source.snapshot` ("false" when streamed). */
+function mysql(op: 'c' | 'u' | 'd' | 'r', id: number, pos: number, snapshot = 'false', row: JsonObject = { first_name: `n${id}` }): Delivery {
+  const image = { id, ...row };
+  const value = {
+    before: op === 'd' || op === 'u' ? image : null,
+    after: op === 'd' ? null : image,
+    source: {
+      version: '3.4.0.Final',
+      connector: 'mysql',
+      name: 'mysql-server-1',
+      ts_ms: 1_735_732_800_000 + pos,
+      snapshot,
+      db: 'inventory',
+      sequence: null,
+      table: 'customers',
+      server_id: op === 'r' ? 0 : 223344,
+      gtid: null,
+      file: 'mysql-bin.000003',
+      pos,
+      row: 0,
+      thread: op === 'r' ? null : 7,
+      query: null,
+    },
+    op,
+    ts_ms: 1_735_732_800_300 + pos,
+    transaction: null,
+  };
+  return { value: JSON.stringify(value), partitionKey: JSON.stringify({ id }) };
+}
+
+/** A complete snapshot of `ids` at binlog position `pos`: first, true…, last. */
+const snapshotOf = (ids: readonly number[], pos: number): Delivery[] =>
+  ids.map((id, i) => mysql('r', id, pos, i === 0 ? 'first' : i === ids.length - 1 ? 'last' : 'true'));
+
+describe(`snapshot detection on the integration target (${process.env.TIDEMARK_TARGET ?? 'embedded'})`, () => {
+  let target: Target;
+  const configs: TidemarkConfig[] = [];
+  before(async () => {
+    target = await openTarget();
+  });
+  after(async () => {
+    for (const c of configs) await target?.teardown(c).catch(() => {});
+    await target?.close();
+  });
+  const fresh = async () => {
+    const env = await JobsEnv.create(target, base);
+    configs.push(env.config);
+    return env;
+  };
+  const check = (env: JobsEnv, apply = false) => runSnapshotCheck(env.config, target.clients, { ...(apply ? { apply: true } : {}) }, { log: memoryLog() });
+
+  it('an initial snapshot followed by streaming is neither a re-snapshot nor leaves orphans', async () => {
+    const env = await fresh();
+    const t0 = Date.now() - 60_000;
+    await env.ingest(snapshotOf([1, 2, 3], 154), t0);
+    await env.ingest([mysql('c', 4, 300), mysql('u', 1, 400)], t0 + 1000);
+    const report = await check(env);
+    const t = report.tables[0];
+    assert.ok(t);
+    assert.equal(t.resnapshotReads, 0);
+    assert.deepEqual(t.snapshot, { startPosition: t.snapshot?.startPosition, endPosition: t.snapshot?.endPosition, keys: 3 });
+    assert.equal(t.orphans.count, 0);
+    assert.deepEqual(t.anomalies, []);
+    assert.equal(report.findings, 0);
+    assert.equal(snapshotExitCode(report), 0);
+  });
+
+  it('detects a re-snapshot mid-stream and the orphans of deletes nothing captured; --apply tombstones them at the snapshot position', async () => {
+    const env = await fresh();
+    // Arrival times are real: the orphan check compares them with the rows' apply times.
+    const tick = () => new Promise((r) => setTimeout(r, 20));
+    // Streaming: keys 1..5 created. Then keys 4 and 5 are deleted while the connector is down, and
+    // it re-snapshots the table: only 1, 2 and 3 are read.
+    await env.ingest([1, 2, 3, 4, 5].map((id) => mysql('c', id, 200 + id * 10)));
+    await tick();
+    await env.ingest(snapshotOf([1, 2, 3], 900));
+    await tick();
+    // A change after the snapshot began is not an orphan, even though the snapshot did not read it.
+    await env.ingest([mysql('c', 6, 1000)]);
+    const report = await check(env);
+    const t = report.tables[0];
+    assert.ok(t);
+    assert.equal(t.resnapshotReads, 3);
+    assert.deepEqual(
+      t.anomalies.map((a) => a.kind),
+      ['resnapshot'],
+    );
+    assert.equal(t.orphans.count, 2);
+    assert.deepEqual([...t.orphans.keys].sort(), ['{"id":4}', '{"id":5}']);
+    assert.equal(t.orphans.tombstoned, 0, 'nothing is written without --apply');
+    assert.equal((await getRow(target.clients.dynamodb, env.config.tables[0] as never, { id: 4 }))?.__deleted, false);
+    assert.equal(snapshotExitCode(report), 1);
+
+    const applied = await check(env, true);
+    const a = applied.tables[0];
+    assert.ok(a);
+    assert.equal(a.orphans.tombstoned, 2);
+    for (const id of [4, 5]) {
+      const row = await getRow(target.clients.dynamodb, env.config.tables[0] as never, { id });
+      assert.equal(row?.__deleted, true, `key ${id} tombstoned`);
+      assert.equal(row?.__pos, t.snapshot?.endPosition, 'at the snapshot position');
+    }
+    assert.equal((await getRow(target.clients.dynamodb, env.config.tables[0] as never, { id: 6 }))?.__deleted, false);
+    const again = await check(env);
+    assert.equal(again.tables[0]?.orphans.count, 0);
+  });
+
+  it('tidemark snapshot-check --json prints a line per finding then the summary, exits 1 with findings and 2 on bad input; --apply tombstones the orphan', async () => {
+    const env = await fresh();
+    await env.ingest([1, 2, 3].map((id) => mysql('c', id, 200 + id * 10)));
+    await new Promise((r) => setTimeout(r, 20));
+    await env.ingest(snapshotOf([1, 2], 900));
+    const found = runCli(target, env.config, ['snapshot-check', '--json']);
+    assert.equal(found.status, 1, found.stderr);
+    const lines = found.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    assert.deepEqual(
+      lines.slice(0, -1).map((l) => [l.table, l.kind]),
+      [
+        ['inventory.customers', 'resnapshot'],
+        ['inventory.customers', 'orphan'],
+      ],
+    );
+    assert.deepEqual((lines[1]?.detail as { key: unknown } | undefined)?.key, { id: 3 });
+    assert.equal((lines.at(-1)?.summary as { exitCode: number } | undefined)?.exitCode, 1);
+    // --apply tombstones the orphan; the re-snapshot anomaly remains, so there are still findings.
+    const applied = runCli(target, env.config, ['snapshot-check', '--json', '--apply']);
+    const summary = JSON.parse(applied.stdout.trim().split('\n').at(-1) ?? '{}').summary as { tables: { tombstoned: number }[] };
+    assert.equal(summary.tables[0]?.tombstoned, 1, applied.stderr);
+    const bad = runCli(target, env.config, ['snapshot-check', '--json', '--table', 'nope.nope']);
+    assert.equal(bad.status, 2);
+    assert.equal(bad.stdout, '');
+  });
+
+  it('reads the per-hour counter rows and reports anomalies against history', async () => {
+    const env = await fresh();
+    const now = Date.now();
+    const hour = 3_600_000;
+    const put = (ms: number, counters: Record<string, number>) =>
+      target.clients.dynamodb.send(
+        new PutItemCommand({
+          TableName: env.config.statusTable,
+          Item: {
+            pipeline: { S: env.config.name },
+            table: { S: hourRowKey(ms, 'inventory.customers') },
+            ...Object.fromEntries(Object.entries(counters).map(([k, v]) => [k, { N: String(v) }])),
+          },
+        }),
+      );
+    // A week of history with 10% deletes, then two recent hours with updates only and no before images.
+    for (let h = 4; h < 7 * 24; h++) await put(now - h * hour, { opC: 100, opU: 200, opD: 30, beforeNullUpdates: 0 });
+    await put(now - hour, { opU: 400, beforeNullUpdates: 400 });
+    await put(now, { opU: 300, beforeNullUpdates: 300 });
+    const report = await check(env);
+    assert.deepEqual(report.tables[0]?.anomalies.map((a) => a.kind).sort(), ['before-null-rate', 'no-deletes']);
+  });
+});
