@@ -22,6 +22,8 @@ import { buildIngestDeps } from '../../functions/ingest/deps.js';
 import { emptySummary, processBatch } from '../../functions/ingest/process-batch.js';
 import { openTarget, uniqueConfig } from '../helpers/target.js';
 import { runBaseline } from './baseline.js';
+import { benchReconcile } from './reconcile.js';
+import { replayBench } from './replay.js';
 import { reportGoals } from './goals.js';
 import { comparisonTable, measurePlanning } from './report.js';
 import { checkState, expectedState } from './state.js';
@@ -84,12 +86,15 @@ async function main(): Promise<number> {
     .option('--quick', 'a quick run: 5,000 events over 500 keys, fewer rounds')
     .option('--cpu-only', 'only the CPU goals (no emulator)')
     .option('--cpu-records <n>', 'records in the CPU measurements', positiveInt, 10_000)
+    .option('--reconcile-keys <n>', 'keys loaded for the reconcile line (100,000 takes about 10 minutes on 2 cores)', positiveInt, 10_000)
+    .option('--no-jobs', 'skip the replay and reconcile lines')
     .parse(process.argv);
-  const opts = program.opts<{ events: number; keys: number; batch: number; seed: number; quick?: boolean; cpuOnly?: boolean; cpuRecords: number }>();
+  const opts = program.opts<{ events: number; keys: number; batch: number; seed: number; quick?: boolean; cpuOnly?: boolean; cpuRecords: number; reconcileKeys: number; jobs: boolean }>();
   if (opts.quick) {
     if (program.getOptionValueSource('events') === 'default') opts.events = 5_000;
     if (program.getOptionValueSource('keys') === 'default') opts.keys = 500;
     if (program.getOptionValueSource('cpuRecords') === 'default') opts.cpuRecords = 4_000;
+    if (program.getOptionValueSource('reconcileKeys') === 'default') opts.reconcileKeys = 2_000;
   }
 
   const genStarted = performance.now();
@@ -199,6 +204,17 @@ async function main(): Promise<number> {
       for (const diff of check.differences) console.log(`  ${diff}`);
     }
     failed = !checkA.matches;
+
+    if (opts.jobs) {
+      console.log('');
+      console.log('== replay from raw (cold: into a fresh table; warm: the live table, already applied) ==');
+      for (const l of (await replayBench(target, workload, base)).lines) console.log(l);
+      console.log('');
+      console.log(`== reconcile (${opts.reconcileKeys.toLocaleString('en-US')} keys loaded through ingest; window and full mode) ==`);
+      const rec = await benchReconcile(target, { keys: opts.reconcileKeys, batch: opts.batch });
+      console.log(`load: ${rec.rawEvents} raw events in ${rec.loadSeconds.toFixed(1)} s`);
+      for (const l of rec.lines) console.log(l);
+    }
   } finally {
     await target.close();
   }
