@@ -51,16 +51,43 @@ export async function statusRows(client: DynamoDBClient, config: TidemarkConfig)
   return rows.map((r) => JSON.parse(stringifyJson(r)) as JsonObject);
 }
 
-/** Renders status rows as an aligned text table. */
+/** The jobs' rows in the status table: `reconcile#<table>` (last run) and `snapshot#<table>` (open findings). */
+const JOB_ROW = /^(reconcile|snapshot)#(.+)$/;
+
+function aligned(columns: readonly string[], body: readonly (readonly string[])[]): string {
+  const widths = columns.map((c, i) => Math.max(c.length, ...body.map((b) => (b[i] ?? '').length)));
+  const fmt = (cells: readonly string[]) => cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd();
+  return [fmt(columns), fmt(widths.map((w) => '-'.repeat(w))), ...body.map(fmt)].join('\n');
+}
+
+/** One job row as text cells: job, table, last run, and its findings (counts per class, or open kinds). */
+function jobCells(row: JsonObject, job: string, table: string): string[] {
+  const at = typeof row.lastRunAt === 'number' ? new Date(row.lastRunAt).toISOString() : '-';
+  let findings = '-';
+  if (job === 'reconcile' && row.findings !== null && typeof row.findings === 'object' && !Array.isArray(row.findings)) {
+    const counts = Object.entries(row.findings).filter(([, v]) => typeof v === 'number' && v > 0);
+    findings = counts.length === 0 ? 'none' : counts.map(([k, v]) => `${k} ${String(v)}`).join(', ');
+  } else if (job === 'snapshot' && Array.isArray(row.openFindings)) {
+    findings = row.openFindings.length === 0 ? 'none' : row.openFindings.map(String).join(', ');
+  }
+  return [job, table, at, typeof row.mode === 'string' ? row.mode : '-', findings];
+}
+
+/** Renders status rows as aligned text tables: one row per table, then the jobs' last runs. */
 export function statusTable(rows: readonly JsonObject[]): string {
   const cell = (r: JsonObject, c: string): string => {
     const v = c === 'ordering' ? r.orderingStrength : r[c];
     return v === undefined || v === null ? '-' : String(v);
   };
-  const body = rows.map((r) => STATUS_COLUMNS.map((c) => cell(r, c)));
-  const widths = STATUS_COLUMNS.map((c, i) => Math.max(c.length, ...body.map((b) => (b[i] ?? '').length)));
-  const fmt = (cells: readonly string[]) => cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd();
-  return [fmt(STATUS_COLUMNS), fmt(widths.map((w) => '-'.repeat(w))), ...body.map(fmt)].join('\n');
+  const tables: JsonObject[] = [];
+  const jobs: string[][] = [];
+  for (const r of rows) {
+    const m = JOB_ROW.exec(String(r.table));
+    if (m?.[1] !== undefined && m[2] !== undefined) jobs.push(jobCells(r, m[1], m[2]));
+    else tables.push(r);
+  }
+  const main = aligned(STATUS_COLUMNS, tables.map((r) => STATUS_COLUMNS.map((c) => cell(r, c))));
+  return jobs.length === 0 ? main : `${main}\n\n${aligned(['job', 'table', 'lastRunAt', 'mode', 'findings'], jobs)}`;
 }
 
 export { stringifyJson };
