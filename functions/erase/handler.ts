@@ -7,7 +7,7 @@ import { createRuntimeClients } from '../commons/clients.js';
 import { loadRuntimeConfig } from '../commons/runtime-config.js';
 import type { JsonValue } from '../core/json.js';
 import { TidemarkError } from '../core/errors.js';
-import type { Log } from '../adapters/telemetry.js';
+import { type Log, logFromPowertools } from '../adapters/telemetry.js';
 import { type BeginOutput, beginErase, type EraseContext, type FindOutput, findEraseObjects, finishErase, rewriteEraseBatch } from './erase.js';
 
 export class UnknownEraseStepError extends TidemarkError {
@@ -47,13 +47,7 @@ export async function eraseStep(input: StepInput, ctx: EraseContext): Promise<Js
   }
 }
 
-const logger = new Logger({ serviceName: 'tidemark-erase' });
-const log: Log = {
-  debug: (m, e) => logger.debug(m, e ?? {}),
-  info: (m, e) => logger.info(m, e ?? {}),
-  warn: (m, e) => logger.warn(m, e ?? {}),
-  error: (m, e) => logger.error(m, e ?? {}),
-};
+const log: Log = logFromPowertools(new Logger({ serviceName: 'tidemark-erase' }));
 let ctx: EraseContext | undefined;
 
 export async function handler(event: StepInput): Promise<JsonValue> {

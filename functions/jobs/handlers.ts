@@ -6,7 +6,7 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { createRuntimeClients } from '../commons/clients.js';
 import { loadRuntimeConfig } from '../commons/runtime-config.js';
-import { PowertoolsMetricSink } from '../adapters/telemetry.js';
+import { logFromPowertools, PowertoolsMetricSink } from '../adapters/telemetry.js';
 import { buildJobDeps, type JobDeps } from './deps.js';
 import { planReconcile } from './reconcile/plan.js';
 import { reducePartition } from './reconcile/reduce.js';
@@ -24,12 +24,7 @@ function coldStart(): JobDeps {
   const clients = createRuntimeClients({ maxAttempts: config.apply.maxRetries + 1 });
   return buildJobDeps(config, clients, {
     metrics: new PowertoolsMetricSink(config.name),
-    log: {
-      debug: (m, e) => logger.debug(m, e ?? {}),
-      info: (m, e) => logger.info(m, e ?? {}),
-      warn: (m, e) => logger.warn(m, e ?? {}),
-      error: (m, e) => logger.error(m, e ?? {}),
-    },
+    log: logFromPowertools(logger),
   });
 }
 

@@ -8,7 +8,7 @@ import { createRuntimeClients } from '../commons/clients.js';
 import { loadRuntimeConfig } from '../commons/runtime-config.js';
 import type { JsonValue } from '../core/json.js';
 import { TidemarkError } from '../core/errors.js';
-import type { Log } from '../adapters/telemetry.js';
+import { type Log, logFromPowertools } from '../adapters/telemetry.js';
 import { type JobContext, planReplay, type ReplayRequest, replayBatch, summarizeReplay, verifyFresh } from './job.js';
 
 export class UnknownStepError extends TidemarkError {
@@ -40,13 +40,7 @@ export async function replayStep(input: StepInput, ctx: JobContext): Promise<Jso
   }
 }
 
-const logger = new Logger({ serviceName: 'tidemark-replay' });
-export const lambdaLog: Log = {
-  debug: (m, e) => logger.debug(m, e ?? {}),
-  info: (m, e) => logger.info(m, e ?? {}),
-  warn: (m, e) => logger.warn(m, e ?? {}),
-  error: (m, e) => logger.error(m, e ?? {}),
-};
+export const lambdaLog: Log = logFromPowertools(new Logger({ serviceName: 'tidemark-replay' }));
 let ctx: JobContext | undefined;
 
 export async function handler(event: StepInput): Promise<JsonValue> {
