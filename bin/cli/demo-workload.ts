@@ -37,7 +37,8 @@ export function demoWorkload(opts: { customers: number; orders: number; changes:
   let clock = Date.now() - 90_000;
 
   const emit = (table: 'customers' | 'orders', op: string, key: JsonObject, before: JsonObject | null, after: JsonObject | null, snapshot: string) => {
-    lsn += 8 + Math.floor(rand() * 64);
+    // Debezium reads a whole snapshot at one consistent point: every read carries that LSN.
+    if (snapshot === 'false' || snapshot === 'first') lsn += 8 + Math.floor(rand() * 64);
     const source = {
       version: '3.4.0.Final',
       connector: 'postgresql',

@@ -33,6 +33,10 @@ export interface StatusUpdate {
   readonly resolvedWatermark?: string;
   readonly orderingStrength?: string;
   readonly format?: string;
+  /** The highest snapshot-read position seen (tells a redelivered snapshot from a new one). */
+  readonly lastSnapshotPosition?: string;
+  /** The DDL of the last schema-change message. */
+  readonly lastDdl?: string;
   readonly now: number;
 }
 
@@ -51,6 +55,9 @@ export interface StatusRow {
   readonly truncateWatermark?: string;
   readonly orderingStrength?: string;
   readonly format?: string;
+  readonly lastSnapshotPosition?: string;
+  readonly lastDdl?: string;
+  readonly lastDdlAt?: number;
   readonly [counter: string]: unknown;
 }
 
@@ -143,6 +150,11 @@ export class StatusStore {
     status.set('resolvedWatermark', s(update.resolvedWatermark));
     status.set('orderingStrength', s(update.orderingStrength));
     status.set('format', s(update.format));
+    status.set('lastSnapshotPosition', s(update.lastSnapshotPosition));
+    if (update.lastDdl !== undefined) {
+      status.set('lastDdl', s(update.lastDdl.slice(0, 4000)));
+      status.set('lastDdlAt', n(update.now));
+    }
     if (update.lastError) {
       status.set('lastError', s(update.lastError.slice(0, 1000)));
       status.set('lastErrorAt', n(update.now));

@@ -13,6 +13,7 @@ import type { ChangeEvent, NormalizedEvent } from '../core/types.js';
 import type { QuarantineLine, RawLine } from '../adapters/raw-store.js';
 import type { Log } from '../adapters/telemetry.js';
 import { quarantineLineFor, rawLineFor, rawTableOf, recordPart } from './raw-lines.js';
+import { encodePosition } from '../core/position.js';
 import type { BatchTally } from './tally.js';
 
 export interface Decoded {
@@ -78,6 +79,8 @@ function noteControl(tally: BatchTally, table: string, e: NormalizedEvent & { ki
   tally.count(table, 'received');
   tally.count(table, 'controls');
   if (e.control === 'resolved' && typeof e.detail.resolved === 'string') tally.table(table).resolved = e.detail.resolved;
+  // Schema changes: the last DDL per table goes to its status row (the start of drift reporting).
+  if (e.control === 'schema' && e.table !== null && typeof e.detail.ddl === 'string') tally.table(e.table).lastDdl = e.detail.ddl;
 }
 
 function noteChange(tally: BatchTally, e: ChangeEvent): void {
@@ -86,6 +89,7 @@ function noteChange(tally: BatchTally, e: ChangeEvent): void {
   t.strengths.add(e.position.strength);
   t.formats.add(e.format);
   if (!e.snapshot) t.snapshotOnly = false;
+  else t.noteSnapshotRead(encodePosition(e.position.tuple));
 }
 
 /** Groups raw lines per object; a record's later lines in one object reference its first. */

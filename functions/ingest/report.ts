@@ -19,9 +19,9 @@ export async function report(tally: BatchTally, statusRows: ReadonlyMap<string, 
   const now = deps.now();
   for (const [table, t] of tally.tables) {
     const prev = statusRows.get(table);
-    if (table !== UNKNOWN_TABLE && prev?.phase === 'streaming' && (t.counters.snapshotEvents ?? 0) > 0) {
+    if (table !== UNKNOWN_TABLE && isResnapshot(t, prev)) {
       tally.count(table, 'resnapshots');
-      deps.log.warn('snapshot reads after streaming began: the connector re-snapshotted', { table });
+      deps.log.warn('snapshot reads after streaming began: the connector re-snapshotted', { table, position: t.snapshotPosition });
     }
     await deps.status.record(table, statusUpdate(t, prev, now)).catch((err: unknown) => deps.log.error('status update failed', { table, error: errorMessage(err) }));
     emitMetrics(deps.metrics, table, t);
@@ -29,7 +29,21 @@ export async function report(tally: BatchTally, statusRows: ReadonlyMap<string, 
   deps.metrics.flush();
 }
 
+/**
+ * Snapshot reads after streaming began are a re-snapshot, unless every one of them is at or below
+ * the highest snapshot position already recorded: that is a redelivery of the earlier snapshot (a
+ * connector restart, a replayed window), not a new one. Reads without a position (incremental
+ * snapshots, Maxwell bootstrap) cannot be told apart that way; the snapshot-check job judges them from
+ * raw.
+ */
+function isResnapshot(t: TableTally, prev: StatusRow | undefined): boolean {
+  if (prev?.phase !== 'streaming' || t.snapshotPosition === undefined) return false;
+  const recorded = typeof prev.lastSnapshotPosition === 'string' ? prev.lastSnapshotPosition : undefined;
+  return recorded === undefined || t.snapshotPosition > recorded;
+}
+
 function statusUpdate(t: TableTally, prev: StatusRow | undefined, now: number) {
+  const recordedSnapshot = typeof prev?.lastSnapshotPosition === 'string' ? prev.lastSnapshotPosition : undefined;
   const phase = t.snapshotOnly && prev?.phase !== 'streaming' ? ('snapshot' as const) : ('streaming' as const);
   return {
     counters: t.counters,
@@ -42,6 +56,8 @@ function statusUpdate(t: TableTally, prev: StatusRow | undefined, now: number) {
     resolvedWatermark: t.resolved,
     orderingStrength: t.hasChanges ? [...t.strengths].sort().join('+') : undefined,
     format: t.formats.size > 0 ? [...t.formats].sort().join('+') : undefined,
+    lastSnapshotPosition: t.snapshotPosition !== undefined && (recordedSnapshot === undefined || t.snapshotPosition > recordedSnapshot) ? t.snapshotPosition : undefined,
+    lastDdl: t.lastDdl,
     now,
   };
 }

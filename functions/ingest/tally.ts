@@ -41,6 +41,14 @@ export class TableTally {
   resolved?: string;
   snapshotOnly = true;
   lastError?: string;
+  /** The highest position of this batch's snapshot reads ('' for reads without a position), if any. */
+  snapshotPosition?: string;
+  /** The DDL of the last schema-change message for this table. */
+  lastDdl?: string;
+
+  noteSnapshotRead(position: string): void {
+    if (this.snapshotPosition === undefined || position > this.snapshotPosition) this.snapshotPosition = position;
+  }
 
   get hasChanges(): boolean {
     return this.strengths.size > 0;

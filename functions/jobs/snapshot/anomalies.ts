@@ -53,11 +53,10 @@ export function detectAnomalies(table: string, rows: readonly HourRow[], now: nu
   const history = total(historyRows);
   const out: Anomaly[] = [];
 
-  // Snapshot reads in a recent hour, after an earlier hour that streamed changes.
-  const firstStreamed = own.find((r) => r.counters.opC + r.counters.opU + r.counters.opD > 0);
-  const resnapHour = recentRows.find((r) => (r.counters.snapshotEvents > 0 || r.counters.resnapshots > 0) && firstStreamed !== undefined && firstStreamed.hourStart < r.hourStart);
-  if (resnapHour || recent.resnapshots > 0) {
-    const hour = resnapHour ?? recentRows.find((r) => r.counters.resnapshots > 0);
+  // Ingest counts a re-snapshot when snapshot reads above the recorded snapshot position arrive after
+  // streaming began; a redelivered snapshot window is not one (snapshot reads alone are not enough).
+  if (recent.resnapshots > 0) {
+    const hour = recentRows.find((r) => r.counters.resnapshots > 0);
     out.push({ kind: 'resnapshot', table, detail: { snapshotEvents: recent.snapshotEvents, resnapshots: recent.resnapshots, hour: new Date(hour?.hourStart ?? now).toISOString().slice(0, 13) } });
   }
   if (recent.streamed >= th.minEvents && history.streamed >= th.minEvents) {
