@@ -209,6 +209,19 @@ export class TidemarkPipeline extends Construct {
       ...(props.sourceMaps ? { sourceMaps: true } : {}),
     });
 
+    const stream = this.connectSource(config, props, key);
+    if (stream !== undefined) this.stream = stream;
+    // A mapping starts reading as soon as it exists: let the tables exist first.
+    for (const mapping of this.eventSourceMappings) mapping.node.addDependency(this.currentState);
+
+    this.history = new History(this, 'History', { pipelineName: config.name, rawPrefix: config.raw.prefix, bucket: this.rawStore.bucket });
+    this.metrics = new TidemarkMetricFactory({ pipeline: config.name });
+    if (props.monitoring ?? true) this.monitoring = this.createMonitoring(config, key);
+    this.addOutputs(config);
+  }
+
+  /** Maps the source to the ingest function: an MSK cluster's topics, or the Kinesis stream (returned). */
+  private connectSource(config: TidemarkConfig, props: TidemarkPipelineProps, key: kms.IKey | undefined): kinesis.IStream | undefined {
     if (props.stream === undefined && config.source.type === 'msk') {
       const stack = Stack.of(this);
       if (Token.isUnresolved(stack.region) || Token.isUnresolved(stack.account)) {
@@ -218,27 +231,22 @@ export class TidemarkPipeline extends Construct {
         );
       }
       this.addKafkaMappings(config.source, props.kafkaEventSourceOverrides);
-    } else {
-      const stream = props.stream ?? this.createOrImportStream(config, key);
-      this.stream = stream;
-      this.addKinesisMapping(stream, props.eventSourceOverrides);
+      return undefined;
     }
-    // A mapping starts reading as soon as it exists: let the tables exist first.
-    for (const mapping of this.eventSourceMappings) mapping.node.addDependency(this.currentState);
+    const stream = props.stream ?? this.createOrImportStream(config, key);
+    this.addKinesisMapping(stream, props.eventSourceOverrides);
+    return stream;
+  }
 
-    this.history = new History(this, 'History', { pipelineName: config.name, rawPrefix: config.raw.prefix, bucket: this.rawStore.bucket });
-    this.metrics = new TidemarkMetricFactory({ pipeline: config.name });
-    if (props.monitoring ?? true) {
-      this.monitoring = new Monitoring(this, 'Monitoring', {
-        config,
-        metrics: this.metrics,
-        function: this.ingest.function,
-        deadLetterQueue: this.deadLetterQueue,
-        sourceKind: this.stream ? 'kinesis' : 'msk',
-        ...(key ? { topicKey: key } : {}),
-      });
-    }
-    this.addOutputs(config);
+  private createMonitoring(config: TidemarkConfig, key: kms.IKey | undefined): Monitoring {
+    return new Monitoring(this, 'Monitoring', {
+      config,
+      metrics: this.metrics,
+      function: this.ingest.function,
+      deadLetterQueue: this.deadLetterQueue,
+      sourceKind: this.stream ? 'kinesis' : 'msk',
+      ...(key ? { topicKey: key } : {}),
+    });
   }
 
   private addKinesisMapping(stream: kinesis.IStream, overrides: MappingOverrides | undefined): void {
