@@ -25,6 +25,10 @@ export function suppressJustifiedFindings(pipeline: TidemarkPipeline): void {
     });
   }
   Validations.of(pipeline.ingest.role).acknowledge({
+    id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/${config.raw.prefix}spill/*]`,
+    reason: `s3:GetObject is limited to the spilled rows under "${config.raw.prefix}spill/"; a patch on a spilled row reads its spilled copy, whose key is per row and version.`,
+  });
+  Validations.of(pipeline.ingest.role).acknowledge({
     id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/${pipeline.onFailure.prefix}*]`,
     reason: `Lambda names each failed-batch object itself (${pipeline.onFailure.prefix}<mapping id>/<shard>/<date>/<uuid>); s3:PutObject is limited to that prefix.`,
   });

@@ -140,9 +140,7 @@ describe('TidemarkPipeline with a Kinesis source', () => {
       'cloudwatch:PutMetricData',
       'dynamodb:BatchWriteItem',
       'dynamodb:DeleteTable',
-      'dynamodb:GetItem',
       'dynamodb:Query',
-      's3:GetObject',
       's3:DeleteObject',
       'kinesis:ListStreams',
       'kinesis:SubscribeToShard',
@@ -170,6 +168,18 @@ describe('TidemarkPipeline with a Kinesis source', () => {
     });
   });
 
+  it('limits s3:GetObject to the spilled rows under the raw prefix', () => {
+    const gets = statements().filter((s) => actionsOf(s).includes('s3:GetObject'));
+    assert.deepEqual(gets.map((s) => s.Sid), ['ReadSpilledRows']);
+    template.hasResourceProperties('AWS::IAM::Policy', {
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          { Sid: 'ReadSpilledRows', Effect: 'Allow', Action: 's3:GetObject', Resource: { 'Fn::Join': ['', [bucketArn, '/raw/spill/*']] } },
+        ]),
+      },
+    });
+  });
+
   it('grants the target tables only the guarded-write and truncate-sweep actions, and the status table only its row actions, by name', () => {
     const ids = Object.keys(resources('AWS::DynamoDB::Table'));
     assert.deepEqual([ids.filter((id) => !id.includes('StatusTable')).length, ids.filter((id) => id.includes('StatusTable')).length], [3, 1]);
@@ -179,7 +189,7 @@ describe('TidemarkPipeline with a Kinesis source', () => {
           {
             Sid: 'GuardedWritesAndTruncate',
             Effect: 'Allow',
-            Action: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Scan', 'dynamodb:DeleteItem'],
+            Action: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:Scan', 'dynamodb:DeleteItem'],
             Resource: ['shop-customers', 'shop-order-lines', 'shop-shipments'].map(tableArn),
           },
           { Sid: 'StatusRows', Effect: 'Allow', Action: ['dynamodb:BatchGetItem', 'dynamodb:UpdateItem'], Resource: tableArn('shop-status') },
