@@ -215,6 +215,24 @@ export class TidemarkPipeline extends Construct {
       ...(props.sourceMaps ? { sourceMaps: true } : {}),
     });
 
+    const stream = this.connectSource(config, props, key);
+    if (stream !== undefined) this.stream = stream;
+    // A mapping starts reading as soon as it exists: let the tables exist first.
+    for (const mapping of this.eventSourceMappings) mapping.node.addDependency(this.currentState);
+
+    this.history = new History(this, 'History', { pipelineName: config.name, rawPrefix: config.raw.prefix, bucket: this.rawStore.bucket });
+    // A stand-in ingest handler (tests, offline synth) stands in for the job handlers too: one bundle.
+    const entries = props.ingestEntry ? { replay: props.ingestEntry, erase: props.ingestEntry } : undefined;
+    this.replay = new ReplayJobs(this, 'Replay', { config, rawStore: this.rawStore, currentState: this.currentState, removalPolicy, entries, ...withKey });
+    this.metrics = new TidemarkMetricFactory({ pipeline: config.name });
+    if (props.monitoring ?? true) this.monitoring = this.createMonitoring(config, key);
+    const alarmTopic = this.monitoring ? { alarmTopic: this.monitoring.alarmTopic } : {};
+    this.jobs = new TidemarkJobs(this, 'Jobs', { config, rawStore: this.rawStore, currentState: this.currentState, removalPolicy, ...alarmTopic, ...withKey });
+    this.addOutputs(config);
+  }
+
+  /** Maps the source to the ingest function: an MSK cluster's topics, or the Kinesis stream (returned). */
+  private connectSource(config: TidemarkConfig, props: TidemarkPipelineProps, key: kms.IKey | undefined): kinesis.IStream | undefined {
     if (props.stream === undefined && config.source.type === 'msk') {
       const stack = Stack.of(this);
       if (Token.isUnresolved(stack.region) || Token.isUnresolved(stack.account)) {
@@ -224,38 +242,22 @@ export class TidemarkPipeline extends Construct {
         );
       }
       this.addKafkaMappings(config.source, props.kafkaEventSourceOverrides);
-    } else {
-      const stream = props.stream ?? this.createOrImportStream(config, key);
-      this.stream = stream;
-      this.addKinesisMapping(stream, props.eventSourceOverrides);
+      return undefined;
     }
-    // A mapping starts reading as soon as it exists: let the tables exist first.
-    for (const mapping of this.eventSourceMappings) mapping.node.addDependency(this.currentState);
+    const stream = props.stream ?? this.createOrImportStream(config, key);
+    this.addKinesisMapping(stream, props.eventSourceOverrides);
+    return stream;
+  }
 
-    this.history = new History(this, 'History', { pipelineName: config.name, rawPrefix: config.raw.prefix, bucket: this.rawStore.bucket });
-    // A stand-in ingest handler (tests, offline synth) stands in for the job handlers too: one bundle.
-    const entries = props.ingestEntry ? { replay: props.ingestEntry, erase: props.ingestEntry } : undefined;
-    this.replay = new ReplayJobs(this, 'Replay', { config, rawStore: this.rawStore, currentState: this.currentState, removalPolicy, entries, ...withKey });
-    this.metrics = new TidemarkMetricFactory({ pipeline: config.name });
-    if (props.monitoring ?? true) {
-      this.monitoring = new Monitoring(this, 'Monitoring', {
-        config,
-        metrics: this.metrics,
-        function: this.ingest.function,
-        deadLetterQueue: this.deadLetterQueue,
-        sourceKind: this.stream ? 'kinesis' : 'msk',
-        ...(key ? { topicKey: key } : {}),
-      });
-    }
-    this.jobs = new TidemarkJobs(this, 'Jobs', {
+  private createMonitoring(config: TidemarkConfig, key: kms.IKey | undefined): Monitoring {
+    return new Monitoring(this, 'Monitoring', {
       config,
-      rawStore: this.rawStore,
-      currentState: this.currentState,
-      removalPolicy,
-      ...(this.monitoring ? { alarmTopic: this.monitoring.alarmTopic } : {}),
-      ...withKey,
+      metrics: this.metrics,
+      function: this.ingest.function,
+      deadLetterQueue: this.deadLetterQueue,
+      sourceKind: this.stream ? 'kinesis' : 'msk',
+      ...(key ? { topicKey: key } : {}),
     });
-    this.addOutputs(config);
   }
 
   private addKinesisMapping(stream: kinesis.IStream, overrides: MappingOverrides | undefined): void {

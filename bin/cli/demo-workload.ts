@@ -3,7 +3,8 @@
  * then inserts, updates (some with unchanged-TOAST placeholders), deletes, and finally an
  * at-least-once redelivery of an earlier window. The model's final rows are the expected state.
  */
-import type { JsonObject } from '../../functions/core/json.js';
+import { TidemarkError } from '../../functions/core/errors.js';
+import type { JsonObject, JsonValue } from '../../functions/core/json.js';
 
 export interface DemoMessage {
   readonly partitionKey: string;
@@ -12,6 +13,13 @@ export interface DemoMessage {
 
 const PLACEHOLDER = '__debezium_unavailable_value';
 const STATUSES = ['placed', 'paid', 'packed', 'shipped', 'delivered', 'refunded'];
+
+/** A column the workload itself put in `row`; a missing one is a bug in this model, not bad input. */
+function field(row: JsonObject, column: string): JsonValue {
+  const value = row[column];
+  if (value === undefined) throw new TidemarkError(`demo workload row has no "${column}" column`);
+  return value;
+}
 
 /** Deterministic PRNG (mulberry32, floats in [0, 1)), so every demo and bench run streams the same history. */
 export function prng(seed: number): () => number {
@@ -27,7 +35,11 @@ export function prng(seed: number): () => number {
 
 export function demoWorkload(opts: { customers: number; orders: number; changes: number; seed?: number }) {
   const rand = prng(opts.seed ?? 42);
-  const pick = <T>(xs: readonly T[]) => xs[Math.floor(rand() * xs.length)]!;
+  const pick = <T>(xs: readonly T[]): T => {
+    const x = xs[Math.floor(rand() * xs.length)];
+    if (x === undefined) throw new TidemarkError('demo workload picked from an empty list');
+    return x;
+  };
   const customers = new Map<number, JsonObject>();
   const orders = new Map<number, JsonObject>();
   const messages: DemoMessage[] = [];
@@ -69,7 +81,7 @@ export function demoWorkload(opts: { customers: number; orders: number; changes:
   // Snapshot phase: every existing row as op r, one snapshot transaction.
   const all = [...[...customers.values()].map((r) => ['customers', r] as const), ...[...orders.values()].map((r) => ['orders', r] as const)];
   all.forEach(([table, row], i) => {
-    const key: JsonObject = table === 'customers' ? { id: row.id! } : { order_id: row.order_id! };
+    const key: JsonObject = table === 'customers' ? { id: field(row, 'id') } : { order_id: field(row, 'order_id') };
     emit(table, 'r', key, null, row, i === 0 ? 'first' : i === all.length - 1 ? 'last' : 'true');
   });
   commit();
@@ -81,7 +93,7 @@ export function demoWorkload(opts: { customers: number; orders: number; changes:
       const row = pick([...orders.values()]);
       const after = { ...row, status: pick(STATUSES) };
       orders.set(row.order_id as number, after);
-      emit('orders', 'u', { order_id: row.order_id! }, null, after, 'false');
+      emit('orders', 'u', { order_id: field(row, 'order_id') }, null, after, 'false');
     } else if (roll < 0.65) {
       const row = { order_id: nextOrder, customer_id: 1 + Math.floor(rand() * opts.customers), status: 'placed', amount_minor: 500 + Math.floor(rand() * 50_000), currency: 'EUR' };
       orders.set(nextOrder++, row);
@@ -89,13 +101,13 @@ export function demoWorkload(opts: { customers: number; orders: number; changes:
     } else if (roll < 0.75 && orders.size > 0) {
       const row = pick([...orders.values()]);
       orders.delete(row.order_id as number);
-      emit('orders', 'd', { order_id: row.order_id! }, { order_id: row.order_id!, customer_id: 0, status: '', amount_minor: 0, currency: '' }, null, 'false');
+      emit('orders', 'd', { order_id: field(row, 'order_id') }, { order_id: field(row, 'order_id'), customer_id: 0, status: '', amount_minor: 0, currency: '' }, null, 'false');
     } else {
       // A customer update that leaves the TOASTed bio unchanged: Debezium sends the placeholder.
       const row = pick([...customers.values()]);
       const changed = { ...row, email: `c${row.id}+${i}@example.com` };
       customers.set(row.id as number, changed);
-      emit('customers', 'u', { id: row.id! }, null, { ...changed, bio: PLACEHOLDER }, 'false');
+      emit('customers', 'u', { id: field(row, 'id') }, null, { ...changed, bio: PLACEHOLDER }, 'false');
     }
     if (rand() < 0.4) commit();
   }

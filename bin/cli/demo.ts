@@ -9,6 +9,7 @@ import { PutRecordsCommand } from '@aws-sdk/client-kinesis';
 import { Presets, SingleBar } from 'cli-progress';
 import { createClients } from '../local/clients.js';
 import { parseConfig } from '../../functions/commons/config.js';
+import { TidemarkError } from '../../functions/core/errors.js';
 import { canonicalJson } from '../../functions/core/json.js';
 import { startEmulators } from '../local/emulators.js';
 import { provision, streamNameOf } from '../local/provision.js';
@@ -76,9 +77,11 @@ export async function runDemo(opts: { keep: boolean }): Promise<void> {
     for (const table of config.tables) {
       const expected = workload.expected[table.source as keyof typeof workload.expected];
       const seen = new Map<string, string>();
+      const [keyColumn] = table.key;
+      if (keyColumn === undefined) throw new TidemarkError('demo table has no key column', { context: { table: table.source } });
       for await (const row of scanTable(clients.dynamodb, table, false)) {
         const clean = Object.fromEntries(Object.entries(row).filter(([k]) => !k.startsWith('__')));
-        seen.set(String(clean[table.key[0]!]), canonicalJson(clean));
+        seen.set(String(clean[keyColumn]), canonicalJson(clean));
       }
       const wrong = [...expected.entries()].filter(([id, row]) => seen.get(String(id)) !== canonicalJson(row)).length;
       const extra = [...seen.keys()].filter((id) => !expected.has(Number(id))).length;

@@ -1,7 +1,7 @@
 /** `tidemark`: the command line. Every command reads the one validated config file. */
 import { Command, Option } from 'commander';
 import { SingleBar, Presets } from 'cli-progress';
-import { ConfigError } from '../../functions/core/errors.js';
+import { ConfigError, errorMessage } from '../../functions/core/errors.js';
 import { parseJson, isJsonObject } from '../../functions/core/json.js';
 import { envExports, localDown, localStatus, localUp } from '../local/emulators.js';
 import { provision, streamNameOf } from '../local/provision.js';
@@ -181,7 +181,7 @@ export async function main(argv: string[]): Promise<number> {
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
   } catch (e) {
     if (e instanceof ConfigError) err(`tidemark: ${e.message}`);
-    else err(`tidemark: ${(e as Error).message}`);
+    else err(`tidemark: ${errorMessage(e)}`);
     return 1;
   }
 }

@@ -3,6 +3,7 @@
  * per key, the state current state must hold. No AWS calls.
  */
 import type { TidemarkConfig } from '../../functions/commons/config.js';
+import { TidemarkError } from '../../functions/core/errors.js';
 import { stringifyJson } from '../../functions/core/json.js';
 import { MemoryStore } from '../../functions/core/memory-store.js';
 import { Normalizer, type RawRecord } from '../../functions/core/normalize.js';
@@ -28,6 +29,12 @@ export function fileRecords(path: string, shape: InputShape): { records: RawReco
   return { records, lineOf: messages.map((m) => m.line), problems: [...problems] };
 }
 
+function lineAt(lineOf: readonly number[], index: number): number {
+  const line = lineOf[index];
+  if (line === undefined) throw new TidemarkError(`plan: record ${index} has no input line`);
+  return line;
+}
+
 export function runPlan(config: TidemarkConfig, path: string, shape: InputShape): PlanReport {
   const normalizer = new Normalizer(config);
   const { records, lineOf, problems } = fileRecords(path, shape);
@@ -36,7 +43,7 @@ export function runPlan(config: TidemarkConfig, path: string, shape: InputShape)
   records.forEach((record, i) => {
     const result = normalizer.normalize(record);
     if (!result.ok) {
-      problems.push({ line: lineOf[i]!, reason: `${result.reason}: ${result.detail}` });
+      problems.push({ line: lineAt(lineOf, i), reason: `${result.reason}: ${result.detail}` });
       return;
     }
     for (const e of result.events) {

@@ -53,6 +53,73 @@ interface Scan {
 
 const isNumberChar = (c: number): boolean => (c >= 0x30 && c <= 0x39) || c === 0x2e || c === 0x2d || c === 0x2b || c === 0x65 || c === 0x45;
 
+/** True when the quote at `j` is escaped: an odd run of backslashes precedes it. */
+function isEscapedQuote(text: string, j: number): boolean {
+  let k = j - 2;
+  while (text.charCodeAt(k) === 0x5c) k--;
+  return ((j - 1 - k) & 1) === 1;
+}
+
+/** The index just past the string opening at `i`, or -1 when the string is unterminated. */
+function skipString(text: string, i: number): number {
+  let j = text.indexOf('"', i + 1);
+  while (j !== -1 && text.charCodeAt(j - 1) === 0x5c) {
+    // The quote ends the string unless an odd run of backslashes escapes it.
+    if (!isEscapedQuote(text, j)) break;
+    j = text.indexOf('"', j + 1);
+  }
+  return j === -1 ? -1 : j + 1;
+}
+
+/** One maximal run of number characters: where it ends and what it holds. */
+interface NumberRun {
+  end: number;
+  digits: number;
+  /** No exponent and no sign other than a leading minus. */
+  plain: boolean;
+  /** No decimal point. */
+  integer: boolean;
+}
+
+/** Reads the run of number characters starting at `start` into `run` (reused: no allocation per number). */
+function readNumberRun(text: string, start: number, run: NumberRun): void {
+  const n = text.length;
+  run.digits = 0;
+  run.plain = true;
+  run.integer = true;
+  let i = start;
+  for (; i < n; i++) {
+    const d = text.charCodeAt(i);
+    if (d >= 0x30 && d <= 0x39) run.digits++;
+    else if (!isNumberChar(d)) break;
+    else if (d === 0x2e) run.integer = false;
+    else if (!(d === 0x2d && i === start)) run.plain = false;
+  }
+  run.end = i;
+}
+
+/** The token's text when a double would not hold it, else null. */
+function unsafeToken(text: string, start: number, run: NumberRun): string | null {
+  // Up to 15 digits without an exponent: always safe, the common case, no slice needed.
+  if (run.plain && run.digits <= SAFE_DIGITS) return null;
+  const token = text.slice(start, run.end);
+  if (run.plain && run.integer) {
+    // An integer of 16+ digits: safe only below 2^53, which has 16 digits.
+    return run.digits === 16 && token.slice(token.length - 16) <= MAX_SAFE_TEXT ? null : token;
+  }
+  // A malformed token needs no check here: JSON.parse rejects the text and the exact tier answers.
+  return isSafeNumber(token) ? null : token;
+}
+
+function addUnsafe(found: Scan, ordinal: number, token: string): void {
+  if (found.unsafeOrdinals === null || found.unsafeTexts === null) {
+    found.unsafeOrdinals = [];
+    found.unsafeTexts = [];
+  }
+  found.unsafeOrdinals.push(ordinal);
+  found.unsafeTexts.push(token);
+}
+
 /**
  * One pass over the text outside strings (strings are skipped with `indexOf`). In valid JSON every
  * maximal run of number characters outside strings is one number token. Returns null for an
@@ -60,57 +127,27 @@ const isNumberChar = (c: number): boolean => (c >= 0x30 && c <= 0x39) || c === 0
  */
 function scan(text: string): Scan | null {
   const n = text.length;
-  let members = 0;
+  const found: Scan = { members: 0, unsafeOrdinals: null, unsafeTexts: null };
+  const run: NumberRun = { end: 0, digits: 0, plain: true, integer: true };
   let numbers = 0;
-  let unsafeOrdinals: number[] | null = null;
-  let unsafeTexts: string[] | null = null;
   let i = 0;
   while (i < n) {
     const c = text.charCodeAt(i);
     if (c === 0x22) {
-      let j = text.indexOf('"', i + 1);
-      while (j !== -1 && text.charCodeAt(j - 1) === 0x5c) {
-        // The quote ends the string unless an odd run of backslashes escapes it.
-        let k = j - 2;
-        while (text.charCodeAt(k) === 0x5c) k--;
-        if (((j - 1 - k) & 1) === 0) break;
-        j = text.indexOf('"', j + 1);
-      }
-      if (j === -1) return null;
-      i = j + 1;
+      i = skipString(text, i);
+      if (i === -1) return null;
     } else if (c === 0x3a) {
-      members++;
+      found.members++;
       i++;
     } else if ((c >= 0x30 && c <= 0x39) || c === 0x2d) {
-      const start = i;
       const ordinal = numbers++;
-      let digits = 0;
-      let plain = true;
-      let integer = true;
-      for (; i < n; i++) {
-        const d = text.charCodeAt(i);
-        if (d >= 0x30 && d <= 0x39) digits++;
-        else if (!isNumberChar(d)) break;
-        else if (d === 0x2e) integer = false;
-        else if (!(d === 0x2d && i === start)) plain = false;
-      }
-      // Up to 15 digits without an exponent: always safe, the common case, no slice needed.
-      if (plain && digits <= SAFE_DIGITS) continue;
-      const token = text.slice(start, i);
-      if (plain && integer) {
-        // An integer of 16+ digits: safe only below 2^53, which has 16 digits.
-        if (digits === 16 && token.slice(token.length - 16) <= MAX_SAFE_TEXT) continue;
-      } else if (isSafeNumber(token)) continue;
-      // A malformed token needs no check here: JSON.parse rejects the text and the exact tier answers.
-      if (unsafeOrdinals === null || unsafeTexts === null) {
-        unsafeOrdinals = [];
-        unsafeTexts = [];
-      }
-      unsafeOrdinals.push(ordinal);
-      unsafeTexts.push(token);
+      readNumberRun(text, i, run);
+      const unsafe = unsafeToken(text, i, run);
+      if (unsafe !== null) addUnsafe(found, ordinal, unsafe);
+      i = run.end;
     } else i++;
   }
-  return { members, unsafeOrdinals, unsafeTexts };
+  return found;
 }
 
 /** The walk over the parsed value: members counted, numbers counted in document order. */
@@ -135,29 +172,40 @@ interface Walk {
  * number value met is the n-th number token of the text.
  */
 function restore(value: object, w: Walk): void {
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const v: unknown = value[i];
-      if (typeof v === 'object') {
-        if (v !== null) restore(v, w);
-      } else if (typeof v === 'number' && w.ordinals !== null && w.ordinal++ === w.ordinals[w.next]) value[i] = nextUnsafe(w);
-    }
-    return;
+  if (Array.isArray(value)) restoreArray(value, w);
+  else restoreObject(value as Record<string, unknown>, w);
+}
+
+/** Counts the number `v` when it is one, and tells whether it is the next unsafe number to put back. */
+function isNextUnsafe(v: unknown, w: Walk): boolean {
+  return typeof v === 'number' && w.ordinals !== null && w.ordinal++ === w.ordinals[w.next];
+}
+
+function restoreArray(value: unknown[], w: Walk): void {
+  for (let i = 0; i < value.length; i++) {
+    const v = value[i];
+    if (typeof v === 'object') {
+      if (v !== null) restore(v, w);
+    } else if (isNextUnsafe(v, w)) value[i] = nextUnsafe(w);
   }
-  const obj = value as Record<string, unknown>;
+}
+
+function restoreObject(obj: Record<string, unknown>, w: Walk): void {
   const matching = w.ordinals !== null;
   for (const k in obj) {
     w.members++;
-    if (matching) {
-      const first = k.charCodeAt(0);
-      if (first >= 0x30 && first <= 0x39) w.reordered = true;
-    }
+    if (matching && startsWithDigit(k)) w.reordered = true;
     const v = obj[k];
     if (typeof v === 'object') {
       if (v !== null) restore(v, w);
       // `k` is an own key, so even `__proto__` assigns the own property here.
-    } else if (typeof v === 'number' && matching && w.ordinal++ === w.ordinals?.[w.next]) obj[k] = nextUnsafe(w);
+    } else if (isNextUnsafe(v, w)) obj[k] = nextUnsafe(w);
   }
+}
+
+function startsWithDigit(k: string): boolean {
+  const first = k.charCodeAt(0);
+  return first >= 0x30 && first <= 0x39;
 }
 
 function nextUnsafe(w: Walk): LosslessNumber {

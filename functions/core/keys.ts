@@ -47,15 +47,22 @@ export function keyLayout(table: Pick<TableConfig, 'key' | 'keyTypes'>): KeyLayo
  */
 export function coerceKeyValue(column: string, value: JsonValue | undefined, type: KeyType | undefined): string | number | LosslessNumber {
   if (value === undefined || value === null) throw new DecodeError('missing-key', `key column "${column}" is missing or null`);
-  if (type === 'number') {
-    if (typeof value === 'number' && Number.isFinite(value)) return value;
-    if (isLosslessNumber(value)) return value;
-    if (typeof value === 'string' && /^-?\d+(\.\d+)?([eE][-+]?\d+)?$/.test(value.trim())) {
-      const n = Number(value);
-      return Number.isSafeInteger(n) || String(n) === value.trim() ? n : new LosslessNumber(value.trim());
-    }
-    throw new DecodeError('bad-key', `key column "${column}" is declared number but holds a ${typeof value}`);
+  return type === 'number' ? numberKeyValue(column, value) : textKeyValue(column, value);
+}
+
+/** A key column declared `number`: a finite number, an exact large number, or a number in text. */
+function numberKeyValue(column: string, value: Exclude<JsonValue, null>): number | LosslessNumber {
+  if (typeof value === 'number' && Number.isFinite(value)) return value;
+  if (isLosslessNumber(value)) return value;
+  if (typeof value === 'string' && /^-?\d+(\.\d+)?([eE][-+]?\d+)?$/.test(value.trim())) {
+    const n = Number(value);
+    return Number.isSafeInteger(n) || String(n) === value.trim() ? n : new LosslessNumber(value.trim());
   }
+  throw new DecodeError('bad-key', `key column "${column}" is declared number but holds a ${typeof value}`);
+}
+
+/** Any other key column: a non-empty string, or a scalar in its text form. */
+function textKeyValue(column: string, value: Exclude<JsonValue, null>): string {
   if (typeof value === 'string') {
     if (value === '') throw new DecodeError('bad-key', `key column "${column}" is an empty string`);
     return value;

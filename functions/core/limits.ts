@@ -9,7 +9,7 @@
 import type { TableConfig } from '../commons/config.js';
 import { decodeError } from './formats/kit.js';
 import { isPlaceholderValue, placeholderForms } from './formats/debezium-placeholders.js';
-import { isLosslessNumber, type JsonValue } from './json.js';
+import { isLosslessNumber, type JsonObject, type JsonValue } from './json.js';
 import { COMPOSITE_KEY_ATTRIBUTE, keyId, keyLayout, keySource, normalizeKey } from './keys.js';
 import type { Position } from './position.js';
 import type { ChangeEvent, Key } from './types.js';
@@ -244,31 +244,43 @@ function hasPlainPrototype(value: object): boolean {
  * valid names, and at most {@link DYNAMO.nestingLevels} levels counting the column itself.
  */
 export function checkValue(column: string, value: JsonValue): void {
-  const stack: { v: JsonValue; level: number }[] = [{ v: value, level: 1 }];
+  const stack: PendingValue[] = [{ v: value, level: 1 }];
   for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
     const { v, level } = item;
-    if (typeof v === 'number') {
-      const problem = plainNumberProblem(v);
-      if (problem) throw decodeError(numberReason(problem), `a number in column "${column}" ${problem}`);
-    } else if (typeof v === 'string') {
-      if (hasLoneSurrogate(v)) throw decodeError('invalid-string', `a string in column "${column}" has an unpaired UTF-16 surrogate (a \\uD800-\\uDFFF escape alone), which has no UTF-8 form`);
-    } else if (isLosslessNumber(v)) {
-      const problem = numberProblem(v.value);
-      if (problem) throw decodeError(numberReason(problem), `a number in column "${column}" ${problem}`);
-    } else if (v !== null && typeof v === 'object') {
-      if (level >= DYNAMO.nestingLevels) {
-        throw decodeError('too-deep', `column "${column}" nests maps and lists more than ${DYNAMO.nestingLevels - 1} deep; DynamoDB allows ${DYNAMO.nestingLevels} levels counting the attribute itself`);
-      }
-      if (Array.isArray(v)) {
-        for (const e of v) stack.push({ v: e, level: level + 1 });
-      } else {
-        if (!hasPlainPrototype(v)) throw decodeError('reserved-column', `a map in column "${column}" had a "__proto__" key that replaced its prototype`);
-        for (const k of Object.keys(v)) {
-          checkName(k, `a map key in column "${column}"`);
-          stack.push({ v: v[k] as JsonValue, level: level + 1 });
-        }
-      }
-    }
+    if (v !== null && typeof v === 'object' && !isLosslessNumber(v)) pushChildren(column, v, level, stack);
+    else checkScalar(column, v);
+  }
+}
+
+/** A value still to check, with its nesting level (the column itself is level 1). */
+interface PendingValue {
+  v: JsonValue;
+  level: number;
+}
+
+/** Numbers within DynamoDB's precision and range, strings with a UTF-8 form. */
+function checkScalar(column: string, v: JsonValue): void {
+  if (typeof v === 'string') {
+    if (hasLoneSurrogate(v)) throw decodeError('invalid-string', `a string in column "${column}" has an unpaired UTF-16 surrogate (a \\uD800-\\uDFFF escape alone), which has no UTF-8 form`);
+    return;
+  }
+  const problem = typeof v === 'number' ? plainNumberProblem(v) : isLosslessNumber(v) ? numberProblem(v.value) : null;
+  if (problem) throw decodeError(numberReason(problem), `a number in column "${column}" ${problem}`);
+}
+
+/** Checks a map or list's depth and map keys, then queues its members one level deeper. */
+function pushChildren(column: string, v: JsonValue[] | JsonObject, level: number, stack: PendingValue[]): void {
+  if (level >= DYNAMO.nestingLevels) {
+    throw decodeError('too-deep', `column "${column}" nests maps and lists more than ${DYNAMO.nestingLevels - 1} deep; DynamoDB allows ${DYNAMO.nestingLevels} levels counting the attribute itself`);
+  }
+  if (Array.isArray(v)) {
+    for (const e of v) stack.push({ v: e, level: level + 1 });
+    return;
+  }
+  if (!hasPlainPrototype(v)) throw decodeError('reserved-column', `a map in column "${column}" had a "__proto__" key that replaced its prototype`);
+  for (const k of Object.keys(v)) {
+    checkName(k, `a map key in column "${column}"`);
+    stack.push({ v: v[k] as JsonValue, level: level + 1 });
   }
 }
 
@@ -286,28 +298,38 @@ export function checkRow(row: Readonly<Record<string, JsonValue>>, what: string)
 /** Checks a normalized key against DynamoDB's key limits (sizes, number range). */
 export function checkKeyLimits(table: Pick<TableConfig, 'key' | 'keyTypes'>, key: Key): void {
   const layout = keyLayout(table);
-  if (layout.composite) {
-    const bytes = utf8Bytes(keyId(table, key));
-    if (bytes > DYNAMO.partitionKeyBytes) {
-      throw decodeError('key-too-large', `the encoded ${COMPOSITE_KEY_ATTRIBUTE} of columns ${table.key.join(', ')} is ${bytes} bytes; a DynamoDB partition key holds at most ${DYNAMO.partitionKeyBytes}`);
-    }
-  }
+  if (layout.composite) checkCompositeKeySize(table, key);
   for (const col of table.key) {
     const v = key[col];
-    const text = isLosslessNumber(v) ? v.value : typeof v === 'number' ? String(v) : typeof v === 'string' ? v : '';
-    if (typeof v === 'string') {
-      if (hasLoneSurrogate(v)) throw decodeError('bad-key', `key column "${col}" has an unpaired UTF-16 surrogate, which has no UTF-8 form`);
-      const isSort = layout.sortKey?.name === col;
-      const limit = isSort ? DYNAMO.sortKeyBytes : DYNAMO.partitionKeyBytes;
-      const bytes = utf8Bytes(v);
-      if (!layout.composite && bytes > limit) {
-        throw decodeError('key-too-large', `key column "${col}" is ${bytes} bytes; a DynamoDB ${isSort ? 'sort' : 'partition'} key holds at most ${limit}`);
-      }
-    } else {
-      const problem = numberProblem(text);
-      if (problem) throw decodeError('bad-key', `key column "${col}" is a number that ${problem}`);
-    }
+    if (typeof v === 'string') checkStringKeyColumn(col, v, layout);
+    else checkNumberKeyColumn(col, v);
   }
+}
+
+/** The one encoded partition key of a composite key fits DynamoDB's partition key size. */
+function checkCompositeKeySize(table: Pick<TableConfig, 'key' | 'keyTypes'>, key: Key): void {
+  const bytes = utf8Bytes(keyId(table, key));
+  if (bytes > DYNAMO.partitionKeyBytes) {
+    throw decodeError('key-too-large', `the encoded ${COMPOSITE_KEY_ATTRIBUTE} of columns ${table.key.join(', ')} is ${bytes} bytes; a DynamoDB partition key holds at most ${DYNAMO.partitionKeyBytes}`);
+  }
+}
+
+function checkStringKeyColumn(col: string, v: string, layout: ReturnType<typeof keyLayout>): void {
+  if (hasLoneSurrogate(v)) throw decodeError('bad-key', `key column "${col}" has an unpaired UTF-16 surrogate, which has no UTF-8 form`);
+  // A composite key is sized as a whole (above); its columns are not attributes of their own.
+  if (layout.composite) return;
+  const isSort = layout.sortKey?.name === col;
+  const limit = isSort ? DYNAMO.sortKeyBytes : DYNAMO.partitionKeyBytes;
+  const bytes = utf8Bytes(v);
+  if (bytes > limit) {
+    throw decodeError('key-too-large', `key column "${col}" is ${bytes} bytes; a DynamoDB ${isSort ? 'sort' : 'partition'} key holds at most ${limit}`);
+  }
+}
+
+function checkNumberKeyColumn(col: string, v: Key[string]): void {
+  const text = isLosslessNumber(v) ? v.value : typeof v === 'number' ? String(v) : '';
+  const problem = numberProblem(text);
+  if (problem) throw decodeError('bad-key', `key column "${col}" is a number that ${problem}`);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -180,113 +180,105 @@ interface Group {
  */
 export function planBatch(events: readonly ChangeEvent[], identify: KeyIdentity): BatchPlan {
   const counts = new Map<string, TableCounts>();
-  const countsFor = (table: string): TableCounts => {
-    let c = counts.get(table);
-    if (!c) {
-      c = emptyCounts();
-      counts.set(table, c);
-    }
-    return c;
-  };
-
-  const truncates = new Map<string, { winner: Candidate; sources: number[] }>();
+  const truncates = new Map<string, TruncateGroup>();
   // Groups by table, then by key id (no joined string per event); `groups` keeps first-arrival order.
   const byTable = new Map<string, Map<string, Group>>();
   const groups: Group[] = [];
 
   for (let index = 0; index < events.length; index++) {
     const event = events[index] as ChangeEvent;
-    const c = countsFor(event.table);
-    c.events++;
-    c.byOp[event.op]++;
-    if (event.snapshot) c.snapshot++;
-    if (event.patch || event.placeholders.length > 0) c.placeholders++;
-    if (event.op === 'u' && event.before === null) c.beforeNullUpdates++;
+    countEvent(countsFor(counts, event.table), event);
     const candidate: Candidate = { index, event, hash: null };
-    if (event.op === 't') {
-      const t = truncates.get(event.table);
-      if (!t) truncates.set(event.table, { winner: candidate, sources: [index] });
-      else {
-        t.sources.push(index);
-        if (compareTuples(event.position.tuple, t.winner.event.position.tuple) > 0) t.winner = candidate;
-      }
-      continue;
-    }
-    const id = identify(event);
-    let perKey = byTable.get(event.table);
-    if (perKey === undefined) {
-      perKey = new Map();
-      byTable.set(event.table, perKey);
-    }
-    const g = perKey.get(id);
-    if (g) g.items.push(candidate);
-    else {
-      const group: Group = { table: event.table, keyId: id, items: [candidate] };
-      perKey.set(id, group);
-      groups.push(group);
-    }
+    if (event.op === 't') addTruncate(truncates, candidate);
+    else addToGroup(byTable, groups, candidate, identify(event));
   }
 
   const plannedTruncates: PlannedTruncate[] = [];
   for (const [table, t] of truncates) {
-    countsFor(table).superseded += t.sources.length - 1;
-    plannedTruncates.push({
-      table,
-      position: t.winner.event.position,
-      encodedPosition: encodePosition(t.winner.event.position.tuple),
-      commitTs: t.winner.event.commitTs,
-      sources: t.sources,
-    });
+    countsFor(counts, table).superseded += t.sources.length - 1;
+    plannedTruncates.push(plannedTruncate(table, t));
   }
 
   const writes: PlannedWrite[] = [];
   const conflicts: Conflict[] = [];
   for (const g of groups) {
-    const write = planGroup(g, countsFor(g.table), truncates.get(g.table)?.winner.event.position.tuple, conflicts);
+    const write = planGroup(g, countsFor(counts, g.table), truncates.get(g.table)?.winner.event.position.tuple, conflicts);
     if (write) writes.push(write);
   }
   return { writes, truncates: plannedTruncates, conflicts, counts };
+}
+
+/** The truncates of one table in a batch: the latest wins, every one is a source. */
+interface TruncateGroup {
+  winner: Candidate;
+  sources: number[];
+}
+
+function countsFor(counts: Map<string, TableCounts>, table: string): TableCounts {
+  let c = counts.get(table);
+  if (!c) {
+    c = emptyCounts();
+    counts.set(table, c);
+  }
+  return c;
+}
+
+function countEvent(c: TableCounts, event: ChangeEvent): void {
+  c.events++;
+  c.byOp[event.op]++;
+  if (event.snapshot) c.snapshot++;
+  if (event.patch || event.placeholders.length > 0) c.placeholders++;
+  if (event.op === 'u' && event.before === null) c.beforeNullUpdates++;
+}
+
+function addTruncate(truncates: Map<string, TruncateGroup>, candidate: Candidate): void {
+  const { event, index } = candidate;
+  const t = truncates.get(event.table);
+  if (!t) {
+    truncates.set(event.table, { winner: candidate, sources: [index] });
+    return;
+  }
+  t.sources.push(index);
+  if (compareTuples(event.position.tuple, t.winner.event.position.tuple) > 0) t.winner = candidate;
+}
+
+function addToGroup(byTable: Map<string, Map<string, Group>>, groups: Group[], candidate: Candidate, id: string): void {
+  const table = candidate.event.table;
+  let perKey = byTable.get(table);
+  if (perKey === undefined) {
+    perKey = new Map();
+    byTable.set(table, perKey);
+  }
+  const g = perKey.get(id);
+  if (g) {
+    g.items.push(candidate);
+    return;
+  }
+  const group: Group = { table, keyId: id, items: [candidate] };
+  perKey.set(id, group);
+  groups.push(group);
+}
+
+function plannedTruncate(table: string, t: TruncateGroup): PlannedTruncate {
+  return {
+    table,
+    position: t.winner.event.position,
+    encodedPosition: encodePosition(t.winner.event.position.tuple),
+    commitTs: t.winner.event.commitTs,
+    sources: t.sources,
+  };
 }
 
 /** The one write of a key, or null when a truncate of the batch supersedes all its events. */
 function planGroup(g: Group, c: TableCounts, truncate: readonly bigint[] | undefined, conflicts: Conflict[]): PlannedWrite | null {
   // Stable sort: equal positions keep arrival order. `items` itself stays in arrival order.
   const ordered = g.items.length === 1 || inPositionOrder(g.items) ? g.items : [...g.items].sort(byPosition);
-  const kept: Candidate[] = [];
-  for (const item of ordered) {
-    if (truncate && compareTuples(item.event.position.tuple, truncate) < 0) {
-      c.truncated++;
-      continue;
-    }
-    const prev = kept[kept.length - 1];
-    if (prev && compareTuples(prev.event.position.tuple, item.event.position.tuple) === 0) {
-      if (hashOf(prev) === hashOf(item)) c.duplicates++;
-      else {
-        c.conflicts++;
-        conflicts.push({
-          table: g.table,
-          keyId: g.keyId,
-          encodedPosition: encodePosition(item.event.position.tuple),
-          kept: prev.index,
-          dropped: item.index,
-        });
-      }
-      continue;
-    }
-    kept.push(item);
-  }
+  const kept = keepDistinct(g, ordered, c, truncate, conflicts);
   const winner = kept[kept.length - 1];
   if (winner === undefined) return null;
   c.superseded += kept.length - 1;
   // Only the last full row or delete and what follows it contribute.
-  let anchor = 0;
-  for (let i = kept.length - 1; i >= 0; i--) {
-    const e = (kept[i] as Candidate).event;
-    if (e.op === 'd' || (!e.patch && e.placeholders.length === 0)) {
-      anchor = i;
-      break;
-    }
-  }
+  const anchor = anchorOf(kept);
   const chain: ChainLink[] = [];
   for (let i = anchor; i < kept.length; i++) {
     const e = (kept[i] as Candidate).event;
@@ -311,6 +303,46 @@ function planGroup(g: Group, c: TableCounts, truncate: readonly bigint[] | undef
     contentHash: hashOf(winner),
     sources,
   };
+}
+
+/**
+ * The events of a key in position order without those a truncate of the batch supersedes, and one
+ * event per position: a same-content repeat is a duplicate, a different one a conflict (first kept).
+ */
+function keepDistinct(g: Group, ordered: readonly Candidate[], c: TableCounts, truncate: readonly bigint[] | undefined, conflicts: Conflict[]): Candidate[] {
+  const kept: Candidate[] = [];
+  for (const item of ordered) {
+    if (truncate && compareTuples(item.event.position.tuple, truncate) < 0) {
+      c.truncated++;
+      continue;
+    }
+    const prev = kept[kept.length - 1];
+    if (prev && compareTuples(prev.event.position.tuple, item.event.position.tuple) === 0) {
+      if (hashOf(prev) === hashOf(item)) c.duplicates++;
+      else {
+        c.conflicts++;
+        conflicts.push({
+          table: g.table,
+          keyId: g.keyId,
+          encodedPosition: encodePosition(item.event.position.tuple),
+          kept: prev.index,
+          dropped: item.index,
+        });
+      }
+      continue;
+    }
+    kept.push(item);
+  }
+  return kept;
+}
+
+/** The index of the last full row or delete in `kept` (0 when every event is partial). */
+function anchorOf(kept: readonly Candidate[]): number {
+  for (let i = kept.length - 1; i >= 0; i--) {
+    const e = (kept[i] as Candidate).event;
+    if (e.op === 'd' || (!e.patch && e.placeholders.length === 0)) return i;
+  }
+  return 0;
 }
 
 function foldChain(chain: readonly ChainLink[]): Effect {

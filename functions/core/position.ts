@@ -60,7 +60,9 @@ export function decodePosition(text: string): bigint[] {
 export function compareTuples(a: readonly bigint[], b: readonly bigint[]): number {
   const n = Math.min(a.length, b.length);
   for (let i = 0; i < n; i++) {
-    if (a[i] !== b[i]) return a[i]! < b[i]! ? -1 : 1;
+    const x = a[i] ?? 0n;
+    const y = b[i] ?? 0n;
+    if (x !== y) return x < y ? -1 : 1;
   }
   return a.length - b.length === 0 ? 0 : a.length < b.length ? -1 : 1;
 }
@@ -95,13 +97,15 @@ export function parsePgLsn(text: string): bigint {
  */
 export function parseHlc(text: string): [bigint, bigint] {
   const m = /^(\d+)(?:\.(\d+))?$/.exec(text.trim());
-  if (!m) throw new PositionError(`not an HLC timestamp: "${text}"`);
-  return [BigInt(m[1]!), BigInt(m[2] ?? '0')];
+  const wall = m?.[1];
+  if (wall === undefined) throw new PositionError(`not an HLC timestamp: "${text}"`);
+  return [BigInt(wall), BigInt(m?.[2] ?? '0')];
 }
 
 /** The numeric suffix of a binlog file name: "mysql-bin.000003" → 3n. */
 export function binlogFileNumber(file: string): bigint {
   const m = /(\d+)\s*$/.exec(file);
-  if (!m) throw new PositionError(`binlog file name has no numeric suffix: "${file}"`);
-  return BigInt(m[1]!);
+  const digits = m?.[1];
+  if (digits === undefined) throw new PositionError(`binlog file name has no numeric suffix: "${file}"`);
+  return BigInt(digits);
 }

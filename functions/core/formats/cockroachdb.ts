@@ -100,20 +100,27 @@ function rowImage(v: JsonValue | undefined, field: string): JsonObject | null | 
 
 function partsOf(value: JsonObject): Parts {
   const meta = value.__crdb__;
-  if (isJsonObject(meta)) {
-    const columns: JsonObject = {};
-    for (const [k, v] of Object.entries(value)) if (k !== '__crdb__') put(columns, k, v);
-    const empty = Object.keys(columns).length === 0;
-    return {
-      after: empty ? null : columns,
-      before: rowImage(meta.before, '__crdb__.before'),
-      op: null,
-      key: meta.key,
-      topic: typeof meta.topic === 'string' ? meta.topic : null,
-      updated: meta.updated,
-      mvcc: meta.mvcc_timestamp,
-    };
-  }
+  return isJsonObject(meta) ? bareParts(value, meta) : wrappedParts(value);
+}
+
+/** envelope=bare: the columns at the top level, everything else under `__crdb__`. */
+function bareParts(value: JsonObject, meta: JsonObject): Parts {
+  const columns: JsonObject = {};
+  for (const [k, v] of Object.entries(value)) if (k !== '__crdb__') put(columns, k, v);
+  const empty = Object.keys(columns).length === 0;
+  return {
+    after: empty ? null : columns,
+    before: rowImage(meta.before, '__crdb__.before'),
+    op: null,
+    key: meta.key,
+    topic: typeof meta.topic === 'string' ? meta.topic : null,
+    updated: meta.updated,
+    mvcc: meta.mvcc_timestamp,
+  };
+}
+
+/** envelope=wrapped or enriched: `after` (and `before` with `diff`), enriched adds `op` and `source`. */
+function wrappedParts(value: JsonObject): Parts {
   if (!('after' in value)) {
     if ('key' in value) throw decodeError('unsupported-envelope', 'cockroachdb message carries a key and no row (envelope=key_only): it cannot tell a delete from an upsert; use envelope=wrapped');
     throw decodeError('missing-field', 'cockroachdb row message must have "after" (wrapped/enriched) or "__crdb__" (bare)');
@@ -123,16 +130,20 @@ function partsOf(value: JsonObject): Parts {
   if (op !== undefined && op !== 'c' && op !== 'u' && op !== 'd') {
     throw decodeError('bad-op', `cockroachdb enriched "op" must be c, u or d; got ${JSON.stringify(op)}`);
   }
-  const topic = typeof value.topic === 'string' ? value.topic : typeof source?.table_name === 'string' ? source.table_name : null;
   return {
     after: rowImage(value.after, 'after') ?? null,
     before: rowImage(value.before, 'before'),
     op: op ?? null,
     key: value.key,
-    topic,
+    topic: topicOf(value, source),
     updated: value.updated ?? source?.ts_hlc,
     mvcc: value.mvcc_timestamp,
   };
+}
+
+function topicOf(value: JsonObject, source: JsonObject | null): string | null {
+  if (typeof value.topic === 'string') return value.topic;
+  return typeof source?.table_name === 'string' ? source.table_name : null;
 }
 
 function rowEvent(message: InboundMessage, value: JsonObject, ctx: DecodeContext, index: number | null): ChangeEvent {

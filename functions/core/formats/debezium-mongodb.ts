@@ -87,24 +87,29 @@ function topLevel(path: string): string {
 
 function fromUpdateDescription(desc: JsonObject): UpdateOps {
   const ops: UpdateOps = { sets: [], unsets: [], truncs: [], opaque: [] };
-  const updated = desc.updatedFields;
-  if (updated !== undefined && updated !== null) {
-    const doc = typeof updated === 'string' ? parseExtJsonDocument(updated, '"updateDescription.updatedFields"') : updated;
-    if (!isJsonObject(doc)) throw decodeError('bad-field', '"updateDescription.updatedFields" must be a JSON document string');
-    for (const [k, v] of Object.entries(doc)) ops.sets.push([k, toPlain(v)]);
-  }
+  addUpdatedFields(ops, desc.updatedFields);
   const removed = desc.removedFields;
   if (Array.isArray(removed)) for (const f of removed) if (typeof f === 'string') ops.unsets.push(f);
-  const truncated = desc.truncatedArrays;
-  if (Array.isArray(truncated)) {
-    for (const t of truncated) {
-      if (!isJsonObject(t) || typeof t.field !== 'string' || typeof t.size !== 'number') {
-        throw decodeError('bad-field', '"updateDescription.truncatedArrays" entries must be {field: string, size: number}');
-      }
-      ops.truncs.push({ path: t.field, size: t.size });
-    }
-  }
+  addTruncatedArrays(ops, desc.truncatedArrays);
   return ops;
+}
+
+/** `updatedFields`: a document, or (2.x) the Extended JSON text of one. */
+function addUpdatedFields(ops: UpdateOps, updated: JsonValue | undefined): void {
+  if (updated === undefined || updated === null) return;
+  const doc = typeof updated === 'string' ? parseExtJsonDocument(updated, '"updateDescription.updatedFields"') : updated;
+  if (!isJsonObject(doc)) throw decodeError('bad-field', '"updateDescription.updatedFields" must be a JSON document string');
+  for (const [k, v] of Object.entries(doc)) ops.sets.push([k, toPlain(v)]);
+}
+
+function addTruncatedArrays(ops: UpdateOps, truncated: JsonValue | undefined): void {
+  if (!Array.isArray(truncated)) return;
+  for (const t of truncated) {
+    if (!isJsonObject(t) || typeof t.field !== 'string' || typeof t.size !== 'number') {
+      throw decodeError('bad-field', '"updateDescription.truncatedArrays" entries must be {field: string, size: number}');
+    }
+    ops.truncs.push({ path: t.field, size: t.size });
+  }
 }
 
 /** 1.x oplog update document: `$set`/`$unset`, or the MongoDB 5.0+ `{$v: 2, diff}` form. */
@@ -115,16 +120,20 @@ function fromOplogPatch(patch: JsonObject): UpdateOps {
     if (!isJsonObject(arg)) throw decodeError('bad-field', `oplog patch operator "${op}" must hold a document`);
     if (op === '$set') for (const [k, v] of Object.entries(arg)) ops.sets.push([k, v]);
     else if (op === '$unset') ops.unsets.push(...Object.keys(arg));
-    else if (op === 'diff') {
-      for (const [section, body] of Object.entries(arg)) {
-        if ((section === 'u' || section === 'i') && isJsonObject(body)) for (const [k, v] of Object.entries(body)) ops.sets.push([k, v]);
-        else if (section === 'd' && isJsonObject(body)) ops.unsets.push(...Object.keys(body));
-        else if (section.startsWith('s')) ops.opaque.push(section.slice(1));
-        else throw decodeError('bad-field', `oplog patch diff section "${section}" is not understood`);
-      }
-    } else throw decodeError('bad-field', `oplog patch operator "${op}" is not supported (expected $set, $unset or diff)`);
+    else if (op === 'diff') addDiff(ops, arg);
+    else throw decodeError('bad-field', `oplog patch operator "${op}" is not supported (expected $set, $unset or diff)`);
   }
   return ops;
+}
+
+/** The MongoDB 5.0+ diff: `u`/`i` set, `d` unsets, `s<field>` sub-diffs this decoder does not apply. */
+function addDiff(ops: UpdateOps, diff: JsonObject): void {
+  for (const [section, body] of Object.entries(diff)) {
+    if ((section === 'u' || section === 'i') && isJsonObject(body)) for (const [k, v] of Object.entries(body)) ops.sets.push([k, v]);
+    else if (section === 'd' && isJsonObject(body)) ops.unsets.push(...Object.keys(body));
+    else if (section.startsWith('s')) ops.opaque.push(section.slice(1));
+    else throw decodeError('bad-field', `oplog patch diff section "${section}" is not understood`);
+  }
 }
 
 type Container = JsonObject | JsonValue[];
@@ -149,35 +158,52 @@ function parentOf(doc: JsonObject, parts: readonly string[], create: boolean): C
 function applyOps(before: JsonObject, ops: UpdateOps): JsonObject | null {
   if (ops.opaque.length > 0) return null;
   const doc = cloneJson(before);
-  for (const { path, size } of ops.truncs) {
-    const parts = path.split('.');
-    const parent = parentOf(doc, parts, false);
-    const last = parts[parts.length - 1] ?? '';
-    const arr = parent === null ? undefined : Array.isArray(parent) ? parent[Number(last)] : own(parent, last);
-    if (!Array.isArray(arr)) return null;
-    arr.length = Math.min(arr.length, size);
-  }
-  for (const [path, value] of ops.sets) {
-    const parts = path.split('.');
-    const parent = parentOf(doc, parts, true);
-    const last = parts[parts.length - 1] ?? '';
-    if (parent === null) return null;
-    if (Array.isArray(parent)) {
-      const i = Number(last);
-      if (!Number.isInteger(i) || i < 0) return null;
-      while (parent.length < i) parent.push(null);
-      parent[i] = value;
-    } else put(parent, last, value);
-  }
-  for (const path of ops.unsets) {
-    const parts = path.split('.');
-    const parent = parentOf(doc, parts, false);
-    const last = parts[parts.length - 1] ?? '';
-    if (parent === null) continue;
-    if (Array.isArray(parent)) parent[Number(last)] = null;
-    else delete parent[last];
-  }
+  for (const { path, size } of ops.truncs) if (!truncateAt(doc, path, size)) return null;
+  for (const [path, value] of ops.sets) if (!setAt(doc, path, value)) return null;
+  for (const path of ops.unsets) unsetAt(doc, path);
   return doc;
+}
+
+function lastSegment(parts: readonly string[]): string {
+  return parts[parts.length - 1] ?? '';
+}
+
+/** Shortens the array at `path` to `size`; false when there is no array there. */
+function truncateAt(doc: JsonObject, path: string, size: number): boolean {
+  const parts = path.split('.');
+  const parent = parentOf(doc, parts, false);
+  const last = lastSegment(parts);
+  const arr = parent === null ? undefined : Array.isArray(parent) ? parent[Number(last)] : own(parent, last);
+  if (!Array.isArray(arr)) return false;
+  arr.length = Math.min(arr.length, size);
+  return true;
+}
+
+/** Sets `path`, creating sub-documents on the way; false when the path does not fit the document. */
+function setAt(doc: JsonObject, path: string, value: JsonValue): boolean {
+  const parts = path.split('.');
+  const parent = parentOf(doc, parts, true);
+  const last = lastSegment(parts);
+  if (parent === null) return false;
+  if (!Array.isArray(parent)) {
+    put(parent, last, value);
+    return true;
+  }
+  const i = Number(last);
+  if (!Number.isInteger(i) || i < 0) return false;
+  while (parent.length < i) parent.push(null);
+  parent[i] = value;
+  return true;
+}
+
+/** Removes `path` (an array element becomes null, as MongoDB's `$unset` does); a missing path is a no-op. */
+function unsetAt(doc: JsonObject, path: string): void {
+  const parts = path.split('.');
+  const parent = parentOf(doc, parts, false);
+  const last = lastSegment(parts);
+  if (parent === null) return;
+  if (Array.isArray(parent)) parent[Number(last)] = null;
+  else delete parent[last];
 }
 
 /** The patch for an update without any full image; dotted paths make their column a placeholder. */
@@ -212,6 +238,44 @@ function snapshotOf(op: RowOp, snapshot: JsonValue | undefined): boolean {
   return snapshot !== undefined && snapshot !== null && snapshot !== false && snapshot !== 'false';
 }
 
+/** The images of an update that carries no after document. */
+interface UpdateImages {
+  after: JsonObject | null;
+  patch: ChangeEvent['patch'];
+  placeholders: readonly string[];
+}
+
+/**
+ * An update without an after image: a replacement document, or its operations applied to `before`,
+ * or (no before image, or a path that does not fit) the operations kept as a patch.
+ */
+function updateWithoutAfter(value: JsonObject, before: JsonObject | null): UpdateImages {
+  const { ops, replacement } = updateOperations(value);
+  if (replacement !== null) return { after: replacement, patch: null, placeholders: [] };
+  if (ops === null) {
+    throw decodeError('missing-field', 'debezium-mongodb update carries neither "after", "updateDescription" nor "patch"');
+  }
+  const composed = before === null ? null : applyOps(before, ops);
+  if (composed !== null) return { after: composed, patch: null, placeholders: [] };
+  return { after: null, ...toPatch(ops) };
+}
+
+/** 2.x `updateDescription`, or 1.x `patch`: oplog operators, or else a whole replacement document. */
+function updateOperations(value: JsonObject): { ops: UpdateOps | null; replacement: JsonObject | null } {
+  if (isJsonObject(value.updateDescription)) return { ops: fromUpdateDescription(value.updateDescription), replacement: null };
+  if (value.patch === undefined || value.patch === null) return { ops: null, replacement: null };
+  const raw = documentField(value, 'patch');
+  if (raw !== null && Object.keys(raw).some((k) => k.startsWith('$'))) return { ops: fromOplogPatch(raw), replacement: null };
+  return { ops: null, replacement: raw };
+}
+
+/** A transaction id: the session and transaction number, or the older `stxnid`. */
+function txidOf(source: JsonObject): string | null {
+  const lsid = textOf(source.lsid);
+  const txnNumber = textOf(source.txnNumber);
+  return lsid !== null && txnNumber !== null ? `${lsid}:${txnNumber}` : textOf(source.stxnid);
+}
+
 function decodeEvent(message: InboundMessage, value: JsonObject): ChangeEvent {
   const source = value.source;
   if (!isJsonObject(source)) throw decodeError('missing-field', 'debezium-mongodb message has no "source" object');
@@ -229,25 +293,7 @@ function decodeEvent(message: InboundMessage, value: JsonObject): ChangeEvent {
   const filter = documentField(value, 'filter');
   let patch: ChangeEvent['patch'] = null;
   let placeholders: readonly string[] = [];
-
-  if (rowOp === 'u' && after === null) {
-    let ops: UpdateOps | null = null;
-    let replacement: JsonObject | null = null;
-    if (isJsonObject(value.updateDescription)) ops = fromUpdateDescription(value.updateDescription);
-    else if (value.patch !== undefined && value.patch !== null) {
-      const raw = documentField(value, 'patch');
-      if (raw !== null && Object.keys(raw).some((k) => k.startsWith('$'))) ops = fromOplogPatch(raw);
-      else replacement = raw;
-    }
-    if (replacement !== null) after = replacement;
-    else if (ops === null) {
-      throw decodeError('missing-field', 'debezium-mongodb update carries neither "after", "updateDescription" nor "patch"');
-    } else {
-      const composed = before === null ? null : applyOps(before, ops);
-      if (composed !== null) after = composed;
-      else ({ patch, placeholders } = toPatch(ops));
-    }
-  }
+  if (rowOp === 'u' && after === null) ({ after, patch, placeholders } = updateWithoutAfter(value, before));
   if ((rowOp === 'c' || rowOp === 'r') && after === null) {
     throw decodeError('missing-field', `debezium-mongodb op "${rowOp}" must carry an "after" document`);
   }
@@ -257,9 +303,6 @@ function decodeEvent(message: InboundMessage, value: JsonObject): ChangeEvent {
     throw decodeError('missing-key', 'debezium-mongodb message has no _id: expected message key {"id": "<extended json>"}, or _id in after/before/filter');
   }
   const key: Key = { _id: id };
-  const lsid = textOf(source.lsid);
-  const txnNumber = textOf(source.txnNumber);
-  const txid = lsid !== null && txnNumber !== null ? `${lsid}:${txnNumber}` : textOf(source.stxnid);
   return changeEvent({
     format: FORMAT,
     op: rowOp,
@@ -270,7 +313,7 @@ function decodeEvent(message: InboundMessage, value: JsonObject): ChangeEvent {
     patch,
     placeholders,
     position: mongoPosition(source, message),
-    txid,
+    txid: txidOf(source),
     commitTs: msOf(source.ts_ms),
     snapshot: snapshotOf(rowOp, source.snapshot),
   });

@@ -161,24 +161,11 @@ function decodeTemporal(name: string, n: bigint): string | undefined {
 export function decodeValue(value: JsonValue, schema: JsonObject, column = '?'): JsonValue {
   if (value === null) return null;
   const name = typeof schema.name === 'string' ? schema.name : undefined;
-  if (name === DECIMAL) {
-    const params = isJsonObject(schema.parameters) ? schema.parameters : {};
-    const scale = toBigInt(params.scale) ?? 0n;
-    return typeof value === 'string' ? decimalFieldValue(value, Number(scale), column) : value;
-  }
-  if (name === VARIABLE_SCALE_DECIMAL) {
-    if (isJsonObject(value) && typeof value.value === 'string' && !isBase64(value.value)) {
-      throw decodeError('bad-field', `VariableScaleDecimal column "${column}" holds a value that is not base64`);
-    }
-    const text = decodeVariableScaleDecimal(value);
-    return text === undefined ? value : decimalNumber(text);
-  }
+  if (name === DECIMAL) return decimalValue(value, schema, column);
+  if (name === VARIABLE_SCALE_DECIMAL) return variableScaleDecimalValue(value, column);
   if (name !== undefined) {
-    const n = toBigInt(value);
-    if (n !== undefined) {
-      const decoded = decodeTemporal(name, n);
-      if (decoded !== undefined) return decoded;
-    }
+    const decoded = temporalValue(name, value);
+    if (decoded !== undefined) return decoded;
     // ZonedTimestamp, ZonedTime, Enum, Json, ... are already text: keep them.
   }
   if (schema.type === 'array' && Array.isArray(value) && isJsonObject(schema.items)) {
@@ -187,6 +174,27 @@ export function decodeValue(value: JsonValue, schema: JsonObject, column = '?'):
   }
   if (schema.type === 'struct' && isJsonObject(value)) return decodeRow(value, schema);
   return value;
+}
+
+/** A `Decimal` with its fixed scale from the schema parameters (0 when absent). */
+function decimalValue(value: JsonValue, schema: JsonObject, column: string): JsonValue {
+  const params = isJsonObject(schema.parameters) ? schema.parameters : {};
+  const scale = toBigInt(params.scale) ?? 0n;
+  return typeof value === 'string' ? decimalFieldValue(value, Number(scale), column) : value;
+}
+
+function variableScaleDecimalValue(value: JsonValue, column: string): JsonValue {
+  if (isJsonObject(value) && typeof value.value === 'string' && !isBase64(value.value)) {
+    throw decodeError('bad-field', `VariableScaleDecimal column "${column}" holds a value that is not base64`);
+  }
+  const text = decodeVariableScaleDecimal(value);
+  return text === undefined ? value : decimalNumber(text);
+}
+
+/** A date or time type sent as an integer, decoded; undefined for any other value or type. */
+function temporalValue(name: string, value: JsonValue): JsonValue | undefined {
+  const n = toBigInt(value);
+  return n === undefined ? undefined : decodeTemporal(name, n);
 }
 
 /** The field schemas of a struct schema, by field name. */

@@ -89,6 +89,21 @@ function rowImage(v: JsonValue | undefined, field: string, type: string): JsonOb
 }
 
 /** Decoder for Maxwell JSON rows, bootstrap markers and DDL records. */
+/** A bootstrap or DDL message's detail: its type, and the DDL text when there is one. */
+function controlDetail(value: JsonObject, type: string): JsonObject {
+  const detail: JsonObject = { type };
+  if (typeof value.sql === 'string') detail.ddl = value.sql;
+  return detail;
+}
+
+/** The row before the change: `data` with `old`'s previous values for an update, `data` for a delete. */
+function beforeImage(op: RowOp, data: JsonObject, old: JsonValue | undefined): JsonObject | null {
+  if (op === 'd') return data;
+  if (op !== 'u') return null;
+  if (old !== undefined && old !== null && !isJsonObject(old)) throw decodeError('bad-field', 'maxwell "old" must be an object of previous column values');
+  return { ...data, ...(old ?? {}) };
+}
+
 export const maxwell: FormatDecoder = {
   name: FORMAT,
   ordering: 'source',
@@ -110,10 +125,7 @@ export const maxwell: FormatDecoder = {
     const commitTs = commitTsOf(value.ts);
     const txid = textOf(value.xid);
     if (BOOTSTRAP_CONTROL.has(type) || DDL_TYPE.test(type)) {
-      const detail: JsonObject = { type };
-      if (typeof value.sql === 'string') detail.ddl = value.sql;
-      const control = BOOTSTRAP_CONTROL.has(type) ? 'control' : 'schema';
-      return [controlEvent({ format: FORMAT, control, table, position: binlogPosition(value) ?? transportOrder(message), txid, commitTs, detail })];
+      return [controlEvent({ format: FORMAT, control: BOOTSTRAP_CONTROL.has(type) ? 'control' : 'schema', table, position: binlogPosition(value) ?? transportOrder(message), txid, commitTs, detail: controlDetail(value, type) })];
     }
     const op = lookup(ROW_OPS, type);
     if (op === undefined) {
@@ -121,12 +133,7 @@ export const maxwell: FormatDecoder = {
     }
     if (table === null) throw decodeError('missing-field', `maxwell ${type} must name its "table"`);
     const data = rowImage(value.data, 'data', type);
-    let before: JsonObject | null = null;
-    if (op === 'u') {
-      const old = value.old;
-      if (old !== undefined && old !== null && !isJsonObject(old)) throw decodeError('bad-field', 'maxwell "old" must be an object of previous column values');
-      before = { ...data, ...(old ?? {}) };
-    } else if (op === 'd') before = data;
+    const before = beforeImage(op, data, value.old);
     return [
       changeEvent({
         format: FORMAT,

@@ -88,34 +88,54 @@ function keysAre(obj: JsonObject, expected: readonly string[]): boolean {
   return keys.length === expected.length && expected.every((k) => Object.hasOwn(obj, k));
 }
 
+/** A wrapper member; own members of parsed JSON are never undefined, `null` keeps the type honest. */
+function member(obj: JsonObject, key: string): JsonValue {
+  return obj[key] ?? null;
+}
+
+function stringOr(value: JsonValue, convert: (text: string) => JsonValue): JsonValue | undefined {
+  return typeof value === 'string' ? convert(value) : undefined;
+}
+
+function objectOr(value: JsonValue, convert: (inner: JsonObject) => JsonValue): JsonValue | undefined {
+  return isJsonObject(value) ? convert(value) : undefined;
+}
+
+type WrapperConverter = (obj: JsonObject) => JsonValue | undefined;
+
+/**
+ * One converter per wrapper, keyed by its sorted member names: a wrapper is recognized only when
+ * its members are exactly these. A converter returns undefined when the members hold the wrong
+ * types, and the object is then an ordinary document.
+ */
+const WRAPPERS: ReadonlyMap<string, WrapperConverter> = new Map<string, WrapperConverter>([
+  ['$oid', (o) => stringOr(member(o, '$oid'), (t) => t.toLowerCase())],
+  ['$numberLong', (o) => stringOr(member(o, '$numberLong'), (t) => exactInteger(t, '$numberLong'))],
+  ['$numberInt', (o) => stringOr(member(o, '$numberInt'), (t) => exactInteger(t, '$numberInt'))],
+  ['$numberDouble', (o) => doubleValue(member(o, '$numberDouble'))],
+  ['$numberDecimal', (o) => stringOr(member(o, '$numberDecimal'), (t) => t)],
+  ['$date', (o) => dateValue(member(o, '$date'))],
+  ['$binary,$type', (o) => binaryValue(member(o, '$binary'), member(o, '$type'))],
+  ['$binary', (o) => objectOr(member(o, '$binary'), (b) => binaryValue(b.base64 ?? null, b.subType ?? null))],
+  ['$uuid', (o) => stringOr(member(o, '$uuid'), (t) => uuidText(t.replace(/-/g, '').toLowerCase()))],
+  ['$timestamp', (o) => objectOr(member(o, '$timestamp'), (ts) => ({ t: toPlain(ts.t ?? null), i: toPlain(ts.i ?? null) }))],
+  ['$options,$regex', (o) => stringOr(member(o, '$regex'), (re) => `/${re}/${String(o.$options)}`)],
+  ['$regularExpression', (o) => objectOr(member(o, '$regularExpression'), (re) => `/${String(re.pattern)}/${String(re.options ?? '')}`)],
+  ['$symbol', (o) => stringOr(member(o, '$symbol'), (t) => t)],
+  ['$code', (o) => stringOr(member(o, '$code'), (t) => t)],
+  ['$code,$scope', (o) => ({ code: toPlain(member(o, '$code')), scope: toPlain(member(o, '$scope')) })],
+  ['$minKey', () => 'MinKey'],
+  ['$maxKey', () => 'MaxKey'],
+  ['$undefined', () => null],
+  ['$dbPointer', (o) => objectOr(member(o, '$dbPointer'), (p) => toPlain(p))],
+]);
+
 /** Converts a single-wrapper object, or returns undefined when `obj` is an ordinary document. */
 function convertWrapper(obj: JsonObject): JsonValue | undefined {
   const keys = Object.keys(obj);
   if (!keys[0]?.startsWith('$')) return undefined;
-  if (keysAre(obj, ['$oid']) && typeof obj.$oid === 'string') return obj.$oid.toLowerCase();
-  if (keysAre(obj, ['$numberLong']) && typeof obj.$numberLong === 'string') return exactInteger(obj.$numberLong, '$numberLong');
-  if (keysAre(obj, ['$numberInt']) && typeof obj.$numberInt === 'string') return exactInteger(obj.$numberInt, '$numberInt');
-  if (keysAre(obj, ['$numberDouble'])) return doubleValue(obj.$numberDouble!);
-  if (keysAre(obj, ['$numberDecimal']) && typeof obj.$numberDecimal === 'string') return obj.$numberDecimal;
-  if (keysAre(obj, ['$date'])) return dateValue(obj.$date!);
-  if (keysAre(obj, ['$binary', '$type'])) return binaryValue(obj.$binary!, obj.$type!);
-  if (keysAre(obj, ['$binary']) && isJsonObject(obj.$binary)) return binaryValue(obj.$binary.base64 ?? null, obj.$binary.subType ?? null);
-  if (keysAre(obj, ['$uuid']) && typeof obj.$uuid === 'string') return uuidText(obj.$uuid.replace(/-/g, '').toLowerCase());
-  if (keysAre(obj, ['$timestamp']) && isJsonObject(obj.$timestamp)) {
-    return { t: toPlain(obj.$timestamp.t ?? null), i: toPlain(obj.$timestamp.i ?? null) };
-  }
-  if (keysAre(obj, ['$regex', '$options']) && typeof obj.$regex === 'string') return `/${obj.$regex}/${String(obj.$options)}`;
-  if (keysAre(obj, ['$regularExpression']) && isJsonObject(obj.$regularExpression)) {
-    return `/${String(obj.$regularExpression.pattern)}/${String(obj.$regularExpression.options ?? '')}`;
-  }
-  if (keysAre(obj, ['$symbol']) && typeof obj.$symbol === 'string') return obj.$symbol;
-  if (keysAre(obj, ['$code']) && typeof obj.$code === 'string') return obj.$code;
-  if (keysAre(obj, ['$code', '$scope'])) return { code: toPlain(obj.$code!), scope: toPlain(obj.$scope!) };
-  if (keysAre(obj, ['$minKey'])) return 'MinKey';
-  if (keysAre(obj, ['$maxKey'])) return 'MaxKey';
-  if (keysAre(obj, ['$undefined'])) return null;
-  if (keysAre(obj, ['$dbPointer']) && isJsonObject(obj.$dbPointer)) return toPlain(obj.$dbPointer);
-  return undefined;
+  const convert = WRAPPERS.get([...keys].sort().join(','));
+  return convert === undefined ? undefined : convert(obj);
 }
 
 /**

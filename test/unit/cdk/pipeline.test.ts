@@ -170,6 +170,18 @@ describe('TidemarkPipeline with a Kinesis source', () => {
     });
   });
 
+  it('limits s3:GetObject to the spilled rows under the raw prefix', () => {
+    const gets = statements().filter((s) => actionsOf(s).includes('s3:GetObject'));
+    assert.deepEqual(gets.map((s) => s.Sid), ['ReadSpilledRows']);
+    template.hasResourceProperties('AWS::IAM::Policy', {
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          { Sid: 'ReadSpilledRows', Effect: 'Allow', Action: 's3:GetObject', Resource: { 'Fn::Join': ['', [bucketArn, '/raw/spill/*']] } },
+        ]),
+      },
+    });
+  });
+
   it('grants the target tables only the guarded-write, pre-read, read-merge-put and truncate-sweep actions, and the status table only its row actions, by name', () => {
     const ids = Object.keys(resources('AWS::DynamoDB::Table'));
     assert.deepEqual([ids.filter((id) => !id.includes('StatusTable')).length, ids.filter((id) => id.includes('StatusTable')).length], [3, 1]);
