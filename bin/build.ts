@@ -15,7 +15,7 @@ import { ESM_REQUIRE_BANNER, PACKAGE_ROOT, PREBUILT_HANDLERS_DIR } from '../lib/
 import { bundleHandler } from '../lib/handler-asset.js';
 
 /** The Lambda handlers under functions/ that the constructs deploy. */
-export const HANDLERS = ['ingest'] as const;
+export const HANDLERS = ['ingest', 'replay', 'erase', 'jobs'] as const;
 
 const dist = path.join(PACKAGE_ROOT, 'dist');
 const require = createRequire(path.join(PACKAGE_ROOT, 'package.json'));

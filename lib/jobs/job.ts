@@ -17,46 +17,33 @@ import type * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { buildSync } from 'esbuild';
 import type { TidemarkConfig } from '../../functions/commons/config.js';
-import { DEFAULT_BUNDLING, INGEST_RUNTIME, METRIC_NAMESPACE, REPO_ROOT } from '../defaults.js';
+import { INGEST_RUNTIME, METRIC_NAMESPACE } from '../defaults.js';
+import { handlerCode } from '../handler-asset.js';
 
-/** The jobs' Lambda handlers (one export per task). */
-export const DEFAULT_JOBS_ENTRY = path.join(REPO_ROOT, 'functions', 'jobs', 'handlers.ts');
-
-const bundles = new Map<string, string>();
+/** Name of the jobs' handler bundle: `functions/jobs.ts`, prebuilt as `dist/handlers/jobs/`. */
+export const JOBS_HANDLER = 'jobs';
 
 /**
- * One ESM bundle of the handlers file, built once per process and shared by every task function
- * (each names its export as handler): one esbuild run per synth instead of one per function.
- * Same options as the ingest bundle (`DEFAULT_BUNDLING`).
+ * The jobs' code asset, staged once per config and entry and shared by every task function of both
+ * jobs (each names its export as handler): one esbuild run per pipeline, not one per function. The
+ * resolved config travels in the asset as `tidemark.config.json`, as for the ingest function.
  */
-export function jobsCode(entry: string): lambda.Code {
-  let dir = bundles.get(entry);
-  if (!dir) {
-    dir = mkdtempSync(path.join(tmpdir(), 'tidemark-jobs-'));
-    buildSync({
-      entryPoints: [entry],
-      bundle: true,
-      platform: 'node',
-      format: 'esm',
-      target: 'node22',
-      minify: true,
-      sourcemap: true,
-      mainFields: [...(DEFAULT_BUNDLING.mainFields ?? ['module', 'main'])],
-      banner: { js: DEFAULT_BUNDLING.banner ?? '' },
-      outfile: path.join(dir, 'index.mjs'),
-      logLevel: 'error',
-    });
-    bundles.set(entry, dir);
-    // Synth copies the asset into the cloud assembly; the scratch copy goes with the process.
-    const scratch = dir;
-    process.once('exit', () => rmSync(scratch, { recursive: true, force: true }));
+const staged = new WeakMap<TidemarkConfig, Map<string, string>>();
+export function jobsCode(config: TidemarkConfig, entry?: string): lambda.Code {
+  let byEntry = staged.get(config);
+  if (!byEntry) {
+    byEntry = new Map();
+    staged.set(config, byEntry);
   }
-  return lambda.Code.fromAsset(dir);
+  const key = entry ?? '';
+  let directory = byEntry.get(key);
+  if (directory === undefined) {
+    directory = handlerCode({ name: JOBS_HANDLER, config, ...(entry ? { entry } : {}) }).directory;
+    byEntry.set(key, directory);
+  }
+  // A fresh asset per call: an asset belongs to one stack, and a config may be synthesized in several.
+  return lambda.Code.fromAsset(directory);
 }
 
 /** One task of a job: the handler export it runs and what its role may do. */
@@ -88,8 +75,8 @@ export interface TidemarkJobProps {
   readonly tasks: Readonly<Record<string, JobTaskProps>>;
   readonly schedules: readonly JobScheduleProps[];
   /**
-   * Source file of the handlers.
-   * @default `<repo>/functions/jobs/handlers.ts`
+   * Source file of the handlers; it must export every task's handler.
+   * @default `functions/jobs.ts`, or the prebuilt handlers of the installed package
    */
   readonly entry?: string;
   /** @default - AWS-managed encryption */
@@ -119,7 +106,7 @@ export class TidemarkJob extends Construct {
     const timeout = props.taskTimeout ?? Duration.minutes(15);
 
     const functions = new Map<string, lambda.Function>();
-    const code = jobsCode(props.entry ?? DEFAULT_JOBS_ENTRY);
+    const code = jobsCode(config, props.entry);
     for (const [name, task] of Object.entries(props.tasks)) {
       const functionName = `${config.name}-${job}-${task.handler}`.slice(0, 64);
       const logGroup = new logs.LogGroup(this, `${name}Logs`, {
@@ -146,10 +133,8 @@ export class TidemarkJob extends Construct {
         role,
         logGroup,
         environment: {
-          TIDEMARK_CONFIG: JSON.stringify(config),
           POWERTOOLS_SERVICE_NAME: `tidemark-${job}`,
           POWERTOOLS_METRICS_NAMESPACE: METRIC_NAMESPACE,
-          NODE_OPTIONS: '--enable-source-maps',
         },
       });
       Validations.of(fn).acknowledge({ id: 'AwsSolutions-L1', reason: 'The jobs runtime is pinned to nodejs22.x, like the ingest function.' });

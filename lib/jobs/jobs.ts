@@ -29,8 +29,8 @@ export interface TidemarkJobsProps {
   /** @default RemovalPolicy.RETAIN */
   readonly removalPolicy?: RemovalPolicy;
   /**
-   * Source file of the job handlers.
-   * @default `<repo>/functions/jobs/handlers.ts`
+   * Source file of the job handlers; it must export every task's handler.
+   * @default `functions/jobs.ts`, or the prebuilt handlers of the installed package
    */
   readonly entry?: string;
 }

@@ -17,14 +17,13 @@ import { ArnFormat, type CfnResource, Duration, RemovalPolicy, Stack, Token, Val
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as kms from 'aws-cdk-lib/aws-kms';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
-import path from 'node:path';
 import type { TidemarkConfig } from '../../functions/commons/config.js';
 import type { CurrentState } from '../current-state.js';
-import { DEFAULT_BUNDLING, INGEST_RUNTIME, REPO_ROOT } from '../defaults.js';
+import { INGEST_RUNTIME } from '../defaults.js';
+import { handlerCode } from '../handler-asset.js';
 import type { RawStore } from '../raw-store.js';
 import { ERASE_FUNCTION, eraseDefinition, REPLAY_FUNCTION, replayDefinition } from './definitions.js';
 
@@ -34,7 +33,7 @@ export interface ReplayJobsProps {
   readonly currentState: CurrentState;
   /**
    * Handler source files; each must export `handler`.
-   * @default `<repo>/functions/replay/handler.ts` and `<repo>/functions/erase/handler.ts`
+   * @default `functions/replay.ts` and `functions/erase.ts`, or the prebuilt handlers of the installed package
    */
   readonly entries?: { readonly replay?: string; readonly erase?: string };
   /** @default - AWS-managed encryption */
@@ -44,8 +43,8 @@ export interface ReplayJobsProps {
 }
 
 export class ReplayJobs extends Construct {
-  readonly replayFunction: NodejsFunction;
-  readonly eraseFunction: NodejsFunction;
+  readonly replayFunction: lambda.Function;
+  readonly eraseFunction: lambda.Function;
   readonly replayStateMachine: sfn.StateMachine;
   readonly eraseStateMachine: sfn.StateMachine;
 
@@ -59,7 +58,7 @@ export class ReplayJobs extends Construct {
     const targets = [...currentState.tables.values()].map((t) => t.tableArn);
     const opts = { maxConcurrency: config.replay.maxConcurrency, toleratedFailurePercentage: config.replay.toleratedFailurePercentage };
 
-    this.replayFunction = this.jobFunction('Replay', `${config.name}-replay`, props.entries?.replay ?? path.join(REPO_ROOT, 'functions', 'replay', 'handler.ts'), props, [
+    this.replayFunction = this.jobFunction('Replay', `${config.name}-replay`, 'replay', props.entries?.replay, props, [
       statement('ReadRawAndJobs', ['s3:GetObject'], [rawStore.objectsUnder(raw.prefix), rawStore.objectsUnder(jobs)]),
       statement('ListRaw', ['s3:ListBucket'], [rawStore.bucket.bucketArn]),
       statement('WriteJobsAndSpills', ['s3:PutObject'], [rawStore.objectsUnder(jobs), rawStore.objectsUnder(`${raw.prefix}spill/`)]),
@@ -67,7 +66,7 @@ export class ReplayJobs extends Construct {
       statement('CreateFreshTables', ['dynamodb:CreateTable', 'dynamodb:DescribeTable', 'dynamodb:DescribeTimeToLive', 'dynamodb:UpdateTimeToLive'], [freshTables, ...targets]),
       statement('WatermarksAndLedger', ['dynamodb:BatchGetItem', 'dynamodb:UpdateItem', 'dynamodb:Query'], [currentState.statusTable.tableArn]),
     ]);
-    this.eraseFunction = this.jobFunction('Erase', `${config.name}-erase`, props.entries?.erase ?? path.join(REPO_ROOT, 'functions', 'erase', 'handler.ts'), props, [
+    this.eraseFunction = this.jobFunction('Erase', `${config.name}-erase`, 'erase', props.entries?.erase, props, [
       statement('RewriteRawAndQuarantine', ['s3:GetObject', 's3:PutObject', 's3:DeleteObject', 's3:DeleteObjectVersion'], [rawStore.objectsUnder(raw.prefix), rawStore.objectsUnder(raw.quarantinePrefix), rawStore.objectsUnder(jobs)]),
       statement('ListRawAndVersions', ['s3:ListBucket', 's3:ListBucketVersions'], [rawStore.bucket.bucketArn]),
       statement('EraseItem', ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:DeleteItem'], targets),
@@ -79,7 +78,7 @@ export class ReplayJobs extends Construct {
     this.eraseStateMachine = this.machine('EraseStateMachine', `${config.name}-erase`, eraseDefinition(opts), ERASE_FUNCTION, this.eraseFunction, props);
   }
 
-  private jobFunction(id: string, functionName: string, entry: string, props: ReplayJobsProps, statements: iam.PolicyStatement[]): NodejsFunction {
+  private jobFunction(id: string, functionName: string, handlerName: string, entry: string | undefined, props: ReplayJobsProps, statements: iam.PolicyStatement[]): lambda.Function {
     const { config } = props;
     const logGroup = new logs.LogGroup(this, `${id}LogGroup`, {
       logGroupName: `/aws/lambda/${functionName}`,
@@ -104,21 +103,20 @@ export class ReplayJobs extends Construct {
         });
       }
     }
-    return new NodejsFunction(this, `${id}Function`, {
+    // The bundle with the resolved config beside it (read by loadRuntimeConfig at cold start): the
+    // config never travels in the environment, which Lambda caps at 4 KB.
+    const { code } = handlerCode({ name: handlerName, config, ...(entry ? { entry } : {}) });
+    return new lambda.Function(this, `${id}Function`, {
       functionName,
       description: `tidemark ${config.name}: ${id.toLowerCase()} job steps`,
-      entry,
-      handler: 'handler',
-      projectRoot: REPO_ROOT,
-      depsLockFilePath: path.join(REPO_ROOT, 'package-lock.json'),
+      code,
+      handler: 'index.handler',
       runtime: INGEST_RUNTIME,
       architecture: lambda.Architecture.ARM_64,
       memorySize: 1024,
       timeout: Duration.minutes(15),
       role,
       logGroup,
-      bundling: DEFAULT_BUNDLING,
-      environment: { TIDEMARK_CONFIG: JSON.stringify(config), NODE_OPTIONS: '--enable-source-maps' },
       ...(secretId ? { paramsAndSecrets: lambda.ParamsAndSecretsLayerVersion.fromVersion(lambda.ParamsAndSecretsVersions.V1_0_103) } : {}),
     });
   }
@@ -157,7 +155,7 @@ export class ReplayJobs extends Construct {
     const { region, account } = env(this);
     const bucket = `<${logicalId(props.rawStore.bucket)}.Arn>`;
     const { raw, replay, name } = props.config;
-    const prefixes: [NodejsFunction, string[]][] = [
+    const prefixes: [lambda.Function, string[]][] = [
       [this.replayFunction, [raw.prefix, replay.jobsPrefix, `${raw.prefix}spill/`]],
       [this.eraseFunction, [raw.prefix, raw.quarantinePrefix, replay.jobsPrefix]],
     ];

@@ -48,7 +48,8 @@ describe('the packed package in a scratch CDK app (offline)', () => {
     const tarball = path.join(packDir, out.trim().split('\n').pop() ?? '');
     assert.ok(existsSync(tarball), out);
     const files = run('tar', ['-tzf', tarball], scratch).split('\n');
-    for (const f of ['package/dist/handlers/ingest/index.mjs', 'package/dist/lib/index.js', 'package/dist/lib/index.d.ts', 'package/dist/cli/main.mjs', 'package/bin/tidemark.mjs']) {
+    const handlers = ['ingest', 'replay', 'erase', 'jobs'].map((h) => `package/dist/handlers/${h}/index.mjs`);
+    for (const f of [...handlers, 'package/dist/lib/index.js', 'package/dist/lib/index.d.ts', 'package/dist/cli/main.mjs', 'package/bin/tidemark.mjs']) {
       assert.ok(files.includes(f), `${f} is packed`);
     }
     assert.deepEqual(
@@ -98,12 +99,26 @@ describe('the packed package in a scratch CDK app (offline)', () => {
     );
     run(process.execPath, ['app.mjs'], app);
     const template = JSON.parse(readFileSync(path.join(app, 'cdk.out', 'Scratch.template.json'), 'utf8')) as { Resources: Record<string, { Type: string; Properties: Record<string, unknown> }> };
-    const fn = Object.values(template.Resources).find((r) => r.Type === 'AWS::Lambda::Function' && r.Properties.FunctionName === 'shop-ingest');
-    assert.ok(fn, 'the ingest function is synthesized');
-    const assetDir = readdirSync(path.join(app, 'cdk.out')).find((d) => d.startsWith('asset.') && existsSync(path.join(app, 'cdk.out', d, 'tidemark.config.json')));
-    assert.ok(assetDir, 'an asset carries the config');
-    const bundled = readFileSync(path.join(app, 'cdk.out', assetDir, 'index.mjs'));
-    assert.deepEqual(bundled, readFileSync(path.join(app, 'node_modules', 'tidemark', 'dist', 'handlers', 'ingest', 'index.mjs')), 'the prebuilt handler');
+    // Each function runs its prebuilt handler, with the resolved config beside it and not in its environment.
+    const functions = Object.values(template.Resources).filter((r) => r.Type === 'AWS::Lambda::Function');
+    for (const [functionName, handler] of [
+      ['shop-ingest', 'ingest'],
+      ['shop-replay', 'replay'],
+      ['shop-erase', 'erase'],
+      ['shop-reconcile-reconcilePlan', 'jobs'],
+      ['shop-snapshot-snapshotDetect', 'jobs'],
+    ]) {
+      const fn = functions.find((r) => r.Properties.FunctionName === functionName);
+      assert.ok(fn, `${functionName} is synthesized`);
+      const key = (fn.Properties.Code as { S3Key?: unknown }).S3Key;
+      assert.equal(typeof key, 'string', `${functionName} has an asset`);
+      const assetDir = path.join(app, 'cdk.out', `asset.${String(key).replace(/\.zip$/, '')}`);
+      assert.ok(existsSync(path.join(assetDir, 'tidemark.config.json')), `${functionName}: the asset carries the config`);
+      const bundled = readFileSync(path.join(assetDir, 'index.mjs'));
+      assert.deepEqual(bundled, readFileSync(path.join(app, 'node_modules', 'tidemark', 'dist', 'handlers', handler, 'index.mjs')), `${functionName}: the prebuilt ${handler} handler`);
+      const variables = (fn.Properties.Environment as { Variables?: Record<string, unknown> } | undefined)?.Variables ?? {};
+      assert.ok(!('TIDEMARK_CONFIG' in variables), `${functionName}: no config in the environment`);
+    }
   });
 
   it('runs `npx tidemark plan` from the package, without tsx', () => {
