@@ -53,6 +53,8 @@ function metaAttributes(w: PlannedWrite, now: number): Record<string, AttributeV
   };
   if (w.commitTs !== null) meta[META.commitTs] = { N: String(w.commitTs) };
   if (w.txid !== null) meta[META.txid] = { S: w.txid };
+  // Decimals too long for a DynamoDB number are stored as their exact text; this says which columns.
+  if (w.decimalText !== undefined && w.decimalText.length > 0) meta[META.decimalText] = { SS: [...w.decimalText] };
   return meta;
 }
 

@@ -21,6 +21,7 @@ export const META = {
   missing: '__missing',
   partial: '__partial',
   spill: '__spill',
+  decimalText: '__decimalText',
 } as const;
 
 /**

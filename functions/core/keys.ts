@@ -1,5 +1,5 @@
 /**
- * How a source primary key maps onto a DynamoDB key (PIPELINE.md, merge rule):
+ * How a source primary key maps onto a DynamoDB key (docs/contract.md, "the merge rule"):
  * one column → partition key; two columns → partition + sort key; more → a canonical encoded
  * `__key` partition key, with the columns kept as ordinary attributes.
  */

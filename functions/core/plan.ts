@@ -1,6 +1,6 @@
 /**
  * planBatch: decide, for one batch of normalized change events, the one write per (table, key)
- * that current state needs (PIPELINE.md, "the merge rule"). Pure: no I/O, inputs never mutated.
+ * that current state needs (docs/contract.md, "the merge rule"). Pure: no I/O, inputs never mutated.
  *
  * Per key, events are taken in position order (arrival order breaks ties):
  * - equal position and equal content: a duplicate, dropped and counted;
@@ -46,6 +46,8 @@ export interface PlannedWrite {
   readonly snapshot: boolean;
   /** Canonical content hash of the winning event, to tell a duplicate from a conflict later. */
   readonly contentHash: string;
+  /** Columns the chain carries as exact decimal text (over 38 significant digits): stored as `__decimalText`. */
+  readonly decimalText?: readonly string[];
   /** Indexes (into the planned array) of every event this write covers. */
   readonly sources: readonly number[];
 }
@@ -280,9 +282,11 @@ function planGroup(g: Group, c: TableCounts, truncate: readonly bigint[] | undef
   // Only the last full row or delete and what follows it contribute.
   const anchor = anchorOf(kept);
   const chain: ChainLink[] = [];
+  const decimalText = new Set<string>();
   for (let i = anchor; i < kept.length; i++) {
     const e = (kept[i] as Candidate).event;
     chain.push({ encodedPosition: encodePosition(e.position.tuple), effect: eventEffect(e) });
+    for (const column of e.decimalText ?? []) decimalText.add(column);
   }
   const last = chain[chain.length - 1] as ChainLink;
   const sources: number[] = new Array(g.items.length);
@@ -302,6 +306,7 @@ function planGroup(g: Group, c: TableCounts, truncate: readonly bigint[] | undef
     snapshot: winner.event.snapshot,
     contentHash: hashOf(winner),
     sources,
+    ...(decimalText.size > 0 ? { decimalText: [...decimalText].sort() } : {}),
   };
 }
 

@@ -1,5 +1,5 @@
 /**
- * `TidemarkJobs`: the scheduled jobs of a pipeline, each its own state machine (PIPELINE.md, Jobs):
+ * `TidemarkJobs`: the scheduled jobs of a pipeline, each its own state machine (docs/contract.md, "Jobs"; docs/jobs.md):
  * reconcile (a window schedule and a full schedule) and snapshot detection. Each task function is
  * granted exactly what its step does; schedules come from `config.jobs`.
  */

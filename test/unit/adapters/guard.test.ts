@@ -100,3 +100,18 @@ describe('marshallValue', () => {
     assert.deepEqual(marshallValue(''), { S: '' });
   });
 });
+
+describe('decimals stored as text', () => {
+  it('lists the columns a write carries as exact decimal text in __decimalText, and nothing when there are none', () => {
+    const price = '1234567890123456789012345678901234567.891';
+    const long = change({ op: 'c', table: 'public.one', key: { id: 1 }, after: { id: 1, price }, position: pos(5), decimalText: ['price'] });
+    const [w] = planBatch([long], (x) => keyId(table(x.table), x.key)).writes;
+    assert.ok(w);
+    const item = putCommand('g-one', w, ctx(table('public.one'))).Item ?? {};
+    assert.deepEqual(item.__decimalText, { SS: ['price'] });
+    assert.deepEqual(item.price, { S: price });
+    const [plain] = planBatch([change({ op: 'c', table: 'public.one', key: { id: 1 }, after: { id: 1, price: 'x' }, position: pos(5) })], (x) => keyId(table(x.table), x.key)).writes;
+    assert.ok(plain);
+    assert.equal(putCommand('g-one', plain, ctx(table('public.one'))).Item?.__decimalText, undefined);
+  });
+});
