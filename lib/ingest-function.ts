@@ -160,6 +160,8 @@ export class IngestFunction extends Construct {
       environment,
       ...(props.encryptionKey ? { environmentEncryption: props.encryptionKey } : {}),
       ...(config.ingest.reservedConcurrency !== undefined ? { reservedConcurrentExecutions: config.ingest.reservedConcurrency } : {}),
+      // Active tracing adds xray:PutTraceSegments and PutTelemetryRecords (on `*`: X-Ray has no resources) to the role.
+      tracing: config.ingest.tracing ? lambda.Tracing.ACTIVE : lambda.Tracing.DISABLED,
     });
     const envBytes = Object.entries(environment).reduce((n, [k, v]) => n + Buffer.byteLength(k) + Buffer.byteLength(v), 0);
     if (envBytes > MAX_ENVIRONMENT_BYTES) {

@@ -46,11 +46,10 @@ export function suppressJustifiedFindings(pipeline: TidemarkPipeline): void {
       });
     }
   }
+  const wildcardReasons: string[] = [];
+  if (config.ingest.tracing) wildcardReasons.push('X-Ray active tracing sends segments with xray:PutTraceSegments and PutTelemetryRecords, which X-Ray does not scope to resources.');
   if (config.source.type === 'msk' && pipeline.stream === undefined) {
-    Validations.of(pipeline.ingest.role).acknowledge({
-      id: 'AwsSolutions-IAM5[Resource::*]',
-      reason:
-        'The MSK mapping manages its network interfaces in the cluster VPC with ec2:CreateNetworkInterface, DeleteNetworkInterface and the Describe* calls, which EC2 does not scope to resources.',
-    });
+    wildcardReasons.push('The MSK mapping manages its network interfaces in the cluster VPC with ec2:CreateNetworkInterface, DeleteNetworkInterface and the Describe* calls, which EC2 does not scope to resources.');
   }
+  if (wildcardReasons.length > 0) Validations.of(pipeline.ingest.role).acknowledge({ id: 'AwsSolutions-IAM5[Resource::*]', reason: wildcardReasons.join(' ') });
 }

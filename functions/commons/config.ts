@@ -205,6 +205,8 @@ const IngestInput = strict({
   timeoutSeconds: z.number().int().min(3).max(900).default(120),
   /** Reserved concurrency of the ingest function. @default - none (unreserved) */
   reservedConcurrency: z.number().int().min(1).max(10_000).optional(),
+  /** X-Ray active tracing of the ingest function. @default true */
+  tracing: z.boolean().default(true),
 });
 
 const AlarmsInput = strict({

@@ -112,7 +112,8 @@ function runtimeActions(template: Template): Set<string> {
     for (const s of (policy.Properties.PolicyDocument as { Statement: { Sid?: string; Action: string | string[] }[] }).Statement) {
       const actions = Array.isArray(s.Action) ? s.Action : [s.Action];
       if (s.Sid && PLATFORM_SIDS.has(s.Sid)) continue;
-      for (const a of actions) if (!a.startsWith('logs:')) out.add(a);
+      // Logs and X-Ray tracing are the platform's, not SDK commands of the handler.
+      for (const a of actions) if (!a.startsWith('logs:') && !a.startsWith('xray:')) out.add(a);
     }
   }
   return out;
