@@ -141,6 +141,33 @@ function humanSummary(r: ReconcileReport): string[] {
   return lines;
 }
 
+/** The options of `tidemark reconcile` as commander parses them. */
+interface ReconcileOptions {
+  readonly mode: 'window' | 'full';
+  readonly hours?: number;
+  readonly since?: string;
+  readonly until?: string;
+  readonly table?: string[];
+  readonly repair?: boolean;
+  readonly cutoffSeconds?: number;
+  readonly runId?: string;
+}
+
+/** The state machine's input: only the options given (the job applies its defaults to the rest). */
+function requestOf(o: ReconcileOptions, manifest: string | undefined): ReconcileRequest {
+  return {
+    mode: o.mode,
+    ...(o.hours !== undefined ? { hours: o.hours } : {}),
+    ...(o.since !== undefined ? { since: o.since } : {}),
+    ...(o.until !== undefined ? { until: o.until } : {}),
+    ...(o.table ? { tables: o.table } : {}),
+    ...(o.repair ? { repair: true } : {}),
+    ...(manifest ? { manifest } : {}),
+    ...(o.cutoffSeconds !== undefined ? { cutoffSeconds: o.cutoffSeconds } : {}),
+    ...(o.runId ? { runId: o.runId } : {}),
+  };
+}
+
 /** Adds `tidemark reconcile` to the CLI. */
 export function registerReconcile(p: Command): void {
   p.command('reconcile')
@@ -162,17 +189,7 @@ export function registerReconcile(p: Command): void {
       const c = await clients(cfg);
       const err = (line: string) => process.stderr.write(`reconcile: ${line}\n`);
       const manifest = await manifestUri(cfg, c, o.manifest);
-      const request: ReconcileRequest = {
-        mode: o.mode,
-        ...(o.hours !== undefined ? { hours: o.hours } : {}),
-        ...(o.since !== undefined ? { since: o.since } : {}),
-        ...(o.until !== undefined ? { until: o.until } : {}),
-        ...(o.table ? { tables: o.table } : {}),
-        ...(o.repair ? { repair: true } : {}),
-        ...(manifest ? { manifest } : {}),
-        ...(o.cutoffSeconds !== undefined ? { cutoffSeconds: o.cutoffSeconds } : {}),
-        ...(o.runId ? { runId: o.runId } : {}),
-      };
+      const request = requestOf(o, manifest);
       const report = await runReconcile(cfg, c, request, { onProgress: progressPrinter(err) });
       const exitCode = reconcileExitCode(report);
       if (o.json) for (const line of jsonLines(report, await readFindings(c, report), exitCode)) process.stdout.write(`${line}\n`);

@@ -160,6 +160,25 @@ export async function runReplayLocally(ctx: JobContext, request: ReplayRequest, 
   return output as Record<string, JsonValue>;
 }
 
+/** The local state machine's output as the summary prints it. */
+function printLocalSummary(o: ReplayCliOptions, request: ReplayRequest, output: Record<string, JsonValue>, elapsedMs: number): void {
+  const summary = (output.summary ?? {}) as Record<string, JsonValue>;
+  const verify = (output.verify ?? null) as { diff?: JsonValue; steps?: string[] } | null;
+  const tally = (summary.tally ?? {}) as Record<string, number>;
+  const n = (k: string) => tally[k] ?? 0;
+  const diff = verify?.diff;
+  printSummary(
+    o,
+    { runId: request.runId, into: o.into, tables: request.tables, objects: summary.objects ?? 0, batches: summary.batches ?? 0, ...tally, elapsedMs, ...(diff ? { diff } : {}) },
+    [
+      `replay ${request.runId} into ${o.into}: ${summary.objects ?? 0} raw objects in ${summary.batches ?? 0} batches`,
+      `  records=${n('records')} events=${n('events')} selected=${n('selected')} applied=${n('applied')} stale=${n('stale')} duplicates=${n('duplicates')} superseded=${n('superseded')} erased=${n('erased')} failed=${n('failed')}`,
+      `  readUnits=${n('readUnits')} writeRequests=${n('writeRequests')} writeUnits=${n('writeUnits')} skippedByPreRead=${n('skippedByPreRead')}`,
+      ...(diff ? [`  diff: ${JSON.stringify((diff as { counts?: unknown }).counts)}`, ...(verify?.steps ?? [])] : []),
+    ],
+  );
+}
+
 async function local(cfg: TidemarkConfig, o: ReplayCliOptions): Promise<void> {
   const ctx = await jobContext(cfg);
   const request = await requestOf(cfg, o, ctx);
@@ -173,45 +192,20 @@ async function local(cfg: TidemarkConfig, o: ReplayCliOptions): Promise<void> {
       bar.update(done);
     });
     if (started) bar.stop();
-    const summary = (output.summary ?? {}) as Record<string, JsonValue>;
-    const verify = (output.verify ?? null) as { diff?: JsonValue; steps?: string[] } | null;
-    const tally = (summary.tally ?? {}) as Record<string, number>;
-    printSummary(
-      o,
-      { runId: request.runId, into: o.into, tables: request.tables, objects: summary.objects ?? 0, batches: summary.batches ?? 0, ...tally, elapsedMs: Date.now() - t0, ...(verify?.diff ? { diff: verify.diff } : {}) },
-      [
-        `replay ${request.runId} into ${o.into}: ${summary.objects ?? 0} raw objects in ${summary.batches ?? 0} batches`,
-        `  records=${tally.records ?? 0} events=${tally.events ?? 0} selected=${tally.selected ?? 0} applied=${tally.applied ?? 0} stale=${tally.stale ?? 0} duplicates=${tally.duplicates ?? 0} superseded=${tally.superseded ?? 0} erased=${tally.erased ?? 0} failed=${tally.failed ?? 0}`,
-        `  readUnits=${tally.readUnits ?? 0} writeRequests=${tally.writeRequests ?? 0} writeUnits=${tally.writeUnits ?? 0} skippedByPreRead=${tally.skippedByPreRead ?? 0}`,
-        ...(verify?.diff ? [`  diff: ${JSON.stringify((verify.diff as { counts?: unknown }).counts)}`, ...(verify.steps ?? [])] : []),
-      ],
-    );
+    printLocalSummary(o, request, output, Date.now() - t0);
   } catch (e) {
     if (started) bar.stop();
     throw e;
   }
 }
 
-async function dryRun(cfg: TidemarkConfig, o: ReplayCliOptions): Promise<void> {
-  const ctx = await jobContext(cfg);
-  const tables = tablesOf(cfg, o);
-  const target = parseTarget(o.into);
+/** The dry run's selection from the options: tables, landing times, positions, keys. */
+function dryRunSelection(cfg: TidemarkConfig, o: ReplayCliOptions, tables: string[]) {
   const since = o.since ? parseTime(o.since, '--since') : undefined;
   const until = o.until ? parseTime(o.until, '--until') : undefined;
   const keys = o.keys ? parseKeysFile(readFileSync(o.keys, 'utf8'), cfg, tables) : undefined;
   if (keys && keys.problems.length > 0) throw new SelectionError(`--keys: ${keys.problems.map((p) => `line ${p.line}: ${p.detail}`).join('; ')}`);
-  const objects = (await Promise.all(tables.map((table) => listRawObjects(ctx.clients.s3, { bucket: cfg.raw.bucket, prefix: cfg.raw.prefix, table, since, until })))).flat();
-  const oldest = objects.length > 0 ? Math.max(Math.min(...objects.map((x) => x.hourStart)), since ?? 0) : null;
-  let refusal: string | null = null;
-  try {
-    checkReplaySafety({ config: cfg, tables, target, oldestLanding: oldest, now: Date.now(), force: o.force === true });
-  } catch (e) {
-    refusal = e instanceof Error ? e.message : String(e);
-  }
-  // A dry run compares with the live table: a fresh table starts empty, so every key would be written.
-  const ledger = await ledgerViewFor(cfg, ctx.clients.dynamodb, tables);
-  const engine = buildReplayEngine(cfg, ctx.clients, { tables: replayTables(cfg, tables, { kind: 'live' }), target: { kind: 'live' }, ledger, log: ctx.log });
-  const selection = {
+  return {
     tables,
     since,
     until,
@@ -219,6 +213,43 @@ async function dryRun(cfg: TidemarkConfig, o: ReplayCliOptions): Promise<void> {
     toPosition: o.toPosition ? parsePosition(o.toPosition, '--to-position') : undefined,
     keys: keys?.keys,
   };
+}
+
+/** Why a real run would be refused (replay safety), or null. */
+function refusalOf(cfg: TidemarkConfig, o: ReplayCliOptions, target: ReturnType<typeof parseTarget>, tables: string[], oldest: number | null): string | null {
+  try {
+    checkReplaySafety({ config: cfg, tables, target, oldestLanding: oldest, now: Date.now(), force: o.force === true });
+    return null;
+  } catch (e) {
+    return e instanceof Error ? e.message : String(e);
+  }
+}
+
+function printDryRun(o: ReplayCliOptions, tables: string[], objects: number, lines: readonly DryRunLine[], refusal: string | null, tally: ReturnType<typeof emptyTally>): void {
+  for (const l of lines) {
+    if (o.json) out(JSON.stringify({ dryRun: true, ...l }));
+    else out(`${l.table} ${l.key} stored=${l.stored ?? '-'}${l.storedDeleted ? ' (deleted)' : ''} winner=${l.winner} op=${l.op} action=${l.action}`);
+  }
+  const actions: Record<string, number> = {};
+  for (const l of lines) actions[l.action] = (actions[l.action] ?? 0) + 1;
+  printSummary(o, { dryRun: true, into: o.into, tables, objects, keys: lines.length, actions, refusal, ...tally }, [
+    `dry run: ${objects} raw objects, ${lines.length} keys: ${Object.entries(actions).map(([a, n]) => `${a}=${n}`).join(' ') || 'nothing to do'}; readUnits=${tally.readUnits}`,
+    ...(refusal ? [`note: a real run would be refused: ${refusal}`] : []),
+  ]);
+}
+
+async function dryRun(cfg: TidemarkConfig, o: ReplayCliOptions): Promise<void> {
+  const ctx = await jobContext(cfg);
+  const tables = tablesOf(cfg, o);
+  const target = parseTarget(o.into);
+  const selection = dryRunSelection(cfg, o, tables);
+  const { since, until } = selection;
+  const objects = (await Promise.all(tables.map((table) => listRawObjects(ctx.clients.s3, { bucket: cfg.raw.bucket, prefix: cfg.raw.prefix, table, since, until })))).flat();
+  const oldest = objects.length > 0 ? Math.max(Math.min(...objects.map((x) => x.hourStart)), since ?? 0) : null;
+  const refusal = refusalOf(cfg, o, target, tables, oldest);
+  // A dry run compares with the live table: a fresh table starts empty, so every key would be written.
+  const ledger = await ledgerViewFor(cfg, ctx.clients.dynamodb, tables);
+  const engine = buildReplayEngine(cfg, ctx.clients, { tables: replayTables(cfg, tables, { kind: 'live' }), target: { kind: 'live' }, ledger, log: ctx.log });
   const tally = emptyTally();
   const lines: DryRunLine[] = [];
   for (const batch of batchObjects(objects, cfg.replay.objectsPerBatch)) {
@@ -232,16 +263,7 @@ async function dryRun(cfg: TidemarkConfig, o: ReplayCliOptions): Promise<void> {
     addTally(tally, r.tally);
     lines.push(...r.dryRun);
   }
-  for (const l of lines) {
-    if (o.json) out(JSON.stringify({ dryRun: true, ...l }));
-    else out(`${l.table} ${l.key} stored=${l.stored ?? '-'}${l.storedDeleted ? ' (deleted)' : ''} winner=${l.winner} op=${l.op} action=${l.action}`);
-  }
-  const actions: Record<string, number> = {};
-  for (const l of lines) actions[l.action] = (actions[l.action] ?? 0) + 1;
-  printSummary(o, { dryRun: true, into: o.into, tables, objects: objects.length, keys: lines.length, actions, refusal, ...tally }, [
-    `dry run: ${objects.length} raw objects, ${lines.length} keys: ${Object.entries(actions).map(([a, n]) => `${a}=${n}`).join(' ') || 'nothing to do'}; readUnits=${tally.readUnits}`,
-    ...(refusal ? [`note: a real run would be refused: ${refusal}`] : []),
-  ]);
+  printDryRun(o, tables, objects.length, lines, refusal, tally);
 }
 
 function onFailureFiles(arg: string | boolean | undefined): string[] {

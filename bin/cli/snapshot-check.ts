@@ -71,6 +71,24 @@ function humanSummary(r: SnapshotReport): string[] {
   return lines;
 }
 
+/** The options of `tidemark snapshot-check` as commander parses them. */
+interface SnapshotCheckOptions {
+  readonly table?: string[];
+  readonly apply?: boolean;
+  readonly hours?: number;
+  readonly runId?: string;
+}
+
+/** The state machine's input: only the options given (the job applies its defaults to the rest). */
+function requestOf(o: SnapshotCheckOptions): SnapshotRequest {
+  return {
+    ...(o.table ? { tables: o.table } : {}),
+    ...(o.apply ? { apply: true } : {}),
+    ...(o.hours !== undefined ? { hours: o.hours } : {}),
+    ...(o.runId ? { runId: o.runId } : {}),
+  };
+}
+
 /** Adds `tidemark snapshot-check` to the CLI. */
 export function registerSnapshotCheck(p: Command): void {
   p.command('snapshot-check')
@@ -85,16 +103,10 @@ export function registerSnapshotCheck(p: Command): void {
       asJob('snapshot-check', async () => {
       const cfg = config(o.config);
       const c = await clients(cfg);
-      const request: SnapshotRequest = {
-        ...(o.table ? { tables: o.table } : {}),
-        ...(o.apply ? { apply: true } : {}),
-        ...(o.hours !== undefined ? { hours: o.hours } : {}),
-        ...(o.runId ? { runId: o.runId } : {}),
-      };
+      const request = requestOf(o);
       const report = await runSnapshotCheck(cfg, c, request, { onProgress: progressPrinter((l) => process.stderr.write(`snapshot-check: ${l}\n`)) });
       const exitCode = snapshotExitCode(report);
-      if (o.json) for (const line of snapshotJsonLines(report, exitCode)) process.stdout.write(`${line}\n`);
-      else for (const line of humanSummary(report)) process.stdout.write(`${line}\n`);
+      for (const line of o.json ? snapshotJsonLines(report, exitCode) : humanSummary(report)) process.stdout.write(`${line}\n`);
       process.exitCode = exitCode;
       }),
     );

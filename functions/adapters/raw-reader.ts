@@ -262,6 +262,69 @@ interface Building {
   lines: RawLineInfo[];
 }
 
+interface LineProblem {
+  readonly reason: RawLineProblemReason;
+  readonly detail: string;
+}
+
+interface DecodedLine {
+  readonly parsed: Obj;
+  readonly transport: TransportMeta;
+  readonly info: RawLineInfo;
+}
+
+/** One raw line: its fields, transport and what it names, or why it cannot be read. */
+function decodeLine(row: string): DecodedLine | LineProblem {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(row);
+  } catch (err) {
+    return { reason: 'invalid-line', detail: `not JSON: ${err instanceof Error ? err.message : String(err)}` };
+  }
+  if (!isObj(parsed)) return { reason: 'invalid-line', detail: 'a raw line must be a JSON object' };
+  const transport = transportOf(parsed.transport);
+  if (!transport) return { reason: 'bad-transport', detail: 'transport must hold kind, stream, shard, sequence (text) and arrivalTime (number)' };
+  const info: RawLineInfo = {
+    kind: parsed.kind === 'control' ? 'control' : 'change',
+    table: str(parsed.table),
+    key: str(parsed.key),
+    position: str(parsed.position),
+    op: str(parsed.op),
+  };
+  return { parsed, transport, info };
+}
+
+/**
+ * Adds a line to the record it belongs to (a messageRef line, or a repeat of the same message) or
+ * opens a new record with it; returns the problem when it can do neither.
+ */
+function placeLine({ parsed, transport, info }: DecodedLine, open: Map<string, Building>, building: Building[]): LineProblem | null {
+  const coord = coordinates(transport);
+  const owner = open.get(coord);
+  if (parsed.messageRef === true) {
+    if (!owner) return { reason: 'orphan-message-ref', detail: `messageRef line has no earlier line of ${transport.shard}/${transport.sequence} carrying the message` };
+    owner.lines.push(info);
+    return null;
+  }
+  const value = bytesOf(parsed, 'message');
+  const key = bytesOf(parsed, 'messageKey');
+  if (value === undefined || key === undefined) return { reason: 'bad-base64', detail: 'messageBase64 / messageKeyBase64 is not valid base64' };
+  const id = recordId(transport, value, key);
+  // The first layout repeats a multi-row message on every row's line: same coordinates, same bytes.
+  if (owner && owner.id === id) {
+    owner.lines.push(info);
+    return null;
+  }
+  const b: Building = {
+    record: { value, key, topic: str(parsed.topic), headers: headersOf(parsed.headers), transport },
+    id,
+    lines: [info],
+  };
+  building.push(b);
+  open.set(coord, b);
+  return null;
+}
+
 /** Parses an object's JSON Lines into rebuilt records, in line order. Never throws for bad lines. */
 export function parseRawObject(body: Buffer | string, objectKey: string): ParsedRawObject {
   const text = typeof body === 'string' ? body : body.toString('utf8');
@@ -274,62 +337,9 @@ export function parseRawObject(body: Buffer | string, objectKey: string): Parsed
   for (const [i, row] of rows.entries()) {
     if (row.trim() === '') continue;
     lineCount++;
-    const problem = (reason: RawLineProblemReason, detail: string): void => {
-      problems.push({ objectKey, line: i + 1, reason, detail });
-    };
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(row);
-    } catch (err) {
-      problem('invalid-line', `not JSON: ${err instanceof Error ? err.message : String(err)}`);
-      continue;
-    }
-    if (!isObj(parsed)) {
-      problem('invalid-line', 'a raw line must be a JSON object');
-      continue;
-    }
-    const transport = transportOf(parsed.transport);
-    if (!transport) {
-      problem('bad-transport', 'transport must hold kind, stream, shard, sequence (text) and arrivalTime (number)');
-      continue;
-    }
-    const info: RawLineInfo = {
-      kind: parsed.kind === 'control' ? 'control' : 'change',
-      table: str(parsed.table),
-      key: str(parsed.key),
-      position: str(parsed.position),
-      op: str(parsed.op),
-    };
-    const coord = coordinates(transport);
-    if (parsed.messageRef === true) {
-      const owner = open.get(coord);
-      if (!owner) {
-        problem('orphan-message-ref', `messageRef line has no earlier line of ${transport.shard}/${transport.sequence} carrying the message`);
-        continue;
-      }
-      owner.lines.push(info);
-      continue;
-    }
-    const value = bytesOf(parsed, 'message');
-    const key = bytesOf(parsed, 'messageKey');
-    if (value === undefined || key === undefined) {
-      problem('bad-base64', 'messageBase64 / messageKeyBase64 is not valid base64');
-      continue;
-    }
-    const id = recordId(transport, value, key);
-    const owner = open.get(coord);
-    // The first layout repeats a multi-row message on every row's line: same coordinates, same bytes.
-    if (owner && owner.id === id) {
-      owner.lines.push(info);
-      continue;
-    }
-    const b: Building = {
-      record: { value, key, topic: str(parsed.topic), headers: headersOf(parsed.headers), transport },
-      id,
-      lines: [info],
-    };
-    building.push(b);
-    open.set(coord, b);
+    const decoded = decodeLine(row);
+    const problem = 'reason' in decoded ? decoded : placeLine(decoded, open, building);
+    if (problem) problems.push({ objectKey, line: i + 1, reason: problem.reason, detail: problem.detail });
   }
   return { objectKey, records: building.map((b) => ({ ...b, objectKey })), problems, lineCount };
 }

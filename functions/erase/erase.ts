@@ -233,6 +233,58 @@ function readLines(body: string, table: string, canonical: string): Line[] {
     });
 }
 
+type RewriteTally = { -readonly [K in keyof RewriteResult]: RewriteResult[K] };
+
+/** Counts the lines removed with the key's messages: its own (and their highest position) and other rows of them. */
+function countRemoved(out: RewriteTally, lines: readonly Line[], tainted: ReadonlySet<string | null>): void {
+  for (const l of lines) {
+    if (l.coord === null || !tainted.has(l.coord)) continue;
+    if (l.mine) {
+      out.linesRemoved++;
+      if (l.position !== null && l.position > out.maxPosition) out.maxPosition = l.position;
+    } else out.otherRowsRemoved++;
+  }
+}
+
+/** Writes the kept lines back over the object (or deletes it when none are left); returns the new version. */
+async function writeKept(s3: S3Client, bucket: string, objectKey: string, kept: readonly Line[], out: RewriteTally): Promise<string | undefined> {
+  if (kept.length === 0) {
+    await s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: objectKey }));
+    out.objectsDeleted++;
+    return undefined;
+  }
+  const body = await gzipAsync(Buffer.from(`${kept.map((l) => l.text).join('\n')}\n`, 'utf8'));
+  const put = await s3.send(
+    new PutObjectCommand({
+      Bucket: bucket,
+      Key: objectKey,
+      Body: body,
+      ContentType: 'application/x-ndjson',
+      ContentEncoding: 'gzip',
+      Metadata: keyFilterMetadata(kept),
+    }),
+  );
+  out.objectsRewritten++;
+  return put.VersionId;
+}
+
+/** Rewrites one object without the key's messages, and deletes its older versions. */
+async function rewriteObject(s3: S3Client, bucket: string, objectKey: string, r: Resolved, out: RewriteTally): Promise<void> {
+  out.objectsRead++;
+  const lines = readLines((await readRawObject(s3, bucket, objectKey)).toString('utf8'), r.table.source, r.canonical);
+  const tainted = new Set(lines.filter((l) => l.mine && l.coord !== null).map((l) => l.coord));
+  if (tainted.size === 0) {
+    out.falsePositives++;
+    return;
+  }
+  const kept = lines.filter((l) => !(l.coord !== null && tainted.has(l.coord)));
+  countRemoved(out, lines, tainted);
+  const currentVersion = await writeKept(s3, bucket, objectKey, kept, out);
+  const removed = await deleteOlderVersions(s3, bucket, objectKey, currentVersion, kept.length === 0);
+  if (removed === null) out.versioning = false;
+  else out.versionsDeleted += removed;
+}
+
 /** Rewrites one batch of candidate objects without the key. */
 export async function rewriteEraseBatch(ctx: EraseContext, input: { runId: string; requestKey: string; manifestKey: string; batch: number }): Promise<RewriteResult> {
   const r = await resolve(ctx, input.requestKey);
@@ -240,49 +292,32 @@ export async function rewriteEraseBatch(ctx: EraseContext, input: { runId: strin
   const bucket = ctx.config.raw.bucket;
   const manifest = await getJson<{ batches: string[][] }>(s3, bucket, input.manifestKey);
   const keys = manifest.batches[input.batch] ?? [];
-  const out = { batch: input.batch, objectsRead: 0, objectsRewritten: 0, objectsDeleted: 0, falsePositives: 0, linesRemoved: 0, otherRowsRemoved: 0, versionsDeleted: 0, versioning: true, maxPosition: '' };
-  for (const objectKey of keys) {
-    out.objectsRead++;
-    const lines = readLines((await readRawObject(s3, bucket, objectKey)).toString('utf8'), r.table.source, r.canonical);
-    const tainted = new Set(lines.filter((l) => l.mine && l.coord !== null).map((l) => l.coord));
-    if (tainted.size === 0) {
-      out.falsePositives++;
-      continue;
-    }
-    const kept = lines.filter((l) => !(l.coord !== null && tainted.has(l.coord)));
-    for (const l of lines) {
-      if (l.coord === null || !tainted.has(l.coord)) continue;
-      if (l.mine) {
-        out.linesRemoved++;
-        if (l.position !== null && l.position > out.maxPosition) out.maxPosition = l.position;
-      } else out.otherRowsRemoved++;
-    }
-    let currentVersion: string | undefined;
-    if (kept.length === 0) {
-      await s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: objectKey }));
-      out.objectsDeleted++;
-    } else {
-      const body = await gzipAsync(Buffer.from(`${kept.map((l) => l.text).join('\n')}\n`, 'utf8'));
-      const put = await s3.send(
-        new PutObjectCommand({
-          Bucket: bucket,
-          Key: objectKey,
-          Body: body,
-          ContentType: 'application/x-ndjson',
-          ContentEncoding: 'gzip',
-          Metadata: keyFilterMetadata(kept),
-        }),
-      );
-      currentVersion = put.VersionId;
-      out.objectsRewritten++;
-    }
-    const removed = await deleteOlderVersions(s3, bucket, objectKey, currentVersion, kept.length === 0);
-    if (removed === null) out.versioning = false;
-    else out.versionsDeleted += removed;
-  }
+  const out: RewriteTally = { batch: input.batch, objectsRead: 0, objectsRewritten: 0, objectsDeleted: 0, falsePositives: 0, linesRemoved: 0, otherRowsRemoved: 0, versionsDeleted: 0, versioning: true, maxPosition: '' };
+  for (const objectKey of keys) await rewriteObject(s3, bucket, objectKey, r, out);
   out.versionsDeleted += await deleteSpilled(ctx, r);
   await putJson(s3, bucket, `${erasePrefix(ctx.config, input.runId)}results/${String(input.batch).padStart(6, '0')}.json`, out);
   return out;
+}
+
+/** One page of an object's versions, or null when the store does not implement versions. */
+async function listVersionsPage(s3: S3Client, bucket: string, key: string, keyMarker: string | undefined, versionMarker: string | undefined): Promise<ListObjectVersionsCommandOutput | null> {
+  try {
+    return await s3.send(new ListObjectVersionsCommand({ Bucket: bucket, Prefix: key, KeyMarker: keyMarker, VersionIdMarker: versionMarker }));
+  } catch (err) {
+    const name = asError(err).name;
+    // s3rver answers ?versions with MethodNotAllowed (and ?versioning with NotImplemented).
+    if (name === 'NotImplemented' || name === 'MethodNotAllowed' || /not implemented|not allowed/i.test(errorMessage(err))) return null;
+    throw err;
+  }
+}
+
+type VersionEntry = NonNullable<ListObjectVersionsCommandOutput['Versions']>[number] | NonNullable<ListObjectVersionsCommandOutput['DeleteMarkers']>[number];
+
+/** The version id to delete, or undefined for the one kept (and for other keys under the prefix). */
+function versionToDelete(v: VersionEntry, key: string, keep: string | undefined, all: boolean): string | undefined {
+  if (v.Key !== key || !v.VersionId || v.VersionId === 'null' || v.VersionId === keep) return undefined;
+  if (keep === undefined && !all && 'IsLatest' in v && v.IsLatest === true) return undefined;
+  return v.VersionId;
 }
 
 /**
@@ -295,19 +330,12 @@ export async function deleteOlderVersions(s3: S3Client, bucket: string, key: str
   let keyMarker: string | undefined;
   let versionMarker: string | undefined;
   do {
-    let page: ListObjectVersionsCommandOutput;
-    try {
-      page = await s3.send(new ListObjectVersionsCommand({ Bucket: bucket, Prefix: key, KeyMarker: keyMarker, VersionIdMarker: versionMarker }));
-    } catch (err) {
-      const name = asError(err).name;
-      // s3rver answers ?versions with MethodNotAllowed (and ?versioning with NotImplemented).
-      if (name === 'NotImplemented' || name === 'MethodNotAllowed' || /not implemented|not allowed/i.test(errorMessage(err))) return null;
-      throw err;
-    }
+    const page = await listVersionsPage(s3, bucket, key, keyMarker, versionMarker);
+    if (page === null) return null;
     for (const v of [...(page.Versions ?? []), ...(page.DeleteMarkers ?? [])]) {
-      if (v.Key !== key || !v.VersionId || v.VersionId === 'null' || v.VersionId === keep) continue;
-      if (keep === undefined && !all && 'IsLatest' in v && v.IsLatest === true) continue;
-      await s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: key, VersionId: v.VersionId }));
+      const versionId = versionToDelete(v, key, keep, all);
+      if (versionId === undefined) continue;
+      await s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: key, VersionId: versionId }));
       deleted++;
     }
     keyMarker = page.IsTruncated ? page.NextKeyMarker : undefined;
@@ -422,6 +450,39 @@ export function mentionsKey(text: string, key: JsonObject, table: string | null)
   });
 }
 
+/** A quarantine line with the key's bytes blanked, or null when the line does not carry the key. */
+function eraseQuarantineLine(line: string, r: Resolved, key: ReturnType<typeof normalizeKey>, now: number): string | null {
+  if (line.trim() === '') return null;
+  let q: Record<string, unknown>;
+  try {
+    q = JSON.parse(line) as Record<string, unknown>;
+  } catch {
+    return null;
+  }
+  const bytes = [q.valueBase64, q.keyBase64].map((b) => (typeof b === 'string' ? Buffer.from(b, 'base64').toString('utf8') : '')).join('\n');
+  // Lines that name their table (when the decoder got that far) are matched on it exactly.
+  const lineTable = typeof q.table === 'string' ? q.table : null;
+  if (lineTable !== null && lineTable !== r.table.source) return null;
+  if (!mentionsKey(bytes, key, lineTable === null ? r.table.source : null)) return null;
+  return JSON.stringify({ ...q, valueBase64: null, keyBase64: null, erased: { keyHash: r.hash, at: now } });
+}
+
+/** Rewrites one quarantine object without the key's bytes; returns how many lines changed. */
+async function eraseQuarantineObject(s3: S3Client, bucket: string, objectKey: string, r: Resolved, key: ReturnType<typeof normalizeKey>, now: number): Promise<number> {
+  const text = (await readRawObject(s3, bucket, objectKey)).toString('utf8');
+  let changed = 0;
+  const lines = text.split('\n').map((line) => {
+    const erased = eraseQuarantineLine(line, r, key, now);
+    if (erased === null) return line;
+    changed++;
+    return erased;
+  });
+  if (changed === 0) return 0;
+  const put = await s3.send(new PutObjectCommand({ Bucket: bucket, Key: objectKey, Body: await gzipAsync(Buffer.from(lines.join('\n'), 'utf8')), ContentType: 'application/x-ndjson', ContentEncoding: 'gzip' }));
+  await deleteOlderVersions(s3, bucket, objectKey, put.VersionId);
+  return changed;
+}
+
 async function eraseFromQuarantine(ctx: EraseContext, r: Resolved, now: number): Promise<number> {
   const { s3 } = ctx.clients;
   const bucket = ctx.config.raw.bucket;
@@ -431,29 +492,7 @@ async function eraseFromQuarantine(ctx: EraseContext, r: Resolved, now: number):
   do {
     const page = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: ctx.config.raw.quarantinePrefix, ContinuationToken: token }));
     for (const o of page.Contents ?? []) {
-      if (!o.Key?.endsWith('.jsonl.gz')) continue;
-      const text = (await readRawObject(s3, bucket, o.Key)).toString('utf8');
-      let changed = 0;
-      const lines = text.split('\n').map((line) => {
-        if (line.trim() === '') return line;
-        let q: Record<string, unknown>;
-        try {
-          q = JSON.parse(line) as Record<string, unknown>;
-        } catch {
-          return line;
-        }
-        const bytes = [q.valueBase64, q.keyBase64].map((b) => (typeof b === 'string' ? Buffer.from(b, 'base64').toString('utf8') : '')).join('\n');
-        // Lines that name their table (when the decoder got that far) are matched on it exactly.
-        const lineTable = typeof q.table === 'string' ? q.table : null;
-        if (lineTable !== null && lineTable !== r.table.source) return line;
-        if (!mentionsKey(bytes, key, lineTable === null ? r.table.source : null)) return line;
-        changed++;
-        return JSON.stringify({ ...q, valueBase64: null, keyBase64: null, erased: { keyHash: r.hash, at: now } });
-      });
-      if (changed === 0) continue;
-      const put = await s3.send(new PutObjectCommand({ Bucket: bucket, Key: o.Key, Body: await gzipAsync(Buffer.from(lines.join('\n'), 'utf8')), ContentType: 'application/x-ndjson', ContentEncoding: 'gzip' }));
-      await deleteOlderVersions(s3, bucket, o.Key, put.VersionId);
-      rewritten += changed;
+      if (o.Key?.endsWith('.jsonl.gz')) rewritten += await eraseQuarantineObject(s3, bucket, o.Key, r, key, now);
     }
     token = page.IsTruncated ? page.NextContinuationToken : undefined;
   } while (token);

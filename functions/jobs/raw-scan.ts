@@ -47,38 +47,39 @@ export function hourPartitions(fromMs: number, toMs: number): string[] {
   return out;
 }
 
+type ArrivalRange = { readonly fromMs: number; readonly toMs: number };
+
+/** Whether a listed key is a raw object of `table` under `segment` that can hold arrivals in the range. */
+function belongs(rawPrefix: string, key: string, table: string, segment: string, range: ArrivalRange | undefined): boolean {
+  const parts = parseRawObjectKey(rawPrefix, key);
+  if (!parts || parts.tableSegment !== segment) return false;
+  if (segment !== legacyTableSegment(table) && decodeTableSegment(segment) !== table) return false;
+  return !range || hourOverlaps(parts.hourStart, { since: range.fromMs, until: range.toMs + 1 });
+}
+
+/** The prefixes to list for one table segment: the whole segment, or the range's hour partitions. */
+function segmentPrefixes(rawPrefix: string, segment: string, range: ArrivalRange | undefined): string[] {
+  const base = `${rawPrefix}table=${segment}/`;
+  return range ? hourPartitions(range.fromMs, range.toMs).map((h) => base + h) : [base];
+}
+
 /**
  * The raw objects of the given tables; with a range, those that can hold records that arrived in
  * it. Listed by plain prefixes (no delimiter listing: s3rver answers those with nothing), and each
  * key is checked against the layout and its table segment (a lossy segment may be shared).
  */
-export async function listTablesRaw(
-  s3: S3Client,
-  bucket: string,
-  rawPrefix: string,
-  tables: readonly string[],
-  range?: { readonly fromMs: number; readonly toMs: number },
-): Promise<ObjectRef[]> {
-  const seen = new Set<string>();
-  const out: ObjectRef[] = [];
+export async function listTablesRaw(s3: S3Client, bucket: string, rawPrefix: string, tables: readonly string[], range?: ArrivalRange): Promise<ObjectRef[]> {
+  const out = new Map<string, ObjectRef>();
   for (const table of tables) {
-    const legacy = legacyTableSegment(table);
     for (const segment of candidateSegments(rawPrefix, table)) {
-      const base = `${rawPrefix}table=${segment}/`;
-      const prefixes = range ? hourPartitions(range.fromMs, range.toMs).map((h) => base + h) : [base];
-      for (const prefix of prefixes) {
+      for (const prefix of segmentPrefixes(rawPrefix, segment, range)) {
         for (const o of await listObjects(s3, bucket, prefix)) {
-          const parts = parseRawObjectKey(rawPrefix, o.key);
-          if (!parts || parts.tableSegment !== segment || (segment !== legacy && decodeTableSegment(segment) !== table)) continue;
-          if (range && !hourOverlaps(parts.hourStart, { since: range.fromMs, until: range.toMs + 1 })) continue;
-          if (seen.has(o.key)) continue;
-          seen.add(o.key);
-          out.push(o);
+          if (!out.has(o.key) && belongs(rawPrefix, o.key, table, segment, range)) out.set(o.key, o);
         }
       }
     }
   }
-  return out;
+  return [...out.values()];
 }
 
 /** Reads one raw object into its delivered records (with the lines each produced) and problems. */

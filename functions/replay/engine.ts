@@ -20,13 +20,13 @@ import type { Normalizer, RawRecord } from '../core/normalize.js';
 import { type PlannedTruncate, type PlannedWrite, planBatch } from '../core/plan.js';
 import { encodePosition } from '../core/position.js';
 import { outcomeOf, resolveAgainstStored } from '../core/stored.js';
-import type { ChangeEvent } from '../core/types.js';
+import type { ChangeEvent, NormalizedEvent } from '../core/types.js';
 import type { DynamoWriter } from '../adapters/dynamo-writer.js';
 import { readStoredPositions, type StoredPosition } from '../adapters/stored-positions.js';
 import type { Log } from '../adapters/telemetry.js';
 import type { LedgerView } from '../erase/ledger.js';
 import { TruncateSweeper } from '../adapters/truncate-sweep.js';
-import { type ReplaySelection, selects } from './selection.js';
+import { inArrivalRange, type ReplaySelection, selects } from './selection.js';
 
 /** Counts of one replay (or of a part of it: they add up). Every record and event is counted once. */
 export interface ReplayTally {
@@ -201,8 +201,7 @@ export class ReplayEngine {
     const changes: ChangeEvent[] = [];
     for (const record of records) {
       tally.records++;
-      const at = record.transport.arrivalTime;
-      if ((selection.since !== undefined && at < selection.since) || (selection.until !== undefined && at >= selection.until)) {
+      if (!inArrivalRange(selection, record.transport.arrivalTime)) {
         tally.outOfRange++;
         continue;
       }
@@ -212,20 +211,23 @@ export class ReplayEngine {
         this.deps.log.warn('raw record no longer normalizes; not replayed', { reason: n.reason, shard: record.transport.shard, sequence: record.transport.sequence });
         continue;
       }
-      for (const e of n.events) {
-        tally.events++;
-        if (e.kind === 'control') {
-          tally.controls++;
-          continue;
-        }
-        const canonical = this.deps.normalizer.keyIdOf(e);
-        const position = encodePosition(e.position.tuple);
-        if (!selects(selection, e, canonical, position)) tally.unselected++;
-        else if (e.op !== 't' && this.deps.ledger?.blocks(e.table, canonical, position)) tally.erased++;
-        else changes.push(e);
-      }
+      for (const e of n.events) this.selectEvent(e, selection, tally, changes);
     }
     return changes;
+  }
+
+  /** Keeps a change event the selection names and the erase ledger does not block; counts the rest. */
+  private selectEvent(e: NormalizedEvent, selection: ReplaySelection, tally: ReplayTally, changes: ChangeEvent[]): void {
+    tally.events++;
+    if (e.kind === 'control') {
+      tally.controls++;
+      return;
+    }
+    const canonical = this.deps.normalizer.keyIdOf(e);
+    const position = encodePosition(e.position.tuple);
+    if (!selects(selection, e, canonical, position)) tally.unselected++;
+    else if (e.op !== 't' && this.deps.ledger?.blocks(e.table, canonical, position)) tally.erased++;
+    else changes.push(e);
   }
 
   private async loadWatermarks(tables: readonly string[]): Promise<Map<string, string>> {

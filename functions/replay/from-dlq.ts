@@ -13,7 +13,7 @@
  * SQS messages are deleted only after their batch was replayed without failures; S3 objects and
  * file lines are left in place (replaying them again is a no-op).
  */
-import { GetRecordsCommand, GetShardIteratorCommand, type KinesisClient } from '@aws-sdk/client-kinesis';
+import { GetRecordsCommand, GetShardIteratorCommand, type KinesisClient, type _Record as KinesisRecord } from '@aws-sdk/client-kinesis';
 import { DeleteMessageCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import type { TidemarkConfig } from '../commons/config.js';
@@ -89,6 +89,24 @@ export async function readOnFailureObjects(s3: S3Client, bucket: string, prefix:
   return out;
 }
 
+/** Every key under a prefix, page by page. */
+async function* listKeys(s3: S3Client, bucket: string, prefix: string): AsyncGenerator<string> {
+  let token: string | undefined;
+  do {
+    const page = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }));
+    for (const o of page.Contents ?? []) if (o.Key) yield o.Key;
+    token = page.IsTruncated ? page.NextContinuationToken : undefined;
+  } while (token);
+}
+
+/** Whether a raw object's name starts with the range's shard (in the lossy or the current encoding). */
+function namesShard(rawPrefix: string, key: string, range: BatchRange, shardSegment: string): boolean {
+  const parts = parseRawObjectKey(rawPrefix, key);
+  if (!parts) return false;
+  const name = decodeTableSegment(parts.name);
+  return parts.name.startsWith(`${shardSegment}-`) || name.startsWith(`${range.shard}-`);
+}
+
 /** The records of a range that raw holds: objects of the range's hours whose name starts with its shard. */
 export async function findRangeInRaw(s3: S3Client, config: TidemarkConfig, range: BatchRange): Promise<RawRecord[]> {
   const bucket = config.raw.bucket;
@@ -97,18 +115,9 @@ export async function findRangeInRaw(s3: S3Client, config: TidemarkConfig, range
   const set = new RawRecordSet();
   for (const segment of segments) {
     for (const listPrefix of hourPrefixes(`${config.raw.prefix}table=${segment}/`, range)) {
-      let token: string | undefined;
-      do {
-        const page = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: listPrefix, ContinuationToken: token }));
-        for (const o of page.Contents ?? []) {
-          const parts = o.Key ? parseRawObjectKey(config.raw.prefix, o.Key) : null;
-          if (!o.Key || !parts) continue;
-          const name = decodeTableSegment(parts.name);
-          if (!parts.name.startsWith(`${shardSegment}-`) && !name.startsWith(`${range.shard}-`)) continue;
-          set.add(parseRawObject(await readRawObject(s3, bucket, o.Key), o.Key));
-        }
-        token = page.IsTruncated ? page.NextContinuationToken : undefined;
-      } while (token);
+      for await (const key of listKeys(s3, bucket, listPrefix)) {
+        if (namesShard(config.raw.prefix, key, range, shardSegment)) set.add(parseRawObject(await readRawObject(s3, bucket, key), key));
+      }
     }
   }
   return set
@@ -129,34 +138,39 @@ function hourPrefixes(segmentPrefix: string, range: BatchRange): string[] {
   return out;
 }
 
+/** An iterator at the range's first sequence number, or undefined when the stream no longer has it. */
+async function rangeIterator(kinesis: KinesisClient, stream: string, range: BatchRange): Promise<string | undefined> {
+  try {
+    return (await kinesis.send(new GetShardIteratorCommand({ StreamName: stream, ShardId: range.shard, ShardIteratorType: 'AT_SEQUENCE_NUMBER', StartingSequenceNumber: range.startSequence })))
+      .ShardIterator;
+  } catch {
+    // Trimmed, or the stream is gone: only raw could have held these records.
+    return undefined;
+  }
+}
+
+const streamRecordOf = (r: KinesisRecord, stream: string, shard: string): RawRecord => ({
+  value: r.Data ?? null,
+  key: r.PartitionKey ? Buffer.from(r.PartitionKey, 'utf8') : null,
+  topic: null,
+  headers: {},
+  transport: { kind: 'kinesis', stream, shard, sequence: r.SequenceNumber ?? '', partitionKey: r.PartitionKey ?? null, arrivalTime: r.ApproximateArrivalTimestamp?.getTime() ?? Date.now() },
+});
+
 /**
  * The records of a range still in the Kinesis stream (within its retention): read from the range's
  * first sequence number until past its last. Empty when the stream no longer has them.
  */
 export async function readRangeFromStream(kinesis: KinesisClient, range: BatchRange, maxCalls = 50): Promise<RawRecord[]> {
-  if (range.stream === null) return [];
-  let iterator: string | undefined;
-  try {
-    iterator = (
-      await kinesis.send(new GetShardIteratorCommand({ StreamName: range.stream, ShardId: range.shard, ShardIteratorType: 'AT_SEQUENCE_NUMBER', StartingSequenceNumber: range.startSequence }))
-    ).ShardIterator;
-  } catch {
-    // Trimmed, or the stream is gone: only raw could have held these records.
-    return [];
-  }
+  const stream = range.stream;
+  if (stream === null) return [];
+  let iterator = await rangeIterator(kinesis, stream, range);
   const out: RawRecord[] = [];
   for (let calls = 0; iterator && calls < maxCalls; calls++) {
     const res = await kinesis.send(new GetRecordsCommand({ ShardIterator: iterator, Limit: 1000 }));
     for (const r of res.Records ?? []) {
-      const sequence = r.SequenceNumber ?? '';
-      if (compareSequence(sequence, range.endSequence) > 0) return out;
-      out.push({
-        value: r.Data ?? null,
-        key: r.PartitionKey ? Buffer.from(r.PartitionKey, 'utf8') : null,
-        topic: null,
-        headers: {},
-        transport: { kind: 'kinesis', stream: range.stream, shard: range.shard, sequence, partitionKey: r.PartitionKey ?? null, arrivalTime: r.ApproximateArrivalTimestamp?.getTime() ?? Date.now() },
-      });
+      if (compareSequence(r.SequenceNumber ?? '', range.endSequence) > 0) return out;
+      out.push(streamRecordOf(r, stream, range.shard));
     }
     if ((res.Records ?? []).length === 0 && (res.MillisBehindLatest ?? 0) === 0) break;
     iterator = res.NextShardIterator;
@@ -181,20 +195,75 @@ export interface DlqReplayReport {
   readonly replay: ReplayTally;
 }
 
+interface DlqReplayDeps {
+  readonly config: TidemarkConfig;
+  readonly s3: S3Client;
+  readonly ingest: IngestDeps;
+  readonly engine: ReplayEngine;
+  /** When given, records of a range that raw lacks are read from the stream (if still retained). */
+  readonly kinesis?: KinesisClient;
+  readonly onBatch?: (done: number, total: number) => void;
+}
+
+type MutableReport = { -readonly [K in keyof DlqReplayReport]: DlqReplayReport[K] };
+
+/** Runs records through the ingest again; true when none failed. */
+async function reingest(report: MutableReport, group: readonly RawRecord[], ingest: IngestDeps): Promise<boolean> {
+  const result = await processBatch(group, ingest);
+  const s = result.summary;
+  report.ingest.applied += s.applied;
+  report.ingest.stale += s.stale;
+  report.ingest.duplicates += s.duplicates;
+  report.ingest.quarantined += s.quarantined;
+  report.ingest.failed += s.failed;
+  report.ingest.writeUnits += s.writeUnits;
+  report.ingest.s3Puts += s.s3Puts;
+  return result.batchItemFailures.length === 0;
+}
+
+/** A batch that carried its records: re-ingest every group. */
+async function replayRecords(report: MutableReport, groups: readonly (readonly RawRecord[])[], deps: DlqReplayDeps): Promise<boolean> {
+  report.reingested++;
+  let ok = true;
+  for (const group of groups) {
+    report.records += group.length;
+    if (!(await reingest(report, group, deps.ingest))) ok = false;
+  }
+  return ok;
+}
+
+/** Records that never reached raw (landing kept failing) may still be in the stream: re-ingests them; returns how many and whether they succeeded. */
+async function recoverFromStream(report: MutableReport, range: BatchRange, records: readonly RawRecord[], deps: DlqReplayDeps): Promise<{ found: number; ok: boolean }> {
+  if (!deps.kinesis || (range.batchSize !== null && records.length >= range.batchSize)) return { found: 0, ok: true };
+  const inRaw = new Set(records.map((r) => r.transport.sequence));
+  const missing = (await readRangeFromStream(deps.kinesis, range)).filter((r) => !inRaw.has(r.transport.sequence));
+  if (missing.length === 0) return { found: 0, ok: true };
+  report.fromStream += missing.length;
+  report.records += missing.length;
+  return { found: missing.length, ok: await reingest(report, missing, deps.ingest) };
+}
+
+/** A batch that named a range of a shard: replay it from raw, then from the stream what raw lacks. */
+async function replayRange(report: MutableReport, range: BatchRange, deps: DlqReplayDeps): Promise<boolean> {
+  report.fromRaw++;
+  const records = await findRangeInRaw(deps.s3, deps.config, range);
+  report.records += records.length;
+  const result = await deps.engine.replay(records, { tables: deps.config.tables.map((t) => t.source) });
+  addTally(report.replay, result.tally);
+  let ok = result.failures.length === 0;
+  const recovered = await recoverFromStream(report, range, records, deps);
+  if (!recovered.ok) ok = false;
+  const found = records.length + recovered.found;
+  if (range.batchSize !== null && found < range.batchSize) {
+    report.missing += range.batchSize - found;
+    ok = false;
+  }
+  return ok;
+}
+
 /** Replays every failed batch; acknowledges (deletes) the SQS messages of those that fully succeeded. */
-export async function replayFailedBatches(
-  items: readonly DlqItem[],
-  deps: {
-    readonly config: TidemarkConfig;
-    readonly s3: S3Client;
-    readonly ingest: IngestDeps;
-    readonly engine: ReplayEngine;
-    /** When given, records of a range that raw lacks are read from the stream (if still retained). */
-    readonly kinesis?: KinesisClient;
-    readonly onBatch?: (done: number, total: number) => void;
-  },
-): Promise<DlqReplayReport> {
-  const report = {
+export async function replayFailedBatches(items: readonly DlqItem[], deps: DlqReplayDeps): Promise<DlqReplayReport> {
+  const report: MutableReport = {
     batches: items.length,
     reingested: 0,
     fromRaw: 0,
@@ -206,53 +275,9 @@ export async function replayFailedBatches(
     ingest: { applied: 0, stale: 0, duplicates: 0, quarantined: 0, failed: 0, writeUnits: 0, s3Puts: 0 },
     replay: emptyTally(),
   };
-  const tables = deps.config.tables.map((t) => t.source);
   let done = 0;
   for (const item of items) {
-    let ok = true;
-    const reingest = async (group: readonly RawRecord[]) => {
-      const result = await processBatch(group, deps.ingest);
-      const s = result.summary;
-      report.ingest.applied += s.applied;
-      report.ingest.stale += s.stale;
-      report.ingest.duplicates += s.duplicates;
-      report.ingest.quarantined += s.quarantined;
-      report.ingest.failed += s.failed;
-      report.ingest.writeUnits += s.writeUnits;
-      report.ingest.s3Puts += s.s3Puts;
-      return result.batchItemFailures.length === 0;
-    };
-    if (item.batch.kind === 'records') {
-      report.reingested++;
-      for (const group of item.batch.groups) {
-        report.records += group.length;
-        if (!(await reingest(group))) ok = false;
-      }
-    } else {
-      report.fromRaw++;
-      const range = item.batch.range;
-      const records = await findRangeInRaw(deps.s3, deps.config, range);
-      report.records += records.length;
-      const result = await deps.engine.replay(records, { tables });
-      addTally(report.replay, result.tally);
-      if (result.failures.length > 0) ok = false;
-      let found = records.length;
-      if (deps.kinesis && (range.batchSize === null || found < range.batchSize)) {
-        // Records that never reached raw (landing kept failing): the stream may still hold them.
-        const inRaw = new Set(records.map((r) => r.transport.sequence));
-        const missing = (await readRangeFromStream(deps.kinesis, range)).filter((r) => !inRaw.has(r.transport.sequence));
-        if (missing.length > 0) {
-          report.fromStream += missing.length;
-          report.records += missing.length;
-          found += missing.length;
-          if (!(await reingest(missing))) ok = false;
-        }
-      }
-      if (range.batchSize !== null && found < range.batchSize) {
-        report.missing += range.batchSize - found;
-        ok = false;
-      }
-    }
+    const ok = item.batch.kind === 'records' ? await replayRecords(report, item.batch.groups, deps) : await replayRange(report, item.batch.range, deps);
     if (ok && item.ack) {
       await item.ack();
       report.acknowledged++;

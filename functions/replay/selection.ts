@@ -74,6 +74,27 @@ export interface KeysFileProblem {
   readonly detail: string;
 }
 
+/** One `--keys` line: the table and canonical key it names, or why it names none. */
+function parseKeysLine(line: string, config: TidemarkConfig, tables: readonly string[]): { table: string; id: string } | { detail: string } {
+  let parsed: unknown;
+  try {
+    parsed = parseJson(line);
+  } catch {
+    return { detail: 'not JSON' };
+  }
+  if (!isJsonObject(parsed)) return { detail: 'expected {"table": …, "key": {…}} or a key object' };
+  const wrapped = typeof parsed.table === 'string' && isJsonObject(parsed.key);
+  const tableName = wrapped ? (parsed.table as string) : tables.length === 1 ? tables[0] : undefined;
+  if (tableName === undefined) return { detail: 'a bare key object needs exactly one selected table; write {"table": …, "key": {…}}' };
+  const table = config.tables.find((t) => t.source === tableName);
+  if (!table) return { detail: `table "${tableName}" is not configured` };
+  try {
+    return { table: table.source, id: canonicalKey(table, (wrapped ? parsed.key : parsed) as Record<string, never>) };
+  } catch (err) {
+    return { detail: err instanceof DecodeError ? `${err.reason}: ${err.message}` : 'bad key' };
+  }
+}
+
 /** Parses a `--keys` file into canonical keys per table; problems name the line, never the values. */
 export function parseKeysFile(text: string, config: TidemarkConfig, tables: readonly string[]): { keys: Map<string, Set<string>>; problems: KeysFileProblem[] } {
   const keys = new Map<string, Set<string>>();
@@ -81,36 +102,14 @@ export function parseKeysFile(text: string, config: TidemarkConfig, tables: read
   text.split('\n').forEach((raw, i) => {
     const line = raw.trim();
     if (line === '' || line.startsWith('#')) return;
-    let parsed: unknown;
-    try {
-      parsed = parseJson(line);
-    } catch {
-      problems.push({ line: i + 1, detail: 'not JSON' });
+    const parsed = parseKeysLine(line, config, tables);
+    if ('detail' in parsed) {
+      problems.push({ line: i + 1, detail: parsed.detail });
       return;
     }
-    if (!isJsonObject(parsed)) {
-      problems.push({ line: i + 1, detail: 'expected {"table": …, "key": {…}} or a key object' });
-      return;
-    }
-    const wrapped = typeof parsed.table === 'string' && isJsonObject(parsed.key);
-    const tableName = wrapped ? (parsed.table as string) : tables.length === 1 ? tables[0] : undefined;
-    if (tableName === undefined) {
-      problems.push({ line: i + 1, detail: 'a bare key object needs exactly one selected table; write {"table": …, "key": {…}}' });
-      return;
-    }
-    const table = config.tables.find((t) => t.source === tableName);
-    if (!table) {
-      problems.push({ line: i + 1, detail: `table "${tableName}" is not configured` });
-      return;
-    }
-    try {
-      const id = canonicalKey(table, (wrapped ? parsed.key : parsed) as Record<string, never>);
-      const set = keys.get(table.source) ?? new Set<string>();
-      set.add(id);
-      keys.set(table.source, set);
-    } catch (err) {
-      problems.push({ line: i + 1, detail: err instanceof DecodeError ? `${err.reason}: ${err.message}` : 'bad key' });
-    }
+    const set = keys.get(parsed.table) ?? new Set<string>();
+    set.add(parsed.id);
+    keys.set(parsed.table, set);
   });
   return { keys, problems };
 }
@@ -119,6 +118,9 @@ export function parseKeysFile(text: string, config: TidemarkConfig, tables: read
 export function canonicalKey(table: TableConfig, key: Readonly<Record<string, never>>): string {
   return keyId(table, normalizeKey(table, key));
 }
+
+/** Whether a record that landed at `at` (epoch ms) is inside the selection's landing-time range. */
+export const inArrivalRange = (selection: ReplaySelection, at: number): boolean => !((selection.since !== undefined && at < selection.since) || (selection.until !== undefined && at >= selection.until));
 
 /** Whether a normalized change event is part of the selection (landing time is checked per record). */
 export function selects(selection: ReplaySelection, event: ChangeEvent, canonical: string, encodedPosition: string): boolean {

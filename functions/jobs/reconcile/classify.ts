@@ -58,17 +58,31 @@ export interface ClassifyContext {
 
 export type Verdict = FindingClass | 'ok' | 'in-flight' | 'unverifiable';
 
+/** No raw line for the key: any live row is unaccounted for (provably so only in full mode). */
+function classifyWithoutRaw(stored: Actual | undefined, ctx: ClassifyContext): Verdict {
+  if (!stored) return 'ok';
+  if (ctx.mode !== 'full') return 'unverifiable';
+  return stored.deleted ? 'ahead' : 'extra';
+}
+
+/** A stored row at or above the winner's position. */
+function classifyAtOrAbove(stored: Actual, winner: NonNullable<Expected['winner']>, expected: Expected, ctx: ClassifyContext): Verdict {
+  if (stored.position === winner.position) {
+    if (winner.conflict || winner.hash === null) return 'ok';
+    return stored.hash === winner.hash ? 'ok' : 'mismatch';
+  }
+  // The table is newer than raw's settled winner: fine if raw holds that position at all.
+  if (stored.position <= expected.maxPosition) return 'ok';
+  return ctx.mode === 'full' ? 'ahead' : 'unverifiable';
+}
+
 /** Classifies one key. `expected` undefined: raw has no line for it; `actual` undefined: no item. */
 export function classify(expected: Expected | undefined, actual: Actual | undefined, ctx: ClassifyContext): Verdict {
   const wm = ctx.truncateWatermark;
   if (actual && actual.appliedAt > ctx.cutoff) return 'in-flight';
   // Below a truncate watermark, a row reads as absent and a raw winner as deleted.
   const stored = actual && wm !== undefined && actual.position < wm ? undefined : actual;
-  if (!expected) {
-    if (!stored) return 'ok';
-    if (ctx.mode !== 'full') return 'unverifiable';
-    return stored.deleted ? 'ahead' : 'extra';
-  }
+  if (!expected) return classifyWithoutRaw(stored, ctx);
   const winner = expected.winner;
   if (!winner) return 'in-flight';
   const expectDeleted = winner.op === 'd' || (wm !== undefined && winner.position < wm);
@@ -77,11 +91,5 @@ export function classify(expected: Expected | undefined, actual: Actual | undefi
     if (expectDeleted) return stored.deleted ? 'ok' : 'deleted-live';
     return stored.deleted ? 'missing' : 'stale';
   }
-  if (stored.position === winner.position) {
-    if (winner.conflict || winner.hash === null) return 'ok';
-    return stored.hash === winner.hash ? 'ok' : 'mismatch';
-  }
-  // The table is newer than raw's settled winner: fine if raw holds that position at all.
-  if (stored.position <= expected.maxPosition) return 'ok';
-  return ctx.mode === 'full' ? 'ahead' : 'unverifiable';
+  return classifyAtOrAbove(stored, winner, expected, ctx);
 }

@@ -40,30 +40,58 @@ export function groupObjects(objects: readonly ObjectRef[]): ObjectRef[][] {
   return groups;
 }
 
+const isoMs = (name: string, text: string | undefined): number | undefined => {
+  if (text === undefined) return undefined;
+  const ms = Date.parse(text);
+  if (Number.isNaN(ms)) throw new JobInputError(`${name} must be an ISO 8601 time, got "${text}"`);
+  return ms;
+};
+
+function modeOf(request: ReconcileRequest): 'window' | 'full' {
+  const mode = request.mode ?? 'window';
+  if (mode !== 'window' && mode !== 'full') throw new JobInputError(`mode must be "window" or "full", got "${String(mode)}"`);
+  return mode;
+}
+
+function runIdOf(request: ReconcileRequest, mode: string, startedAt: number): string {
+  const runId = request.runId ?? `${mode}-${new Date(startedAt).toISOString().replace(/[-:.]/g, '').slice(0, 15)}-${randomBytes(3).toString('hex')}`;
+  if (!/^[A-Za-z0-9._-]{1,80}$/.test(runId)) throw new JobInputError(`runId must be 1-80 characters of A-Z a-z 0-9 . _ -, got "${runId}"`);
+  return runId;
+}
+
+/** The arrival-time window of a window-mode run: since/until, or the last `hours` before the cutoff. */
+function windowOf(request: ReconcileRequest, mode: 'window' | 'full', hours: number, cutoff: number, startedAt: number): RunContext['window'] {
+  const since = isoMs('since', request.since);
+  const until = isoMs('until', request.until);
+  if (since !== undefined && until !== undefined && since >= until) throw new JobInputError(`since (${request.since}) must be before until (${request.until})`);
+  // The window names which keys to check; their raw is read up to now, so late events count.
+  return mode === 'window' ? { fromMs: since ?? (until ?? cutoff) - hours * HOUR_MS, toMs: until ?? startedAt } : null;
+}
+
+/** Full mode scans every table in segments; a manifest is one more item. */
+function tableItemsOf(run: RunContext, scanSegments: number): (TableItem | ManifestItem)[] {
+  const tableItems: (TableItem | ManifestItem)[] = [];
+  if (run.mode === 'full') {
+    for (const table of run.tables) {
+      for (let segment = 0; segment < scanSegments; segment++) tableItems.push({ kind: 'table', table, segment, totalSegments: scanSegments });
+    }
+  }
+  if (run.manifest) tableItems.push({ kind: 'manifest' });
+  return tableItems;
+}
+
 export async function planReconcile(request: ReconcileRequest, deps: JobDeps): Promise<PlanOutput> {
   const { config } = deps;
   const settings = config.jobs.reconcile;
-  const mode = request.mode ?? 'window';
-  if (mode !== 'window' && mode !== 'full') throw new JobInputError(`mode must be "window" or "full", got "${String(mode)}"`);
+  const mode = modeOf(request);
   const tables = request.tables && request.tables.length > 0 ? [...request.tables] : config.tables.map((t) => t.source);
   for (const t of tables) tableConfig(config, t);
   const hours = request.hours ?? settings.window.hours;
   if (!Number.isInteger(hours) || hours < 1) throw new JobInputError(`hours must be a positive integer, got ${hours}`);
   const startedAt = deps.now();
   const cutoff = startedAt - (request.cutoffSeconds ?? settings.cutoffSeconds) * 1000;
-  const runId = request.runId ?? `${mode}-${new Date(startedAt).toISOString().replace(/[-:.]/g, '').slice(0, 15)}-${randomBytes(3).toString('hex')}`;
-  if (!/^[A-Za-z0-9._-]{1,80}$/.test(runId)) throw new JobInputError(`runId must be 1-80 characters of A-Z a-z 0-9 . _ -, got "${runId}"`);
-  const isoMs = (name: string, text: string | undefined): number | undefined => {
-    if (text === undefined) return undefined;
-    const ms = Date.parse(text);
-    if (Number.isNaN(ms)) throw new JobInputError(`${name} must be an ISO 8601 time, got "${text}"`);
-    return ms;
-  };
-  const since = isoMs('since', request.since);
-  const until = isoMs('until', request.until);
-  if (since !== undefined && until !== undefined && since >= until) throw new JobInputError(`since (${request.since}) must be before until (${request.until})`);
-  // The window names which keys to check; their raw is read up to now, so late events count.
-  const window = mode === 'window' ? { fromMs: since ?? (until ?? cutoff) - hours * HOUR_MS, toMs: until ?? startedAt } : null;
+  const runId = runIdOf(request, mode, startedAt);
+  const window = windowOf(request, mode, hours, cutoff, startedAt);
   const run: RunContext = {
     runId,
     mode,
@@ -83,13 +111,7 @@ export async function planReconcile(request: ReconcileRequest, deps: JobDeps): P
     await putJson(deps.s3, config.raw.bucket, rawItemKey(run, index), group);
     rawItems.push({ kind: 'raw', index });
   }
-  const tableItems: (TableItem | ManifestItem)[] = [];
-  if (mode === 'full') {
-    for (const table of tables) {
-      for (let segment = 0; segment < settings.scanSegments; segment++) tableItems.push({ kind: 'table', table, segment, totalSegments: settings.scanSegments });
-    }
-  }
-  if (run.manifest) tableItems.push({ kind: 'manifest' });
+  const tableItems = tableItemsOf(run, settings.scanSegments);
   await putJson(deps.s3, config.raw.bucket, `${run.prefix}run.json`, run);
   deps.log.info('reconcile planned', { runId, mode, tables: tables.length, rawObjects: objects.length, rawItems: rawItems.length, partitions: run.partitions });
   return { run, rawItems, tableItems, partitionItems: Array.from({ length: run.partitions }, (_, i) => i), rawObjects: objects.length };

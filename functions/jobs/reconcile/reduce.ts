@@ -19,11 +19,11 @@ import { type JobDeps, tableConfig } from '../deps.js';
 import type { ParsedRawObject } from '../../adapters/raw-reader.js';
 import { readParsed } from '../raw-scan.js';
 import { putJson, readPartition } from '../shuffle.js';
-import { type Actual, classify, type Expected, REPAIRABLE_CLASSES } from './classify.js';
+import { type Actual, type ClassifyContext, classify, type Expected, type FindingClass, REPAIRABLE_CLASSES, type Verdict } from './classify.js';
 import { replaceMismatch } from './repair.js';
 import { itemKey } from './scan-table.js';
 import { eventOfLine } from './shuffle-raw.js';
-import { emptyCounts, type ChainRef, type Finding, type PartitionSummary, type RawSideRecord, type RunContext, type ShuffleRecord, type TaskInput, type TableSideRecord } from './types.js';
+import { emptyCounts, type ChainRef, type Finding, type PartitionSummary, type RawSideRecord, type ReconcileCounts, type RunContext, type ShuffleRecord, type TaskInput, type TableSideRecord } from './types.js';
 
 const gzipAsync = promisify(gzip);
 
@@ -66,42 +66,59 @@ const PROJECTION_ATTRS = (table: TableConfig): string[] => {
   return [layout.partitionKey.name, ...(layout.sortKey ? [layout.sortKey.name] : []), ...(layout.composite ? table.key : []), META.position, META.deleted, META.hash, META.appliedAt];
 };
 
+/** The partition's keys as DynamoDB key attributes, one batch of at most 100, each key once. */
+function batchRequest(table: TableConfig, texts: readonly string[]): Record<string, AttributeValue>[] {
+  const seen = new Set<string>();
+  const request: Record<string, AttributeValue>[] = [];
+  for (const text of texts) {
+    const key = parseJson(text);
+    if (!isJsonObject(key)) continue;
+    const attrsOfKey = keyAttributes(table, key);
+    const id = JSON.stringify(attrsOfKey);
+    if (seen.has(id)) continue;
+    seen.add(id);
+    request.push(attrsOfKey);
+  }
+  return request;
+}
+
+const tableSideOf = (table: TableConfig, item: Record<string, AttributeValue>): TableSideRecord => {
+  const decoded = decodeItem(table, item);
+  const { id, key } = itemKey(table, item);
+  return { s: 'd', t: table.source, k: id, key, p: decoded.position, d: decoded.deleted, h: decoded.contentHash, a: decoded.appliedAt ?? 0 };
+};
+
+/** One batch of keys, retrying unprocessed keys with backoff; adds the rows found to `rows`. */
+async function fetchBatch(deps: JobDeps, table: TableConfig, first: Record<string, AttributeValue>[], names: Record<string, string>, rows: Map<string, TableSideRecord>): Promise<number> {
+  let units = 0;
+  let request = first;
+  for (let round = 0; request.length > 0; round++) {
+    if (round > 0) await new Promise((r) => setTimeout(r, Math.min(50 * 2 ** round, 2000)));
+    const res: BatchGetItemCommandOutput = await deps.dynamodb.send(
+      new BatchGetItemCommand({
+        RequestItems: { [table.target]: { Keys: request, ProjectionExpression: Object.keys(names).join(', '), ExpressionAttributeNames: names } },
+        ReturnConsumedCapacity: 'TOTAL',
+      }),
+    );
+    for (const c of res.ConsumedCapacity ?? []) units += c.CapacityUnits ?? 0;
+    for (const item of res.Responses?.[table.target] ?? []) {
+      const row = tableSideOf(table, item);
+      rows.set(`${table.source}\u0000${row.k}`, row);
+    }
+    request = res.UnprocessedKeys?.[table.target]?.Keys ?? [];
+    if (round > 20 && request.length > 0) throw new TidemarkError(`BatchGetItem on ${table.target} kept returning unprocessed keys`, { context: { table: table.source } });
+  }
+  return units;
+}
+
 /** BatchGetItem of keys (eventually consistent: rows older than the cutoff have long settled). */
 async function fetchRows(deps: JobDeps, table: TableConfig, keys: readonly string[]): Promise<{ rows: Map<string, TableSideRecord>; units: number }> {
   const rows = new Map<string, TableSideRecord>();
   let units = 0;
   const attrs = PROJECTION_ATTRS(table);
   const names = Object.fromEntries(attrs.map((a, i) => [`#p${i}`, a]));
-  const projection = Object.keys(names).join(', ');
   for (let i = 0; i < keys.length; i += 100) {
-    const seen = new Set<string>();
-    let request: Record<string, AttributeValue>[] = [];
-    for (const text of keys.slice(i, i + 100)) {
-      const key = parseJson(text);
-      if (!isJsonObject(key)) continue;
-      const attrsOfKey = keyAttributes(table, key);
-      const id = JSON.stringify(attrsOfKey);
-      if (seen.has(id)) continue;
-      seen.add(id);
-      request.push(attrsOfKey);
-    }
-    for (let round = 0; request.length > 0; round++) {
-      if (round > 0) await new Promise((r) => setTimeout(r, Math.min(50 * 2 ** round, 2000)));
-      const res: BatchGetItemCommandOutput = await deps.dynamodb.send(
-        new BatchGetItemCommand({
-          RequestItems: { [table.target]: { Keys: request, ProjectionExpression: projection, ExpressionAttributeNames: names } },
-          ReturnConsumedCapacity: 'TOTAL',
-        }),
-      );
-      for (const c of res.ConsumedCapacity ?? []) units += c.CapacityUnits ?? 0;
-      for (const item of res.Responses?.[table.target] ?? []) {
-        const decoded = decodeItem(table, item);
-        const { id, key } = itemKey(table, item);
-        rows.set(`${table.source}\u0000${id}`, { s: 'd', t: table.source, k: id, key, p: decoded.position, d: decoded.deleted, h: decoded.contentHash, a: decoded.appliedAt ?? 0 });
-      }
-      request = res.UnprocessedKeys?.[table.target]?.Keys ?? [];
-      if (round > 20 && request.length > 0) throw new TidemarkError(`BatchGetItem on ${table.target} kept returning unprocessed keys`, { context: { table: table.source } });
-    }
+    units += await fetchBatch(deps, table, batchRequest(table, keys.slice(i, i + 100)), names, rows);
   }
   return { rows, units };
 }
@@ -119,9 +136,7 @@ async function readConsistent(deps: JobDeps, table: TableConfig, keyText: string
   );
   const units = res.ConsumedCapacity?.CapacityUnits ?? 0;
   if (!res.Item) return { row: null, units };
-  const decoded = decodeItem(table, res.Item);
-  const { id, key: text } = itemKey(table, res.Item);
-  return { row: { s: 'd', t: table.source, k: id, key: text, p: decoded.position, d: decoded.deleted, h: decoded.contentHash, a: decoded.appliedAt ?? 0 }, units };
+  return { row: tableSideOf(table, res.Item), units };
 }
 
 /** Re-applies raw's events for one key (see repair.ts); returns the write outcome. */
@@ -152,69 +167,106 @@ async function repairKey(deps: JobDeps, raw: MergedRaw, cache: Map<string, Parse
 export const findingsKey = (run: RunContext, partition: number): string => `${run.prefix}findings/p=${String(partition).padStart(4, '0')}.jsonl.gz`;
 export const summaryKey = (run: RunContext, partition: number): string => `${run.prefix}reduce/p=${String(partition).padStart(4, '0')}.json`;
 
-export async function reducePartition(input: TaskInput<number>, deps: JobDeps): Promise<PartitionSummary> {
-  const { run, item: partition } = input;
-  const bucket = deps.config.raw.bucket;
-  const counts = emptyCounts();
-  const raw = new Map<string, MergedRaw>();
-  const table = new Map<string, TableSideRecord>();
-  const manifest = new Map<string, { t: string; key: string }>();
-  for await (const r of readPartition<ShuffleRecord>(deps.s3, bucket, run.prefix, partition)) {
+/** The partition's records, merged per key: raw side, table side and manifest side. */
+interface Sides {
+  readonly raw: Map<string, MergedRaw>;
+  readonly table: Map<string, TableSideRecord>;
+  readonly manifest: Map<string, { t: string; key: string }>;
+}
+
+async function readSides(deps: JobDeps, run: RunContext, partition: number): Promise<Sides> {
+  const sides: Sides = { raw: new Map(), table: new Map(), manifest: new Map() };
+  for await (const r of readPartition<ShuffleRecord>(deps.s3, deps.config.raw.bucket, run.prefix, partition)) {
     const id = `${r.t}\u0000${r.k}`;
-    if (r.s === 'r') raw.set(id, mergeRaw(raw.get(id), r));
-    else if (r.s === 'd') table.set(id, r);
-    else manifest.set(id, { t: r.t, key: r.key });
+    if (r.s === 'r') sides.raw.set(id, mergeRaw(sides.raw.get(id), r));
+    else if (r.s === 'd') sides.table.set(id, r);
+    else sides.manifest.set(id, { t: r.t, key: r.key });
   }
-  counts.tableRows = table.size;
-  if (run.mode === 'window') {
-    // The table side of the window's keys (and of the manifest's keys).
-    const byTable = new Map<string, string[]>();
-    for (const src of [...raw.values(), ...manifest.values()]) {
-      const list = byTable.get(src.t) ?? [];
-      list.push(src.key);
-      byTable.set(src.t, list);
-    }
-    for (const [source, keys] of byTable) {
-      const fetched = await fetchRows(deps, tableConfig(deps.config, source), keys);
-      counts.readUnits += fetched.units;
-      for (const [id, row] of fetched.rows) table.set(id, row);
-    }
+  return sides;
+}
+
+/** Window mode: the table side of the window's keys (and of the manifest's keys). */
+async function fetchWindowTableSide(deps: JobDeps, sides: Sides, counts: ReconcileCounts): Promise<void> {
+  const byTable = new Map<string, string[]>();
+  for (const src of [...sides.raw.values(), ...sides.manifest.values()]) {
+    const list = byTable.get(src.t) ?? [];
+    list.push(src.key);
+    byTable.set(src.t, list);
   }
+  for (const [source, keys] of byTable) {
+    const fetched = await fetchRows(deps, tableConfig(deps.config, source), keys);
+    counts.readUnits += fetched.units;
+    for (const [id, row] of fetched.rows) sides.table.set(id, row);
+  }
+}
+
+async function truncateWatermarks(deps: JobDeps, run: RunContext): Promise<Map<string, string>> {
   const status = await deps.status.load(run.tables);
   const watermarks = new Map<string, string>();
   for (const [t, row] of status) if (typeof row.truncateWatermark === 'string') watermarks.set(t, row.truncateWatermark);
+  return watermarks;
+}
 
-  const findings: Finding[] = [];
-  const byClass: Record<string, Record<string, number>> = {};
-  const note = (f: Finding) => {
-    findings.push(f);
-    const perTable = byClass[f.table] ?? {};
+/** Findings in order, and their count per table per class. */
+class FindingLog {
+  readonly findings: Finding[] = [];
+  readonly byClass: Record<string, Record<string, number>> = {};
+  note(f: Finding): void {
+    this.findings.push(f);
+    const perTable = this.byClass[f.table] ?? {};
     perTable[f.class] = (perTable[f.class] ?? 0) + 1;
-    byClass[f.table] = perTable;
-  };
+    this.byClass[f.table] = perTable;
+  }
+}
+
+const expectedOf = (r: MergedRaw): Expected => ({ winner: r.w ? { position: r.w.p, op: r.w.o, hash: r.w.h, conflict: r.w.x } : null, maxPosition: r.m });
+const findingActual = (d: TableSideRecord | undefined): Finding['actual'] => (d ? { position: d.p, deleted: d.d, hash: d.h, appliedAt: d.a } : null);
+const isSettled = (v: Verdict): v is 'ok' | 'in-flight' | 'unverifiable' => v === 'ok' || v === 'in-flight' || v === 'unverifiable';
+
+/** One key as reduce sees it. */
+interface KeyCase {
+  readonly id: string;
+  readonly r: MergedRaw | undefined;
+  readonly source: string;
+  readonly expected: Expected | undefined;
+  readonly ctx: ClassifyContext;
+}
+
+/** Classifies a key; a finding is confirmed against a fresh consistent read (the scan or batch read may be minutes old). */
+async function confirmedVerdict(deps: JobDeps, sides: Sides, counts: ReconcileCounts, k: KeyCase): Promise<{ verdict: Verdict; d: TableSideRecord | undefined }> {
+  const d = sides.table.get(k.id);
+  const verdict = classify(k.expected, d ? actualOf(d) : undefined, k.ctx);
+  const key = k.r?.key ?? d?.key;
+  if (isSettled(verdict) || key === undefined) return { verdict, d };
+  const fresh = await readConsistent(deps, tableConfig(deps.config, k.source), key);
+  counts.readUnits += fresh.units;
+  if (fresh.row) sides.table.set(k.id, fresh.row);
+  else sides.table.delete(k.id);
+  const now = fresh.row ?? undefined;
+  return { verdict: classify(k.expected, now ? actualOf(now) : undefined, k.ctx), d: now };
+}
+
+/** --repair: re-applies raw's events for a repairable finding; undefined when no repair ran. */
+async function maybeRepair(deps: JobDeps, run: RunContext, counts: ReconcileCounts, cache: Map<string, ParsedRawObject>, r: MergedRaw | undefined, verdict: FindingClass, d: TableSideRecord | undefined): Promise<string | undefined> {
+  if (!run.repair || !r || !REPAIRABLE_CLASSES.has(verdict)) return undefined;
+  const repair = await repairKey(deps, r, cache, verdict === 'mismatch' && d ? d.h : null).catch((err: unknown) => `failed: ${errorMessage(err)}`);
+  if (repair === 'applied') counts.repaired++;
+  else counts.repairFailed++;
+  return repair;
+}
+
+/** Classifies (and optionally repairs) every key of the partition. */
+async function classifyKeys(deps: JobDeps, run: RunContext, sides: Sides, counts: ReconcileCounts, log: FindingLog): Promise<void> {
+  const watermarks = await truncateWatermarks(deps, run);
   const repairCache = new Map<string, ParsedRawObject>();
-  const ids = new Set([...raw.keys(), ...(run.mode === 'full' ? table.keys() : [])]);
+  const ids = new Set([...sides.raw.keys(), ...(run.mode === 'full' ? sides.table.keys() : [])]);
   counts.keys = ids.size;
   for (const id of ids) {
-    const r = raw.get(id);
-    let d = table.get(id);
-    const source = r?.t ?? d?.t ?? '';
-    const expected: Expected | undefined = r ? { winner: r.w ? { position: r.w.p, op: r.w.o, hash: r.w.h, conflict: r.w.x } : null, maxPosition: r.m } : undefined;
+    const r = sides.raw.get(id);
+    const source = r?.t ?? sides.table.get(id)?.t ?? '';
     const wm = watermarks.get(source);
     const ctx = { mode: run.mode, cutoff: run.cutoff, ...(wm !== undefined ? { truncateWatermark: wm } : {}) };
-    let verdict = classify(expected, d ? actualOf(d) : undefined, ctx);
-    if (verdict !== 'ok' && verdict !== 'in-flight' && verdict !== 'unverifiable') {
-      // The scan or batch read may be minutes old: re-read the row consistently before reporting.
-      const key = r?.key ?? d?.key;
-      if (key !== undefined) {
-        const fresh = await readConsistent(deps, tableConfig(deps.config, source), key);
-        counts.readUnits += fresh.units;
-        if (fresh.row) table.set(id, fresh.row);
-        else table.delete(id);
-        d = fresh.row ?? undefined;
-        verdict = classify(expected, d ? actualOf(d) : undefined, ctx);
-      }
-    }
+    const { verdict, d } = await confirmedVerdict(deps, sides, counts, { id, r, source, expected: r ? expectedOf(r) : undefined, ctx });
     if (verdict === 'ok') continue;
     if (verdict === 'in-flight') {
       counts.inFlight++;
@@ -224,41 +276,51 @@ export async function reducePartition(input: TaskInput<number>, deps: JobDeps): 
       counts.unverifiable++;
       continue;
     }
-    let repair: string | undefined;
-    if (run.repair && r && REPAIRABLE_CLASSES.has(verdict)) {
-      repair = await repairKey(deps, r, repairCache, verdict === 'mismatch' && d ? d.h : null).catch((err: unknown) => `failed: ${errorMessage(err)}`);
-      if (repair === 'applied') counts.repaired++;
-      else counts.repairFailed++;
-    }
-    note({
+    const repair = await maybeRepair(deps, run, counts, repairCache, r, verdict, d);
+    log.note({
       class: verdict,
       table: source,
       key: r?.key ?? d?.key ?? '',
       expected: r?.w ? { position: r.w.p, op: r.w.o, deleted: r.w.o === 'd', hash: r.w.h } : null,
-      actual: d ? { position: d.p, deleted: d.d, hash: d.h, appliedAt: d.a } : null,
+      actual: findingActual(d),
       ...(repair !== undefined ? { repair } : {}),
     });
   }
-  if (run.manifest) {
-    for (const [id, m] of manifest) {
-      const d = table.get(id);
-      if (d && d.a > run.cutoff) continue;
-      if (!d || d.d) note({ class: 'manifest-missing', table: m.t, key: m.key, expected: null, actual: d ? { position: d.p, deleted: d.d, hash: d.h, appliedAt: d.a } : null });
-    }
-    if (run.mode === 'full') {
-      for (const [id, d] of table) {
-        if (d.d || d.a > run.cutoff || manifest.has(id)) continue;
-        note({ class: 'manifest-extra', table: d.t, key: d.key, expected: null, actual: { position: d.p, deleted: d.d, hash: d.h, appliedAt: d.a } });
-      }
-    }
+}
+
+/** Manifest keys missing from the table, and (full mode) live rows the manifest does not list. */
+function checkManifest(run: RunContext, sides: Sides, log: FindingLog): void {
+  for (const [id, m] of sides.manifest) {
+    const d = sides.table.get(id);
+    if (d && d.a > run.cutoff) continue;
+    if (!d || d.d) log.note({ class: 'manifest-missing', table: m.t, key: m.key, expected: null, actual: findingActual(d) });
   }
-  let fKey: string | null = null;
-  if (findings.length > 0) {
-    fKey = findingsKey(run, partition);
-    const body = await gzipAsync(Buffer.from(`${findings.map((f) => JSON.stringify(f)).join('\n')}\n`, 'utf8'));
-    await deps.s3.send(new PutObjectCommand({ Bucket: bucket, Key: fKey, Body: body, ContentType: 'application/x-ndjson', ContentEncoding: 'gzip' }));
+  if (run.mode !== 'full') return;
+  for (const [id, d] of sides.table) {
+    if (d.d || d.a > run.cutoff || sides.manifest.has(id)) continue;
+    log.note({ class: 'manifest-extra', table: d.t, key: d.key, expected: null, actual: findingActual(d) });
   }
-  const summary: PartitionSummary = { partition, counts, findings: byClass, findingsKey: fKey };
-  await putJson(deps.s3, bucket, summaryKey(run, partition), summary);
+}
+
+async function writeFindings(deps: JobDeps, run: RunContext, partition: number, findings: readonly Finding[]): Promise<string | null> {
+  if (findings.length === 0) return null;
+  const fKey = findingsKey(run, partition);
+  const body = await gzipAsync(Buffer.from(`${findings.map((f) => JSON.stringify(f)).join('\n')}\n`, 'utf8'));
+  await deps.s3.send(new PutObjectCommand({ Bucket: deps.config.raw.bucket, Key: fKey, Body: body, ContentType: 'application/x-ndjson', ContentEncoding: 'gzip' }));
+  return fKey;
+}
+
+export async function reducePartition(input: TaskInput<number>, deps: JobDeps): Promise<PartitionSummary> {
+  const { run, item: partition } = input;
+  const counts = emptyCounts();
+  const sides = await readSides(deps, run, partition);
+  counts.tableRows = sides.table.size;
+  if (run.mode === 'window') await fetchWindowTableSide(deps, sides, counts);
+  const log = new FindingLog();
+  await classifyKeys(deps, run, sides, counts, log);
+  if (run.manifest) checkManifest(run, sides, log);
+  const fKey = await writeFindings(deps, run, partition, log.findings);
+  const summary: PartitionSummary = { partition, counts, findings: log.byClass, findingsKey: fKey };
+  await putJson(deps.s3, deps.config.raw.bucket, summaryKey(run, partition), summary);
   return summary;
 }

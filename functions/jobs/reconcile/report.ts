@@ -109,15 +109,11 @@ const iso = (ms: number) => new Date(ms).toISOString();
 const gzipAsync = promisify(gzip);
 const gunzipAsync = promisify(gunzip);
 
-export async function reportReconcile(input: Pick<TaskInput<unknown>, 'run'>, deps: JobDeps): Promise<ReconcileReport> {
-  const run: RunContext = input.run;
+type ReportCounts = ReconcileReport['counts'];
+
+/** Adds up the map tasks' stats objects. */
+async function addShuffleStats(deps: JobDeps, run: RunContext, counts: ReportCounts): Promise<void> {
   const bucket = deps.config.raw.bucket;
-  const counts = { ...emptyCounts(), manifestKeys: 0, unmatchedRawLines: 0, rawLineProblems: 0 };
-  const byTable: Record<string, Record<string, number>> = {};
-  const byClass: Record<string, number> = Object.fromEntries(FINDING_CLASSES.map((c) => [c, 0]));
-  if (run.manifest) Object.assign(byClass, { 'manifest-missing': 0, 'manifest-extra': 0 });
-  const findingObjects: string[] = [];
-  const findingKeys: string[] = [];
   for (const o of await listObjects(deps.s3, bucket, `${run.prefix}stats/`)) {
     const s = await getJson<Partial<ShuffleStats & ScanStats>>(deps.s3, bucket, o.key);
     counts.rawObjects += s.rawObjects ?? 0;
@@ -127,22 +123,63 @@ export async function reportReconcile(input: Pick<TaskInput<unknown>, 'run'>, de
     counts.readUnits += s.readUnits ?? 0;
     counts.manifestKeys += s.manifestKeys ?? 0;
   }
+}
+
+/** The findings of every partition: totals per table and class, and the findings objects. */
+interface FindingTotals {
+  readonly byTable: Record<string, Record<string, number>>;
+  readonly byClass: Record<string, number>;
+  readonly findingKeys: string[];
+}
+
+function addPartitionFindings(totals: FindingTotals, p: PartitionSummary): void {
+  if (p.findingsKey) totals.findingKeys.push(p.findingsKey);
+  for (const [table, classes] of Object.entries(p.findings)) {
+    const t = totals.byTable[table] ?? {};
+    for (const [cls, n] of Object.entries(classes)) {
+      t[cls] = (t[cls] ?? 0) + n;
+      totals.byClass[cls] = (totals.byClass[cls] ?? 0) + n;
+    }
+    totals.byTable[table] = t;
+  }
+}
+
+/** Adds up the reduce tasks' partition summaries. */
+async function addPartitionSummaries(deps: JobDeps, run: RunContext, counts: ReportCounts, totals: FindingTotals): Promise<void> {
+  const bucket = deps.config.raw.bucket;
   for (const o of await listObjects(deps.s3, bucket, `${run.prefix}reduce/`)) {
     const p = await getJson<PartitionSummary>(deps.s3, bucket, o.key);
     for (const k of ['keys', 'tableRows', 'readUnits', 'inFlight', 'unverifiable', 'repaired', 'repairFailed'] as const) counts[k] += p.counts[k];
-    if (p.findingsKey) {
-      findingObjects.push(`s3://${bucket}/${p.findingsKey}`);
-      findingKeys.push(p.findingsKey);
-    }
-    for (const [table, classes] of Object.entries(p.findings)) {
-      const t = byTable[table] ?? {};
-      for (const [cls, n] of Object.entries(classes)) {
-        t[cls] = (t[cls] ?? 0) + n;
-        byClass[cls] = (byClass[cls] ?? 0) + n;
-      }
-      byTable[table] = t;
-    }
+    addPartitionFindings(totals, p);
   }
+}
+
+/** Per-table last-run rows and the finding metrics (per table, all tables, window total, keys). */
+async function publishOutcome(deps: JobDeps, run: RunContext, report: ReconcileReport, totals: FindingTotals): Promise<void> {
+  const { byTable, byClass } = totals;
+  for (const table of run.tables) {
+    const counts = Object.fromEntries(FINDING_CLASSES.map((c) => [c, byTable[table]?.[c] ?? 0]));
+    await recordLastRun(deps, run, table, counts, report.tableReports[table]?.report ?? report.report);
+  }
+  for (const table of run.tables) {
+    for (const cls of FINDING_CLASSES) deps.metrics.add(table, RECONCILE_METRICS[cls], MetricUnit.Count, byTable[table]?.[cls] ?? 0);
+  }
+  for (const cls of FINDING_CLASSES) deps.metrics.add(ALL_TABLES, RECONCILE_METRICS[cls], MetricUnit.Count, byClass[cls] ?? 0);
+  if (run.mode === 'window') deps.metrics.add(ALL_TABLES, RECONCILE_WINDOW_FINDINGS_METRIC, MetricUnit.Count, report.findings.total);
+  deps.metrics.add(ALL_TABLES, RECONCILE_METRICS.keys, MetricUnit.Count, report.counts.keys);
+  deps.metrics.flush();
+}
+
+export async function reportReconcile(input: Pick<TaskInput<unknown>, 'run'>, deps: JobDeps): Promise<ReconcileReport> {
+  const run: RunContext = input.run;
+  const bucket = deps.config.raw.bucket;
+  const counts = { ...emptyCounts(), manifestKeys: 0, unmatchedRawLines: 0, rawLineProblems: 0 };
+  const totals: FindingTotals = { byTable: {}, byClass: Object.fromEntries(FINDING_CLASSES.map((c) => [c, 0])), findingKeys: [] };
+  if (run.manifest) Object.assign(totals.byClass, { 'manifest-missing': 0, 'manifest-extra': 0 });
+  await addShuffleStats(deps, run, counts);
+  await addPartitionSummaries(deps, run, counts, totals);
+  const { byTable, byClass, findingKeys } = totals;
+  const findingObjects = findingKeys.map((k) => `s3://${bucket}/${k}`);
   const total = Object.values(byClass).reduce((a, b) => a + b, 0);
   const critical = [...CRITICAL_CLASSES].some((c) => (byClass[c] ?? 0) > 0);
   const reportKey = `${run.prefix}report.json`;
@@ -164,17 +201,7 @@ export async function reportReconcile(input: Pick<TaskInput<unknown>, 'run'>, de
     tableReports: await writeTableReports(deps, run, findingKeys, byTable),
   };
   await putJson(deps.s3, bucket, reportKey, report);
-  for (const table of run.tables) {
-    const counts = Object.fromEntries(FINDING_CLASSES.map((c) => [c, byTable[table]?.[c] ?? 0]));
-    await recordLastRun(deps, run, table, counts, report.tableReports[table]?.report ?? report.report);
-  }
-  for (const table of run.tables) {
-    for (const cls of FINDING_CLASSES) deps.metrics.add(table, RECONCILE_METRICS[cls], MetricUnit.Count, byTable[table]?.[cls] ?? 0);
-  }
-  for (const cls of FINDING_CLASSES) deps.metrics.add(ALL_TABLES, RECONCILE_METRICS[cls], MetricUnit.Count, byClass[cls] ?? 0);
-  if (run.mode === 'window') deps.metrics.add(ALL_TABLES, RECONCILE_WINDOW_FINDINGS_METRIC, MetricUnit.Count, total);
-  deps.metrics.add(ALL_TABLES, RECONCILE_METRICS.keys, MetricUnit.Count, counts.keys);
-  deps.metrics.flush();
+  await publishOutcome(deps, run, report, totals);
   deps.log.info('reconcile finished', { runId: run.runId, mode: run.mode, keys: counts.keys, findings: total, critical });
   return report;
 }

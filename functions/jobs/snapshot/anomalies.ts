@@ -43,53 +43,76 @@ function total(rows: readonly HourRow[]): Totals {
 const rate = (n: number, d: number): number => (d > 0 ? n / d : 0);
 const round = (x: number): number => Math.round(x * 1e4) / 1e4;
 
+
+/** One table's recent hours against its history. */
+interface Comparison {
+  readonly table: string;
+  readonly recent: Totals;
+  readonly history: Totals;
+  readonly th: AnomalyThresholds;
+}
+
+// Ingest counts a re-snapshot when snapshot reads above the recorded snapshot position arrive after
+// streaming began; a redelivered snapshot window is not one (snapshot reads alone are not enough).
+function resnapshotAnomalies({ table, recent }: Comparison, recentRows: readonly HourRow[], now: number): Anomaly[] {
+  if (recent.resnapshots <= 0) return [];
+  const hour = recentRows.find((r) => r.counters.resnapshots > 0);
+  return [{ kind: 'resnapshot', table, detail: { snapshotEvents: recent.snapshotEvents, resnapshots: recent.resnapshots, hour: new Date(hour?.hourStart ?? now).toISOString().slice(0, 13) } }];
+}
+
+function deleteShareAnomalies({ table, recent, history, th }: Comparison): Anomaly[] {
+  if (recent.streamed < th.minEvents || history.streamed < th.minEvents) return [];
+  const out: Anomaly[] = [];
+  const historyDeleteShare = rate(history.opD, history.streamed);
+  if (recent.opD === 0 && historyDeleteShare >= th.deleteShare) out.push({ kind: 'no-deletes', table, detail: { recentEvents: recent.streamed, historyDeleteShare: round(historyDeleteShare) } });
+  if (recent.opD === recent.streamed && historyDeleteShare < 0.5) out.push({ kind: 'only-deletes', table, detail: { recentEvents: recent.streamed, historyDeleteShare: round(historyDeleteShare) } });
+  return out;
+}
+
+function updateStormAnomalies({ table, recent, history, th }: Comparison): Anomaly[] {
+  const recentHourlyUpdates = recent.opU / th.recentHours;
+  const historyHourlyUpdates = history.opU / th.historyHours;
+  if (recent.opU >= th.minEvents && history.opU > 0 && recentHourlyUpdates > th.updateStormFactor * historyHourlyUpdates) {
+    return [{ kind: 'update-storm', table, detail: { recentHourlyUpdates: round(recentHourlyUpdates), historyHourlyUpdates: round(historyHourlyUpdates) } }];
+  }
+  return [];
+}
+
+/** A share (part of whole) that jumped by more than `jump` between history and recent hours. */
+function rateJump(kind: 'quarantine-spike' | 'before-null-rate' | 'placeholder-rate', c: Comparison, part: (t: Totals) => number, whole: (t: Totals) => number, jump: number): Anomaly[] {
+  if (whole(c.recent) < c.th.minEvents || whole(c.history) < c.th.minEvents) return [];
+  const r = rate(part(c.recent), whole(c.recent));
+  const h = rate(part(c.history), whole(c.history));
+  return r - h > jump ? [{ kind, table: c.table, detail: { recent: round(r), history: round(h) } }] : [];
+}
+
+/** A table that used to flow went quiet while others still flow. */
+function silentAnomalies(c: Comparison, own: readonly HourRow[], rows: readonly HourRow[], now: number): Anomaly[] {
+  const { table, history, th } = c;
+  const hourly = history.events / th.historyHours;
+  const silentFrom = now - th.silentHours * HOUR_MS;
+  const lately = total(own.filter((r) => r.hourStart + HOUR_MS > silentFrom)).events;
+  const othersFlow = total(rows.filter((r) => r.table !== table && r.hourStart + HOUR_MS > silentFrom)).events > 0;
+  if (th.silentMinHourlyEvents > 0 && hourly >= th.silentMinHourlyEvents && lately === 0 && othersFlow) {
+    return [{ kind: 'silent', table, detail: { historyHourlyEvents: round(hourly), silentHours: th.silentHours } }];
+  }
+  return [];
+}
+
 export function detectAnomalies(table: string, rows: readonly HourRow[], now: number, th: AnomalyThresholds): Anomaly[] {
   const own = rows.filter((r) => r.table === table);
   const recentFrom = now - th.recentHours * HOUR_MS;
   const historyFrom = recentFrom - th.historyHours * HOUR_MS;
   const recentRows = own.filter((r) => r.hourStart + HOUR_MS > recentFrom && r.hourStart <= now);
   const historyRows = own.filter((r) => r.hourStart + HOUR_MS > historyFrom && r.hourStart + HOUR_MS <= recentFrom);
-  const recent = total(recentRows);
-  const history = total(historyRows);
-  const out: Anomaly[] = [];
-
-  // Ingest counts a re-snapshot when snapshot reads above the recorded snapshot position arrive after
-  // streaming began; a redelivered snapshot window is not one (snapshot reads alone are not enough).
-  if (recent.resnapshots > 0) {
-    const hour = recentRows.find((r) => r.counters.resnapshots > 0);
-    out.push({ kind: 'resnapshot', table, detail: { snapshotEvents: recent.snapshotEvents, resnapshots: recent.resnapshots, hour: new Date(hour?.hourStart ?? now).toISOString().slice(0, 13) } });
-  }
-  if (recent.streamed >= th.minEvents && history.streamed >= th.minEvents) {
-    const historyDeleteShare = rate(history.opD, history.streamed);
-    if (recent.opD === 0 && historyDeleteShare >= th.deleteShare) out.push({ kind: 'no-deletes', table, detail: { recentEvents: recent.streamed, historyDeleteShare: round(historyDeleteShare) } });
-    if (recent.opD === recent.streamed && historyDeleteShare < 0.5) out.push({ kind: 'only-deletes', table, detail: { recentEvents: recent.streamed, historyDeleteShare: round(historyDeleteShare) } });
-  }
-  const recentHourlyUpdates = recent.opU / th.recentHours;
-  const historyHourlyUpdates = history.opU / th.historyHours;
-  if (recent.opU >= th.minEvents && history.opU > 0 && recentHourlyUpdates > th.updateStormFactor * historyHourlyUpdates) {
-    out.push({ kind: 'update-storm', table, detail: { recentHourlyUpdates: round(recentHourlyUpdates), historyHourlyUpdates: round(historyHourlyUpdates) } });
-  }
-  if (recent.events + recent.quarantined >= th.minEvents && history.events + history.quarantined >= th.minEvents) {
-    const r = rate(recent.quarantined, recent.events + recent.quarantined);
-    const h = rate(history.quarantined, history.events + history.quarantined);
-    if (r - h > th.quarantineRateJump) out.push({ kind: 'quarantine-spike', table, detail: { recent: round(r), history: round(h) } });
-  }
-  if (recent.opU >= th.minEvents && history.opU >= th.minEvents) {
-    const r = rate(recent.beforeNullUpdates, recent.opU);
-    const h = rate(history.beforeNullUpdates, history.opU);
-    if (r - h > th.beforeNullRateJump) out.push({ kind: 'before-null-rate', table, detail: { recent: round(r), history: round(h) } });
-  }
-  if (recent.events >= th.minEvents && history.events >= th.minEvents) {
-    const r = rate(recent.placeholders, recent.events);
-    const h = rate(history.placeholders, history.events);
-    if (r - h > th.placeholderRateJump) out.push({ kind: 'placeholder-rate', table, detail: { recent: round(r), history: round(h) } });
-  }
-  const hourly = history.events / th.historyHours;
-  const silentFrom = now - th.silentHours * HOUR_MS;
-  const lately = total(own.filter((r) => r.hourStart + HOUR_MS > silentFrom)).events;
-  const othersFlow = total(rows.filter((r) => r.table !== table && r.hourStart + HOUR_MS > silentFrom)).events > 0;
-  if (th.silentMinHourlyEvents > 0 && hourly >= th.silentMinHourlyEvents && lately === 0 && othersFlow) {
-    out.push({ kind: 'silent', table, detail: { historyHourlyEvents: round(hourly), silentHours: th.silentHours } });
-  }
-  return out;
+  const c: Comparison = { table, recent: total(recentRows), history: total(historyRows), th };
+  return [
+    ...resnapshotAnomalies(c, recentRows, now),
+    ...deleteShareAnomalies(c),
+    ...updateStormAnomalies(c),
+    ...rateJump('quarantine-spike', c, (t) => t.quarantined, (t) => t.events + t.quarantined, th.quarantineRateJump),
+    ...rateJump('before-null-rate', c, (t) => t.beforeNullUpdates, (t) => t.opU, th.beforeNullRateJump),
+    ...rateJump('placeholder-rate', c, (t) => t.placeholders, (t) => t.events, th.placeholderRateJump),
+    ...silentAnomalies(c, own, rows, now),
+  ];
 }

@@ -25,6 +25,9 @@ import { type JobDeps, JobInputError, tableConfig } from '../deps.js';
 import { listObjects, listTablesRaw, readParsed } from '../raw-scan.js';
 import { scanTableRows } from '../reconcile/scan-table.js';
 import { getJson, putJson } from '../shuffle.js';
+import type { TableSideRecord } from '../reconcile/types.js';
+import type { RawReplayRecord } from '../../adapters/raw-reader.js';
+import type { TableConfig } from '../../commons/config.js';
 import { ALL_TABLES, SNAPSHOT_FINDING_METRICS } from '../metric-names.js';
 import { ANOMALY_KINDS, type Anomaly, detectAnomalies } from './anomalies.js';
 import { readHourRows } from './hours.js';
@@ -155,80 +158,128 @@ export function completeSnapshot(reads: readonly SnapshotLine[], lastStreamed: n
   return null;
 }
 
-export async function detectTable(input: SnapshotTableInput, deps: JobDeps): Promise<TableSnapshotResult> {
-  const { run, item: source } = input;
-  const table = tableConfig(deps.config, source);
+
+/** The snapshot marker of a delivered record's message (null when absent or unreadable). */
+function markerOfRecord(rec: RawReplayRecord): string | null {
+  try {
+    return snapshotMarker(rec.record.value ? parseJson(Buffer.from(rec.record.value).toString('utf8')) : null);
+  } catch {
+    return null;
+  }
+}
+
+/** A table's raw in the lookback: its snapshot reads, and when streamed changes first and last arrived. */
+class TableRaw {
+  firstStreamed: number | null = null;
+  lastStreamed: number | null = null;
+  readonly reads: SnapshotLine[] = [];
+
+  constructor(
+    private readonly source: string,
+    private readonly table: TableConfig,
+  ) {}
+
+  private streamedAt(arrival: number): void {
+    if (this.firstStreamed === null || arrival < this.firstStreamed) this.firstStreamed = arrival;
+    if (this.lastStreamed === null || arrival > this.lastStreamed) this.lastStreamed = arrival;
+  }
+
+  addRecord(rec: RawReplayRecord): void {
+    const arrival = rec.record.transport.arrivalTime;
+    let marker: string | null | undefined;
+    for (const line of rec.lines) {
+      if (line.kind !== 'change' || line.table !== this.source || line.position === null || line.key === null || line.op === 't') continue;
+      if (line.op !== 'r') {
+        this.streamedAt(arrival);
+        continue;
+      }
+      marker ??= markerOfRecord(rec);
+      const key = parseJson(line.key);
+      this.reads.push({ position: line.position, arrival, id: isJsonObject(key) ? keyId(this.table, key) : line.key, marker });
+    }
+  }
+
+  /**
+   * Reads in sessions that began after streaming did: a re-snapshot (reads of the initial snapshot
+   * may share a delivery with the first streamed changes).
+   */
+  resnapshotReads(): number {
+    const streamedFrom = this.firstStreamed;
+    if (streamedFrom === null) return 0;
+    return snapshotSessions(this.reads)
+      .filter((s) => (s[0]?.arrival ?? 0) > streamedFrom)
+      .reduce((n, s) => n + s.length, 0);
+  }
+}
+
+async function readTableRaw(deps: JobDeps, run: SnapshotRun, source: string, table: TableConfig): Promise<TableRaw> {
   const bucket = deps.config.raw.bucket;
-  let firstStreamed: number | null = null;
-  let lastStreamed: number | null = null;
-  const reads: SnapshotLine[] = [];
+  const raw = new TableRaw(source, table);
   for (const object of await listTablesRaw(deps.s3, bucket, deps.config.raw.prefix, [source], { fromMs: run.lookbackFromMs, toMs: run.startedAt })) {
     const parsed = await readParsed(deps.s3, bucket, object.key);
-    for (const rec of parsed.records) {
-      const arrival = rec.record.transport.arrivalTime;
-      let marker: string | null | undefined;
-      for (const line of rec.lines) {
-        if (line.kind !== 'change' || line.table !== source || line.position === null || line.key === null || line.op === 't') continue;
-        if (line.op !== 'r') {
-          if (firstStreamed === null || arrival < firstStreamed) firstStreamed = arrival;
-          if (lastStreamed === null || arrival > lastStreamed) lastStreamed = arrival;
-          continue;
-        }
-        if (marker === undefined) {
-          try {
-            marker = snapshotMarker(rec.record.value ? parseJson(Buffer.from(rec.record.value).toString('utf8')) : null);
-          } catch {
-            marker = null;
-          }
-        }
-        const key = parseJson(line.key);
-        reads.push({ position: line.position, arrival, id: isJsonObject(key) ? keyId(table, key) : line.key, marker });
-      }
+    for (const rec of parsed.records) raw.addRecord(rec);
+  }
+  return raw;
+}
+
+type Orphans = TableSnapshotResult['orphans'] & { readUnits: number };
+
+/** Live rows not read by the complete snapshot and last written before it began; tombstoned with --apply. */
+async function findOrphans(deps: JobDeps, run: SnapshotRun, source: string, table: TableConfig, complete: { start: number; end: SnapshotLine; keys: Set<string> }): Promise<Orphans> {
+  const { start, end, keys } = complete;
+  const orphans = { count: 0, tombstoned: 0, failed: 0, keys: [] as string[], readUnits: 0 };
+  const status = await deps.status.load([source]);
+  const wm = status.get(source)?.truncateWatermark;
+  const isOrphan = (row: TableSideRecord) => !(row.d || keys.has(row.k) || row.a >= start || (typeof wm === 'string' && row.p < wm));
+  for await (const page of scanTableRows(deps, table)) {
+    orphans.readUnits += page.units;
+    for (const row of page.rows) {
+      if (!isOrphan(row)) continue;
+      orphans.count++;
+      if (orphans.keys.length < MAX_LISTED_KEYS) orphans.keys.push(row.key);
+      if (run.apply) await tombstoneOrphan(deps, source, row, end.position, orphans);
     }
   }
-  // A re-snapshot is a session that began after streaming did (reads of the initial snapshot may
-  // share a delivery with the first streamed changes).
-  const streamedFrom = firstStreamed;
-  const resnapshotReads = streamedFrom === null ? 0 : snapshotSessions(reads).filter((s) => (s[0]?.arrival ?? 0) > streamedFrom).reduce((n, s) => n + s.length, 0);
+  return orphans;
+}
 
-  const complete = completeSnapshot(reads, lastStreamed);
-  let snapshot: TableSnapshotResult['snapshot'] = null;
-  let count = 0;
-  let tombstoned = 0;
-  let failed = 0;
-  let readUnits = 0;
-  const orphanKeys: string[] = [];
-  if (complete) {
-    const { start, end, keys } = complete;
-    snapshot = { startPosition: reads.filter((l) => l.arrival === start)[0]?.position ?? end.position, endPosition: end.position, keys: keys.size };
-    const status = await deps.status.load([source]);
-    const wm = status.get(source)?.truncateWatermark;
-    for await (const page of scanTableRows(deps, table)) {
-      readUnits += page.units;
-      for (const row of page.rows) {
-        // Live, not read by the snapshot, and last written before the snapshot began.
-        if (row.d || keys.has(row.k) || row.a >= start || (typeof wm === 'string' && row.p < wm)) continue;
-        count++;
-        if (orphanKeys.length < MAX_LISTED_KEYS) orphanKeys.push(row.key);
-        if (!run.apply) continue;
-        const outcome = await tombstone(deps, source, row.key, end.position).catch((err: unknown) => `failed: ${errorMessage(err)}`);
-        if (outcome === 'applied') tombstoned++;
-        else {
-          failed++;
-          deps.log.warn('orphan not tombstoned', { table: source, key: row.k, position: end.position, outcome });
-        }
-      }
-    }
+async function tombstoneOrphan(deps: JobDeps, source: string, row: TableSideRecord, position: string, orphans: { tombstoned: number; failed: number }): Promise<void> {
+  const outcome = await tombstone(deps, source, row.key, position).catch((err: unknown) => `failed: ${errorMessage(err)}`);
+  if (outcome === 'applied') orphans.tombstoned++;
+  else {
+    orphans.failed++;
+    deps.log.warn('orphan not tombstoned', { table: source, key: row.k, position, outcome });
   }
+}
 
+/** Anomalies from the hour rows, plus a re-snapshot seen in raw that they missed. */
+async function tableAnomalies(deps: JobDeps, run: SnapshotRun, source: string, raw: TableRaw, resnapshotReads: number): Promise<Anomaly[]> {
   const th = deps.config.jobs.snapshot.anomalies;
   const hours = await readHourRows(deps.dynamodb, deps.config.statusTable, deps.config.name, deps.config.tables.map((t) => t.source), run.startedAt - (th.historyHours + th.recentHours) * HOUR_MS, run.startedAt);
   const anomalies = detectAnomalies(source, hours, run.startedAt, th);
   if (resnapshotReads > 0 && !anomalies.some((a) => a.kind === 'resnapshot')) {
-    anomalies.push({ kind: 'resnapshot', table: source, detail: { snapshotReadsAfterStreaming: resnapshotReads, streamingSince: new Date(streamedFrom ?? 0).toISOString() } });
+    anomalies.push({ kind: 'resnapshot', table: source, detail: { snapshotReadsAfterStreaming: resnapshotReads, streamingSince: new Date(raw.firstStreamed ?? 0).toISOString() } });
   }
+  return anomalies;
+}
+
+export async function detectTable(input: SnapshotTableInput, deps: JobDeps): Promise<TableSnapshotResult> {
+  const { run, item: source } = input;
+  const table = tableConfig(deps.config, source);
+  const raw = await readTableRaw(deps, run, source, table);
+  const resnapshotReads = raw.resnapshotReads();
+  const complete = completeSnapshot(raw.reads, raw.lastStreamed);
+  let snapshot: TableSnapshotResult['snapshot'] = null;
+  let orphans: Orphans = { count: 0, tombstoned: 0, failed: 0, keys: [], readUnits: 0 };
+  if (complete) {
+    const { start, end, keys } = complete;
+    snapshot = { startPosition: raw.reads.filter((l) => l.arrival === start)[0]?.position ?? end.position, endPosition: end.position, keys: keys.size };
+    orphans = await findOrphans(deps, run, source, table, complete);
+  }
+  const anomalies = await tableAnomalies(deps, run, source, raw, resnapshotReads);
+  const { count, tombstoned, failed, keys: orphanKeys, readUnits } = orphans;
   const result: TableSnapshotResult = { table: source, resnapshotReads, snapshot, orphans: { count, tombstoned, failed, keys: orphanKeys }, anomalies, readUnits };
-  await putJson(deps.s3, bucket, `${run.prefix}tables/${String(run.tables.indexOf(source)).padStart(4, '0')}.json`, result);
+  await putJson(deps.s3, deps.config.raw.bucket, `${run.prefix}tables/${String(run.tables.indexOf(source)).padStart(4, '0')}.json`, result);
   deps.log.info('snapshot detection done', { runId: run.runId, table: source, orphans: count, tombstoned, anomalies: anomalies.length, resnapshotReads });
   return result;
 }
