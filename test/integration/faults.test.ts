@@ -275,9 +275,13 @@ describe('fault matrix through handleEvent (embedded emulators)', () => {
     return { quarantined: records.filter((r) => quarantine.has(r.sequenceNumber) && !raw.has(r.sequenceNumber)).length, raw: raw.size };
   }
 
-  async function runFault(fault: Fault, stats: Record<string, number> = {}): Promise<Delivery> {
+  async function runFault(fault: Fault, stats: Record<string, number> = {}, t?: { diagnostic(message: string): void }): Promise<Delivery> {
     const env = await fresh();
     const delivery = await deliver(env, fault, stats);
+    const injected = Object.entries(stats).filter(([k]) => !k.includes('@') && k !== 'rowWrites');
+    t?.diagnostic(
+      `${records.length} records, ${delivery.invocations} invocations, ${delivery.crashes} crashes, ${delivery.partialFailures} partial failures, ${delivery.onFailure.length} on-failure batches; ${injected.map(([k, v]) => `${k} ${v}`).join(', ')}`,
+    );
     const state = await tableState(env);
     assert.deepEqual(state, clean.state, 'end state equals the clean run');
     const { quarantined } = await assertNoneLost(env, delivery);
@@ -332,7 +336,7 @@ describe('fault matrix through handleEvent (embedded emulators)', () => {
     assert.ok(records.length >= 300, `${records.length} records`);
   });
 
-  it('1. crash before raw landing: the batch is redelivered whole and converges', async () => {
+  it('1. crash before raw landing: the batch is redelivered whole and converges', async (t) => {
     const stats: Record<string, number> = {};
     const d = await runFault(
       {
@@ -348,13 +352,14 @@ describe('fault matrix through handleEvent (embedded emulators)', () => {
         }),
       },
       stats,
+      t,
     );
     assert.equal(stats.crashes, 3);
     assert.equal(d.crashes, 3);
     assertAppliedOnce(d, false);
   });
 
-  it('2. crash after raw, before apply: the batch is redelivered whole and converges', async () => {
+  it('2. crash after raw, before apply: the batch is redelivered whole and converges', async (t) => {
     const stats: Record<string, number> = {};
     const d = await runFault(
       {
@@ -371,13 +376,14 @@ describe('fault matrix through handleEvent (embedded emulators)', () => {
         }),
       },
       stats,
+      t,
     );
     assert.equal(stats.crashes, 3);
     assert.equal(d.crashes, 3);
     assertAppliedOnce(d, false);
   });
 
-  it('3. crash mid-apply (after N writes of a batch): redelivered whole to a fresh container, converges', async () => {
+  it('3. crash mid-apply (after N writes of a batch): redelivered whole to a fresh container, converges', async (t) => {
     const stats: Record<string, number> = {};
     const plan = new Map([
       [2, 3],
@@ -397,13 +403,14 @@ describe('fault matrix through handleEvent (embedded emulators)', () => {
         },
       },
       stats,
+      t,
     );
     assert.equal(d.crashes, 3);
     assertAppliedOnce(d, true);
     assert.deepEqual([stats['writes@2'], stats['writes@5'], stats['writes@8']], [4, 12, 2], 'each crash came after N writes went out');
   });
 
-  it('4. crash after apply, before the checkpoint: the applied batch is redelivered whole and converges', async () => {
+  it('4. crash after apply, before the checkpoint: the applied batch is redelivered whole and converges', async (t) => {
     const stats: Record<string, number> = {};
     const d = await runFault(
       {
@@ -420,13 +427,14 @@ describe('fault matrix through handleEvent (embedded emulators)', () => {
         }),
       },
       stats,
+      t,
     );
     assert.equal(stats.crashes, 3);
     assert.equal(d.crashes, 3);
     assertAppliedOnce(d, true);
   });
 
-  it('5. S3 outage longer than the landing retries and the mapping retries: on-failure holds whole records, redelivered after the outage', async () => {
+  it('5. S3 outage longer than the landing retries and the mapping retries: on-failure holds whole records, redelivered after the outage', async (t) => {
     const stats: Record<string, number> = {};
     // Invocations 3..7 find S3 down: one batch fails 3 times (maxRetries 2) and goes to on-failure, the next fails twice then lands.
     const d = await runFault(
@@ -440,14 +448,18 @@ describe('fault matrix through handleEvent (embedded emulators)', () => {
         },
       },
       stats,
+      t,
     );
     assert.equal(d.onFailure.length, 1, 'one batch outlasted the retries');
-    assert.equal(parseOnFailureRecord(d.onFailure[0] ?? '').event.Records.length, BATCH_SIZE, 'with its whole records');
+    const kept = parseOnFailureRecord(d.onFailure[0] ?? '').event.Records;
+    assert.equal(kept.length, BATCH_SIZE, 'the whole failed batch');
+    const delivered = new Map(records.map((r) => [r.sequenceNumber, Buffer.from(r.data).toString('base64')]));
+    for (const r of kept) assert.equal(r.kinesis.data, delivered.get(r.kinesis.sequenceNumber), 'with each record\'s exact bytes');
     assert.equal(d.partialFailures, 5, 'each invocation during the outage reported the batch failed');
     assert.ok((stats.s3Failures ?? 0) >= 10, `landing retried within its budget (${stats.s3Failures} failed PUTs)`);
   });
 
-  it('6. DynamoDB outage longer than the SDK retries: batchItemFailures, then redelivery converges', async () => {
+  it('6. DynamoDB outage longer than the SDK retries: batchItemFailures, then redelivery converges', async (t) => {
     const stats: Record<string, number> = {};
     const d = await runFault(
       {
@@ -459,6 +471,7 @@ describe('fault matrix through handleEvent (embedded emulators)', () => {
         },
       },
       stats,
+      t,
     );
     assert.equal(d.partialFailures, 3);
     assert.equal(d.crashes, 0);
@@ -466,7 +479,7 @@ describe('fault matrix through handleEvent (embedded emulators)', () => {
     assert.ok((stats.dynamoFailures ?? 0) > 0);
   });
 
-  it('7. throttling storm (~30% of writes for a while, bounded): converges with no loss', async () => {
+  it('7. throttling storm (~30% of writes for a while, bounded): converges with no loss', async (t) => {
     const stats: Record<string, number> = {};
     const rand = prng(1234);
     const d = await runFault(
@@ -481,6 +494,7 @@ describe('fault matrix through handleEvent (embedded emulators)', () => {
         },
       },
       stats,
+      t,
     );
     assert.ok((stats.throttled ?? 0) >= 20, `${stats.throttled} throttled writes`);
     assert.ok(d.partialFailures >= 3, `${d.partialFailures} partial failures`);
