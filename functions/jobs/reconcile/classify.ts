@@ -7,7 +7,7 @@
  * plus the highest position among *all* raw lines of the key, settled or not.
  * Table side (`Actual`): the stored item's position, tombstone flag, content hash and apply time.
  *
- * Classes (PIPELINE.md, Jobs):
+ * Classes (docs/contract.md, "Jobs"; docs/jobs.md):
  *   missing       raw's winner is a live row; the table has no live row for the key
  *   deleted-live  raw's winner is a delete; the table still holds a live row at an older position
  *   stale         both live; the table's position is older than raw's winner

@@ -1,5 +1,5 @@
 /**
- * Anomalies of one table against its own history (PIPELINE.md, "Snapshot and anomaly detection"),
+ * Anomalies of one table against its own history (docs/contract.md, "Jobs"),
  * from per-hour counter rows. Pure. "Recent" is the last `recentHours` hours before `now`; history
  * is the `historyHours` before that. Each check stays quiet without enough events to judge.
  *
