@@ -83,7 +83,7 @@ function commonEventSourceProps(ingest: TidemarkConfig['ingest'], onFailure: lam
   return {
     startingPosition: lambda.StartingPosition.TRIM_HORIZON,
     batchSize: ingest.batchSize,
-    maxBatchingWindow: Duration.seconds(1),
+    maxBatchingWindow: Duration.seconds(ingest.maxBatchingWindowSeconds),
     retryAttempts: ingest.retryAttempts,
     maxRecordAge: Duration.seconds(ingest.maxRecordAgeSeconds),
     bisectBatchOnError: true,

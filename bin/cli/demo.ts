@@ -64,6 +64,7 @@ export async function runDemo(opts: { keep: boolean }): Promise<void> {
       streamName: stream,
       stateDir: dataDir,
       batchSize: config.ingest.batchSize,
+      maxBatchingWindowMs: config.ingest.maxBatchingWindowSeconds * 1000,
       maxRetries: config.ingest.retryAttempts,
       stopWhenIdle: 5,
       onBatch: (_shard, _s, t) => apply.update(t.records, { ...t }),

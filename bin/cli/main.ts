@@ -96,7 +96,7 @@ export function program(): Command {
     .addOption(configOption())
     .option('--until-idle', 'stop once every shard has been empty for a few polls')
     .option('--batch-size <n>', 'records per invocation at most (default: ingest.batchSize)', (v) => Number.parseInt(v, 10))
-    .option('--max-batching-window <ms>', 'how long to gather records after the first one of a batch', (v) => Number.parseInt(v, 10), 1000)
+    .option('--max-batching-window <ms>', 'how long to gather records after the first one of a batch (default: ingest.maxBatchingWindowSeconds)', (v) => Number.parseInt(v, 10))
     .action(async (o) => {
       const cfg = config(o.config);
       const c = await clients(cfg);
@@ -110,7 +110,7 @@ export function program(): Command {
         streamName: streamNameOf(cfg),
         stateDir: STATE_DIR,
         batchSize: o.batchSize ?? cfg.ingest.batchSize,
-        maxBatchingWindowMs: o.maxBatchingWindow,
+        maxBatchingWindowMs: o.maxBatchingWindow ?? cfg.ingest.maxBatchingWindowSeconds * 1000,
         maxRetries: cfg.ingest.retryAttempts,
         stopWhenIdle: o.untilIdle ? 5 : undefined,
         signal: controller.signal,

@@ -37,6 +37,7 @@ export interface RunnerOptions {
   readonly beforeInvoke?: (shard: string, records: readonly _Record[]) => void | Promise<void>;
 }
 
+/** For callers that pass no window: the config's default `ingest.maxBatchingWindowSeconds` (1 s). */
 const DEFAULT_WINDOW_MS = 1000;
 const IDLE_SLEEP_MS = 200;
 

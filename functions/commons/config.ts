@@ -193,6 +193,12 @@ const ApplyInput = strict({
 const IngestInput = strict({
   /** @default 500 */
   batchSize: z.number().int().min(1).max(10_000).default(500),
+  /**
+   * Longest wait for a batch to fill (the mapping's MaximumBatchingWindowInSeconds; `tidemark run`
+   * honours it too). Longer windows collect more records per key into one write at the cost of that
+   * much added lag. @default 1
+   */
+  maxBatchingWindowSeconds: z.number().min(0).max(300).default(1),
   /** Kinesis only. @default 1 */
   parallelizationFactor: z.number().int().min(1).max(10).default(1),
   /** Retries of a failing batch before it goes to the on-failure destination. @default 5 */
