@@ -359,7 +359,8 @@ async function deleteSpilled(ctx: EraseContext, r: Resolved): Promise<number> {
   return n;
 }
 
-export interface EraseSummary {
+/** The rewrite batches' counts added up (see {@link RewriteResult}), with what the other steps did. */
+export interface EraseSummary extends Omit<RewriteResult, 'batch' | 'maxPosition'> {
   readonly runId: string;
   readonly table: string;
   readonly keyHash: string;
@@ -367,14 +368,6 @@ export interface EraseSummary {
   readonly itemDeleted: boolean;
   readonly objects: number;
   readonly candidates: number;
-  readonly objectsRead: number;
-  readonly objectsRewritten: number;
-  readonly objectsDeleted: number;
-  readonly falsePositives: number;
-  readonly linesRemoved: number;
-  readonly otherRowsRemoved: number;
-  readonly versionsDeleted: number;
-  readonly versioning: boolean;
   readonly quarantineLinesRewritten: number;
   [k: string]: unknown;
 }

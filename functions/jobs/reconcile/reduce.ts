@@ -23,18 +23,12 @@ import { type Actual, type ClassifyContext, classify, type Expected, type Findin
 import { replaceMismatch } from './repair.js';
 import { itemKey } from './scan-table.js';
 import { eventOfLine } from './shuffle-raw.js';
-import { emptyCounts, type ChainRef, type Finding, type PartitionSummary, type RawSideRecord, type ReconcileCounts, type RunContext, type ShuffleRecord, type TaskInput, type TableSideRecord } from './types.js';
+import { emptyCounts, type ChainRef, type Finding, type PartitionSummary, type RawKeyFold, type RawSideRecord, type ReconcileCounts, type RunContext, type ShuffleRecord, type TaskInput, type TableSideRecord } from './types.js';
 
 const gzipAsync = promisify(gzip);
 
-interface MergedRaw {
-  t: string;
-  k: string;
-  key: string;
-  w: { p: string; o: string; h: string | null; x: boolean } | null;
-  m: string;
-  c: ChainRef[];
-}
+/** A key's raw side merged across the shuffle's outputs. */
+type MergedRaw = RawKeyFold;
 
 function mergeRaw(into: MergedRaw | undefined, r: RawSideRecord): MergedRaw {
   if (!into) return { t: r.t, k: r.k, key: r.key, w: r.w ? { ...r.w } : null, m: r.m, c: [...r.c] };

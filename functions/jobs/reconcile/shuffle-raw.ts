@@ -15,7 +15,7 @@ import { type JobDeps, tableConfig } from '../deps.js';
 import { type ObjectRef, readParsed } from '../raw-scan.js';
 import { getJson, PartitionWriter, putJson } from '../shuffle.js';
 import { rawItemKey } from './plan.js';
-import type { ChainRef, RawItem, RawSideRecord, TaskInput } from './types.js';
+import type { RawItem, RawKeyFold, RawSideRecord, TaskInput } from './types.js';
 
 export interface ShuffleStats {
   readonly rawObjects: number;
@@ -27,13 +27,8 @@ export interface ShuffleStats {
   readonly records: number;
 }
 
-interface KeyState {
-  t: string;
-  k: string;
-  key: string;
-  w: { p: string; o: string; h: string | null; x: boolean } | null;
-  m: string;
-  c: ChainRef[];
+/** A key's fold of this task's raw lines, with how many lines it saw. */
+interface KeyState extends RawKeyFold {
   n: number;
 }
 

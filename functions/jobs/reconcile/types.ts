@@ -83,6 +83,19 @@ export interface ChainRef {
 }
 
 /** Raw side of one key, as one map task saw it. */
+/**
+ * One key's fold of raw, as a task builds it (mutable): the fields of {@link RawSideRecord} that
+ * the raw shuffle accumulates per key and the reduce merges across shuffle outputs.
+ */
+export interface RawKeyFold {
+  t: string;
+  k: string;
+  key: string;
+  w: { p: string; o: string; h: string | null; x: boolean } | null;
+  m: string;
+  c: ChainRef[];
+}
+
 export interface RawSideRecord {
   readonly s: 'r';
   readonly t: string;

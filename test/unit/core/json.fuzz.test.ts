@@ -13,19 +13,8 @@ import { canonicalJson, isLosslessNumber, LosslessNumber, parseJson } from '../.
 import { CONTENT_HASH_LENGTH, contentHash } from '../../../functions/core/plan.js';
 import { NO_POSITION } from '../../../functions/core/position.js';
 import type { ChangeEvent, Row } from '../../../functions/core/types.js';
+import { prng } from '../../../bin/cli/demo-workload.js';
 import { legacyCanonicalJson, legacyContentHash, legacyParseJson } from '../../helpers/legacy-json.js';
-
-/** mulberry32: a small seeded PRNG, so a failure names a reproducible seed and index. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const pow = (b: bigint, e: number): bigint => b ** BigInt(e);
 const around = (n: bigint): string[] => [n - 1n, n, n + 1n].flatMap((v) => [String(v), String(-v)]);
