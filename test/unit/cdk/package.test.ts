@@ -59,6 +59,7 @@ describe('the packed package in a scratch CDK app (offline)', () => {
     const pkg = JSON.parse(run('tar', ['-xzOf', tarball, 'package/package.json'], scratch)) as Record<string, Record<string, unknown>>;
     assert.deepEqual(Object.keys(pkg.peerDependencies ?? {}).sort(), ['aws-cdk-lib', 'constructs']);
     assert.deepEqual(pkg.exports?.['.'], { types: './dist/lib/index.d.ts', import: './dist/lib/index.js' });
+    assert.equal(pkg.private, undefined, 'a publishable package (npm publish refuses a private one)');
     // First the ordinary way, in an empty folder (nothing shared to reach): npm install --offline.
     const npmApp = path.join(scratch, 'npm-app');
     mkdirSync(npmApp);
