@@ -25,6 +25,7 @@ import { runBaseline } from './baseline.js';
 import { benchReconcile } from './reconcile.js';
 import { replayBench } from './replay.js';
 import { reportGoals } from './goals.js';
+import { measureRedelivery } from './redelivery.js';
 import { comparisonTable, measurePlanning } from './report.js';
 import { checkState, expectedState } from './state.js';
 import { generateWorkload, type Workload } from './workload.js';
@@ -115,6 +116,9 @@ async function main(): Promise<number> {
   });
   const goalsStarted = performance.now();
   await reportGoals(workload, { config: base, seed: opts.seed, batch: opts.batch, cpuRecords: opts.cpuRecords, quick: opts.quick === true }, (line) => console.log(line));
+  console.log('');
+  const redelivery = await measureRedelivery({ config: base, events: opts.events, keys: opts.keys, batch: opts.batch, seed: opts.seed });
+  for (const line of redelivery.lines) console.log(line);
   console.log(`(CPU goals measured in ${Math.round((performance.now() - goalsStarted) / 1000)} s)`);
   if (opts.cpuOnly) return 0;
   console.log('');
