@@ -20,7 +20,13 @@ import { buildStack, MSK_CLUSTER_ARN, testConfig } from './fixtures/stack.js';
 
 const TABLES = 500;
 const tables = Array.from({ length: TABLES }, (_, i) => ({ source: `inventory.table_${i}`, target: `shop-inventory-table-${i}`, key: ['id'], keyTypes: { id: 'number' } }));
-const config = testConfig({ tables, source: { type: 'msk', clusterArn: MSK_CLUSTER_ARN, topicPrefix: 'shop' } });
+// The largest policies: a customer-managed key and a Secrets Manager ledger key add a statement to each role.
+const config = testConfig({
+  tables,
+  source: { type: 'msk', clusterArn: MSK_CLUSTER_ARN, topicPrefix: 'shop' },
+  encryption: 'kms',
+  replay: { erase: { ledgerKeySecret: 'secretsmanager:shop/erase-ledger-key' } },
+});
 const { stack } = buildStack(config);
 const stacks = stack.node.findAll().filter((c): c is Stack => Stack.isStack(c));
 const templates = new Map(stacks.map((s) => [s.node.path, Template.fromStack(s).toJSON() as Record<string, Record<string, unknown>>]));
@@ -143,6 +149,8 @@ describe(`a pipeline of ${TABLES} tables (MSK, one topic per table)`, () => {
   const usage = (r: RolePolicies) => Math.max(r.inline / IAM_LIMITS.inlinePerRole, Math.max(0, ...r.managed) / IAM_LIMITS.managedPolicy, r.managedCount / IAM_LIMITS.managedPerRole);
 
   it('keeps every role’s policies within IAM’s limits once resolved: functions, jobs, replay, erase, state machines, schedulers', (t) => {
+    assert.ok(stack.pipeline.monitoring, 'monitoring is on');
+    assert.ok(config.jobs.reconcile.window.enabled && config.jobs.reconcile.full.enabled && config.jobs.snapshot.enabled, 'every job is scheduled');
     const names = roles.map((r) => r.role).join(' ');
     for (const role of ['IngestRole', 'ReplayRole', 'EraseRole', 'ReplayStateMachineRole', 'EraseStateMachineRole', 'ReconcileStateMachineRole', 'SnapshotStateMachineRole']) {
       assert.match(names, new RegExp(`Pipeline\\w*${role}`), `the ${role} is checked`);
