@@ -57,6 +57,24 @@ export function chunksBySize<T>(items: readonly T[], size: (item: T) => number, 
   return out;
 }
 
+/**
+ * Statements granting `actions` on the DynamoDB tables `names`, by ARN and by name (a table in a
+ * nested stack then needs no output), each within ARN_CHARS_PER_STATEMENT resolved characters: a
+ * role naming hundreds of tables gets several statements the CDK moves whole into managed policies,
+ * never one statement too large for any policy. Sids are `sid`, `sid2`, `sid3`, ….
+ */
+export function tableStatements(scope: Construct, sid: string, actions: readonly string[], names: readonly string[]): iam.PolicyStatement[] {
+  const stack = Stack.of(scope);
+  return chunksBySize(names, arnChars).map(
+    (group, i) =>
+      new iam.PolicyStatement({
+        sid: i === 0 ? sid : `${sid}${i + 1}`,
+        actions: [...actions],
+        resources: group.map((name) => stack.formatArn({ service: 'dynamodb', resource: 'table', resourceName: name })),
+      }),
+  );
+}
+
 export interface IngestFunctionProps {
   /** The resolved config; shipped whole in the asset, and the function's own settings read from it. */
   readonly config: TidemarkConfig;
@@ -97,7 +115,6 @@ export class IngestFunction extends Construct {
     super(scope, id);
     const { config, bucket } = props;
     const functionName = `${config.name}-ingest`;
-    const stack = Stack.of(this);
 
     this.logGroup = new logs.LogGroup(this, 'LogGroup', {
       logGroupName: `/aws/lambda/${functionName}`,
@@ -121,19 +138,8 @@ export class IngestFunction extends Construct {
     // A patch on a spilled row is merged with the spilled copy, read back from S3.
     this.role.addToPrincipalPolicy(new iam.PolicyStatement({ sid: 'ReadSpilledRows', actions: ['s3:GetObject'], resources: [bucket.arnForObjects(`${config.raw.prefix}spill/*`)] }));
     // By name, not by reference: the tables may live in nested stacks, and a name needs no output.
-    const tableArn = (name: string) => stack.formatArn({ service: 'dynamodb', resource: 'table', resourceName: name });
-    // Statements small enough for the CDK to move whole into managed policies when hundreds of
-    // tables outgrow the role's inline budget.
-    chunksBySize(config.tables, (t) => arnChars(t.target)).forEach((group, i) => {
-      this.role.addToPrincipalPolicy(
-        new iam.PolicyStatement({
-          sid: i === 0 ? 'GuardedWritesAndTruncate' : `GuardedWritesAndTruncate${i + 1}`,
-          actions: [...TARGET_TABLE_ACTIONS],
-          resources: group.map((t) => tableArn(t.target)),
-        }),
-      );
-    });
-    this.role.addToPrincipalPolicy(new iam.PolicyStatement({ sid: 'StatusRows', actions: [...STATUS_TABLE_ACTIONS], resources: [tableArn(config.statusTable)] }));
+    const targets = tableStatements(this, 'GuardedWritesAndTruncate', TARGET_TABLE_ACTIONS, config.tables.map((t) => t.target));
+    for (const s of [...targets, ...tableStatements(this, 'StatusRows', STATUS_TABLE_ACTIONS, [config.statusTable])]) this.role.addToPrincipalPolicy(s);
     if (props.encryptionKey) {
       this.role.addToPrincipalPolicy(new iam.PolicyStatement({ sid: 'UsePipelineKey', actions: [...KEY_ACTIONS], resources: [props.encryptionKey.keyArn] }));
     }

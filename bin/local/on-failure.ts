@@ -3,37 +3,14 @@
  * destination of a Kinesis event source mapping: invocation metadata (`requestContext`,
  * `responseContext`, `KinesisBatchInfo`) plus `payload`, the invocation event itself as JSON text,
  * which holds every record's data. `tidemark run` appends one such object per line to
- * `.tidemark/on-failure/<stream>.jsonl`, so one reader ({@link parseOnFailureRecord}) handles both the
- * local file and the objects Lambda puts in S3, and the records can be applied again.
+ * `.tidemark/on-failure/<stream>.jsonl`, so one reader (`parseFailedBatch` in
+ * functions/replay/dlq.ts, which `replay --from-dlq` uses) handles both the local file and the
+ * objects Lambda puts in S3, and the records can be applied again.
  */
 import { randomUUID } from 'node:crypto';
 import type { KinesisStreamEvent } from 'aws-lambda';
-
-export interface KinesisBatchInfo {
-  readonly shardId: string;
-  readonly startSequenceNumber: string;
-  readonly endSequenceNumber: string;
-  readonly approximateArrivalOfFirstRecord: string;
-  readonly approximateArrivalOfLastRecord: string;
-  readonly batchSize: number;
-  readonly streamArn: string;
-}
-
-export interface OnFailureRecord {
-  readonly requestContext: {
-    readonly requestId: string;
-    readonly functionArn: string;
-    /** Why the batch was given up: retries exhausted, or records too old. */
-    readonly condition: 'RetryAttemptsExhausted' | 'RecordAgeExceeded';
-    readonly approximateInvokeCount: number;
-  };
-  readonly responseContext: { readonly statusCode: number; readonly executedVersion: string; readonly functionError?: string };
-  readonly version: '1.0';
-  readonly timestamp: string;
-  readonly KinesisBatchInfo: KinesisBatchInfo;
-  /** The invocation event as JSON text: `{"Records": [...]}` with every record's base64 data. */
-  readonly payload: string;
-}
+import { TidemarkError } from '../../functions/core/errors.js';
+import { type OnFailureRecord, parseFailedBatch } from '../../functions/replay/dlq.js';
 
 const iso = (epochSeconds: number | undefined) => new Date(Math.round((epochSeconds ?? 0) * 1000)).toISOString();
 
@@ -65,13 +42,18 @@ export function onFailureRecord(event: KinesisStreamEvent, attempts: number, fun
   };
 }
 
-/** Reads one on-failure record (a line of the local file, or an object from the S3 destination). */
+/**
+ * Reads one on-failure record of a Kinesis batch (a line of the local file, or an object from the S3
+ * destination) with the runtime's reader, `parseFailedBatch` of `replay --from-dlq`: what this
+ * accepts, the replay accepts. Throws, naming why, on anything without the batch info and the records.
+ */
 export function parseOnFailureRecord(text: string): { record: OnFailureRecord; event: KinesisStreamEvent } {
-  const record = JSON.parse(text) as OnFailureRecord;
-  if (typeof record.payload !== 'string' || typeof record.KinesisBatchInfo !== 'object') {
-    throw new Error('not an on-failure record: expected "payload" (the invocation event) and "KinesisBatchInfo"');
-  }
-  const event = JSON.parse(record.payload) as KinesisStreamEvent;
-  if (!Array.isArray(event.Records)) throw new Error('on-failure payload holds no "Records"');
-  return { record, event };
+  const doc: unknown = JSON.parse(text);
+  const parsed = parseFailedBatch(doc, 'on-failure record');
+  if (!('kind' in parsed)) throw new TidemarkError(`not an on-failure record: ${parsed.detail}`);
+  const context = parsed.range ? { shard: parsed.range.shard, sequence: parsed.range.startSequence } : {};
+  if (parsed.kind !== 'records') throw new TidemarkError('not an on-failure record with its records: no "payload" (the invocation event)', { context });
+  if (parsed.range === null) throw new TidemarkError('not an on-failure record of a Kinesis batch: no "KinesisBatchInfo"');
+  if (parsed.event.source !== 'kinesis') throw new TidemarkError('the on-failure payload is not a Kinesis event', { context });
+  return { record: doc as OnFailureRecord, event: parsed.event.event };
 }

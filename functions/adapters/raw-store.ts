@@ -100,7 +100,8 @@ export function quarantineObjectKey(prefix: string, batch: BatchCoordinates, dig
  * line per row. Its first line in an object carries the message; the record's later lines in the
  * same object carry `message: null` and `messageRef: true` (read the message from the earlier line
  * with the same `transport.shard` and `transport.sequence`). That keeps raw, and the Lambda's
- * memory, proportional to the input rather than to rows × message size.
+ * memory, proportional to the input rather than to rows × message size. `parseRawObject`
+ * (raw-reader.ts) is the one reader that rebuilds the delivered records from these lines.
  */
 export interface RawLine {
   readonly kind: 'change' | 'control';
@@ -129,29 +130,6 @@ export interface RawLine {
   /** True on a multi-row record's later lines in one object: the message is on its first line. */
   readonly messageRef?: true;
 }
-
-/**
- * Reading raw back: the delivered key and value bytes of each line of one object, with the message
- * of `messageRef` lines taken from the record's first line (same `transport.shard` and
- * `transport.sequence`). Replay and reconcile use this, so they read one format.
- *
- * @example
- *   for (const { line, key, value } of deliveredRecords(linesOfObject)) …
- */
-export function deliveredRecords(lines: readonly RawLine[]): { line: RawLine; key: Uint8Array | null; value: Uint8Array | null }[] {
-  const firstOf = new Map<string, RawLine>();
-  return lines.map((line) => {
-    const id = `${line.transport.shard}\u0000${line.transport.sequence}`;
-    const first = firstOf.get(id);
-    if (!first) firstOf.set(id, line);
-    const source = line.messageRef && first ? first : line;
-    if (line.messageRef && !first) throw new Error(`raw line of ${line.transport.shard}/${line.transport.sequence} references a message that is not in this object`);
-    return { line, key: bytesOf(line.messageKey, line.messageKeyBase64), value: bytesOf(source.message, source.messageBase64) };
-  });
-}
-
-const bytesOf = (text: string | null, base64: string | undefined): Uint8Array | null =>
-  base64 !== undefined ? Buffer.from(base64, 'base64') : text === null ? null : Buffer.from(text, 'utf8');
 
 export interface QuarantineLine {
   readonly reason: string;

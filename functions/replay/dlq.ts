@@ -18,6 +18,37 @@ import type { KinesisStreamEvent, MSKEvent } from 'aws-lambda';
 import type { RawRecord } from '../core/normalize.js';
 import { recordsFromKinesis, recordsFromMsk } from '../adapters/records.js';
 
+/** `KinesisBatchInfo` of Lambda's on-failure record: the failed batch's shard and sequence range. */
+export interface KinesisBatchInfo {
+  readonly shardId: string;
+  readonly startSequenceNumber: string;
+  readonly endSequenceNumber: string;
+  readonly approximateArrivalOfFirstRecord: string;
+  readonly approximateArrivalOfLastRecord: string;
+  readonly batchSize: number;
+  readonly streamArn: string;
+}
+
+/** Lambda's on-failure record of a Kinesis batch, as the S3 destination writes it (the SQS form lacks `payload`). */
+export interface OnFailureRecord {
+  readonly requestContext: {
+    readonly requestId: string;
+    readonly functionArn: string;
+    /** Why the batch was given up: retries exhausted, or records too old. */
+    readonly condition: 'RetryAttemptsExhausted' | 'RecordAgeExceeded';
+    readonly approximateInvokeCount: number;
+  };
+  readonly responseContext: { readonly statusCode: number; readonly executedVersion: string; readonly functionError?: string };
+  readonly version: '1.0';
+  readonly timestamp: string;
+  readonly KinesisBatchInfo: KinesisBatchInfo;
+  /** The invocation event as JSON text: `{"Records": [...]}` with every record's base64 data. */
+  readonly payload: string;
+}
+
+/** The invocation event an on-failure record's `payload` holds. */
+export type PayloadEvent = { readonly source: 'kinesis'; readonly event: KinesisStreamEvent } | { readonly source: 'msk'; readonly event: MSKEvent };
+
 export interface BatchRange {
   /** Stream name (from the ARN) or topic; null when the descriptor does not say. */
   readonly stream: string | null;
@@ -31,7 +62,14 @@ export interface BatchRange {
 }
 
 export type FailedBatch =
-  | { readonly kind: 'records'; readonly source: string; readonly range: BatchRange | null; readonly groups: readonly (readonly RawRecord[])[] }
+  | {
+      readonly kind: 'records';
+      readonly source: string;
+      readonly range: BatchRange | null;
+      /** The invocation event of the payload, as Lambda delivered it (redelivered whole by the local runner's tests). */
+      readonly event: PayloadEvent;
+      readonly groups: readonly (readonly RawRecord[])[];
+    }
   | { readonly kind: 'range'; readonly source: string; readonly range: BatchRange };
 
 export interface DlqProblem {
@@ -63,7 +101,8 @@ function rangeOf(info: Record<string, unknown>): BatchRange | null {
   };
 }
 
-function recordsOfPayload(payload: unknown): RawRecord[][] | null {
+/** The event a `payload` holds (JSON text, or already parsed): Kinesis or MSK, else null. */
+export function payloadEvent(payload: unknown): PayloadEvent | null {
   let event: unknown = payload;
   if (typeof payload === 'string') {
     try {
@@ -74,8 +113,8 @@ function recordsOfPayload(payload: unknown): RawRecord[][] | null {
   }
   if (typeof event !== 'object' || event === null || Array.isArray(event)) return null;
   const e = event as Record<string, unknown>;
-  if (Array.isArray(e.Records)) return [recordsFromKinesis(e as unknown as KinesisStreamEvent)];
-  if (e.eventSource === 'aws:kafka' || (typeof e.records === 'object' && e.records !== null)) return recordsFromMsk(e as unknown as MSKEvent);
+  if (Array.isArray(e.Records)) return { source: 'kinesis', event: e as unknown as KinesisStreamEvent };
+  if (e.eventSource === 'aws:kafka' || (typeof e.records === 'object' && e.records !== null)) return { source: 'msk', event: e as unknown as MSKEvent };
   return null;
 }
 
@@ -86,9 +125,10 @@ export function parseFailedBatch(doc: unknown, source: string): FailedBatch | Dl
   const info = [d.KinesisBatchInfo, d.KafkaBatchInfo].find((x): x is Record<string, unknown> => typeof x === 'object' && x !== null);
   const range = info ? rangeOf(info) : null;
   if ('payload' in d && d.payload !== undefined && d.payload !== null) {
-    const groups = recordsOfPayload(d.payload);
-    if (groups === null) return { source, detail: 'payload is not a Kinesis or MSK event' };
-    return { kind: 'records', source, range, groups };
+    const event = payloadEvent(d.payload);
+    if (event === null) return { source, detail: 'payload is not a Kinesis or MSK event' };
+    const groups = event.source === 'kinesis' ? [recordsFromKinesis(event.event)] : recordsFromMsk(event.event);
+    return { kind: 'records', source, range, event, groups };
   }
   if (range) return { kind: 'range', source, range };
   // The first local runner's descriptor.

@@ -15,6 +15,7 @@ import type { CurrentState } from '../current-state.js';
 import type { RawStore } from '../raw-store.js';
 import { ALL_TABLES, RECONCILE_METRICS, RECONCILE_WINDOW_FINDINGS_METRIC, SNAPSHOT_FINDING_METRICS } from '../../functions/jobs/metric-names.js';
 import { METRIC_NAMESPACE, SERVICE_NAME } from '../defaults.js';
+import { tableStatements } from '../ingest-function.js';
 import { RECONCILE_TASKS, reconcileDefinition, SNAPSHOT_TASKS, snapshotDefinition } from './definitions.js';
 import { type JobTaskProps, TidemarkJob } from './job.js';
 
@@ -47,7 +48,9 @@ export class TidemarkJobs extends Construct {
     const bucket = rawStore.bucket;
     const reports = rawStore.objectsUnder(config.jobs.reportPrefix);
     const raw = rawStore.objectsUnder(config.raw.prefix);
-    const targets = [...currentState.tables.values()].map((t) => t.tableArn);
+    // Target tables by name in size-bounded statements: 500 tables stay within IAM's policy limits.
+    const targetNames = config.tables.map((t) => t.target);
+    const onTargets = (sid: string, actions: string[]) => tableStatements(this, sid, actions, targetNames);
     const status = currentState.statusTable.tableArn;
     const statement = (sid: string, actions: string[], resources: string[], conditions?: Record<string, unknown>) =>
       new iam.PolicyStatement({ sid, actions, resources, ...(conditions ? { conditions } : {}) });
@@ -74,7 +77,7 @@ export class TidemarkJobs extends Construct {
       [RECONCILE_TASKS.scanTable]: {
         handler: 'reconcileScanTable',
         description: 'scan a table segment (keys and metadata) into shuffle partitions',
-        grant: grant(readReports, writeReports, statement('ScanTargets', ['dynamodb:Scan'], targets)),
+        grant: grant(readReports, writeReports, ...onTargets('ScanTargets', ['dynamodb:Scan'])),
       },
       [RECONCILE_TASKS.reduce]: {
         handler: 'reconcileReduce',
@@ -85,7 +88,7 @@ export class TidemarkJobs extends Construct {
           readReports,
           writeReports,
           statement('SpillRepairedRows', ['s3:PutObject'], [rawStore.objectsUnder(`${config.raw.prefix}spill/`)]),
-          statement('ReadAndRepairTargets', ['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'], targets),
+          ...onTargets('ReadAndRepairTargets', ['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem']),
           statement('ReadTruncateWatermarks', ['dynamodb:BatchGetItem'], [status]),
         ),
       },
@@ -115,7 +118,7 @@ export class TidemarkJobs extends Construct {
           list,
           readRaw,
           writeReports,
-          statement('ScanAndTombstoneTargets', ['dynamodb:Scan', 'dynamodb:PutItem', 'dynamodb:UpdateItem'], targets),
+          ...onTargets('ScanAndTombstoneTargets', ['dynamodb:Scan', 'dynamodb:PutItem', 'dynamodb:UpdateItem']),
           statement('ReadStatusAndHours', ['dynamodb:BatchGetItem', 'dynamodb:Query'], [status]),
         ),
       },

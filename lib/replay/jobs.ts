@@ -24,8 +24,12 @@ import type { TidemarkConfig } from '../../functions/commons/config.js';
 import type { CurrentState } from '../current-state.js';
 import { INGEST_RUNTIME } from '../defaults.js';
 import { handlerCode } from '../handler-asset.js';
+import { tableStatements } from '../ingest-function.js';
 import type { RawStore } from '../raw-store.js';
 import { ERASE_FUNCTION, eraseDefinition, REPLAY_FUNCTION, replayDefinition } from './definitions.js';
+
+/** What replay does to the items of a live or fresh table: guarded writes (with their pre-reads) and the diff's scan. */
+const REPLAY_ITEM_ACTIONS = ['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Scan', 'dynamodb:DeleteItem'];
 
 export interface ReplayJobsProps {
   readonly config: TidemarkConfig;
@@ -55,21 +59,23 @@ export class ReplayJobs extends Construct {
     const jobs = config.replay.jobsPrefix;
     const stack = Stack.of(this);
     const freshTables = stack.formatArn({ service: 'dynamodb', resource: 'table', resourceName: `${config.name}-*` });
-    const targets = [...currentState.tables.values()].map((t) => t.tableArn);
+    // Target tables by name in size-bounded statements: 500 tables stay within IAM's policy limits.
+    const targetNames = config.tables.map((t) => t.target);
     const opts = { maxConcurrency: config.replay.maxConcurrency, toleratedFailurePercentage: config.replay.toleratedFailurePercentage };
 
     this.replayFunction = this.jobFunction('Replay', `${config.name}-replay`, 'replay', props.entries?.replay, props, [
       statement('ReadRawAndJobs', ['s3:GetObject'], [rawStore.objectsUnder(raw.prefix), rawStore.objectsUnder(jobs)]),
       statement('ListRaw', ['s3:ListBucket'], [rawStore.bucket.bucketArn]),
       statement('WriteJobsAndSpills', ['s3:PutObject'], [rawStore.objectsUnder(jobs), rawStore.objectsUnder(`${raw.prefix}spill/`)]),
-      statement('GuardedReplayWrites', ['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Scan', 'dynamodb:DeleteItem'], [...targets, freshTables]),
-      statement('CreateFreshTables', ['dynamodb:CreateTable', 'dynamodb:DescribeTable', 'dynamodb:DescribeTimeToLive', 'dynamodb:UpdateTimeToLive'], [freshTables, ...targets]),
+      // The live tables: guarded writes, the diff's scan, and DescribeTable for the key schema a fresh table copies.
+      ...tableStatements(this, 'GuardedReplayWrites', [...REPLAY_ITEM_ACTIONS, 'dynamodb:DescribeTable'], targetNames),
+      statement('CreateFreshTables', [...REPLAY_ITEM_ACTIONS, 'dynamodb:CreateTable', 'dynamodb:DescribeTable', 'dynamodb:DescribeTimeToLive', 'dynamodb:UpdateTimeToLive'], [freshTables]),
       statement('WatermarksAndLedger', ['dynamodb:BatchGetItem', 'dynamodb:UpdateItem', 'dynamodb:Query'], [currentState.statusTable.tableArn]),
     ]);
     this.eraseFunction = this.jobFunction('Erase', `${config.name}-erase`, 'erase', props.entries?.erase, props, [
       statement('RewriteRawAndQuarantine', ['s3:GetObject', 's3:PutObject', 's3:DeleteObject', 's3:DeleteObjectVersion'], [rawStore.objectsUnder(raw.prefix), rawStore.objectsUnder(raw.quarantinePrefix), rawStore.objectsUnder(jobs)]),
       statement('ListRawAndVersions', ['s3:ListBucket', 's3:ListBucketVersions'], [rawStore.bucket.bucketArn]),
-      statement('EraseItem', ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:DeleteItem'], targets),
+      ...tableStatements(this, 'EraseItem', ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:DeleteItem'], targetNames),
       statement('Ledger', ['dynamodb:PutItem', 'dynamodb:Query'], [currentState.statusTable.tableArn]),
     ]);
 

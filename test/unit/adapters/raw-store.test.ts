@@ -5,7 +5,7 @@ import { gunzipSync } from 'node:zlib';
 import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { mockClient } from 'aws-sdk-client-mock';
 import fc from 'fast-check';
-import { decodeSegment, deliveredRecords, encodeSegment, type RawLine, RawStore, rawObjectKey } from '../../../functions/adapters/raw-store.js';
+import { decodeSegment, encodeSegment, type RawLine, RawStore, rawObjectKey } from '../../../functions/adapters/raw-store.js';
 
 const batch = { shard: 'shardId-000000000000', firstSequence: '100', lastSequence: '200', firstArrival: Date.UTC(2026, 10, 30, 6, 15) };
 const line = (message: string): RawLine => ({
@@ -96,23 +96,5 @@ describe('raw-store', () => {
     const uri = await raw.spill('public.café', '{"id":1}', '0001', '{"big":true}');
     assert.match(uri, /^s3:\/\/bucket\/raw\/spill\/table=public\.caf%C3%A9\/[A-Za-z0-9_-]+\/0001\.json\.gz$/);
     assert.equal(mock.commandCalls(PutObjectCommand).length, 1);
-  });
-});
-
-describe('raw-store: reading raw back', () => {
-  it('restores the delivered bytes of every line, messageRef lines from their record’s first line', () => {
-    const first = { ...line('{"payload":[1,2]}'), messageKey: null, messageKeyBase64: 'AP/+gEE=' };
-    const second: RawLine = { ...line('x'), message: null, messageRef: true, messageKey: null, messageKeyBase64: 'AP/+gEE=' };
-    const other: RawLine = { ...line('{"b":1}'), transport: { ...line('').transport, sequence: '101' }, messageKey: 'k' };
-    const out = deliveredRecords([first, second, other]);
-    assert.deepEqual(
-      out.map((r) => [Buffer.from(r.value ?? []).toString('utf8'), r.key ? [...r.key] : null]),
-      [
-        ['{"payload":[1,2]}', [0x00, 0xff, 0xfe, 0x80, 0x41]],
-        ['{"payload":[1,2]}', [0x00, 0xff, 0xfe, 0x80, 0x41]],
-        ['{"b":1}', [...Buffer.from('k')]],
-      ],
-    );
-    assert.throws(() => deliveredRecords([second]), /references a message that is not in this object/);
   });
 });

@@ -29,8 +29,14 @@ describe('on-failure records', () => {
     assert.deepEqual([...(recordsFromKinesis(back.event)[1]?.value ?? [])], [0, 0xff], 'bytes exactly');
   });
 
-  it('refuses what is not an on-failure record (e.g. an SQS descriptor without payload)', () => {
+  it('refuses what is not an on-failure record of a Kinesis batch with its records, as the replay reader does', () => {
+    const info = { shardId: 'shardId-0', startSequenceNumber: '1', endSequenceNumber: '2', batchSize: 2, streamArn: 'arn:aws:kinesis:us-east-1:1:stream/s' };
+    const kinesis = JSON.stringify(kinesisEvent('s', 'shardId-0', [{ data: Buffer.from('{}'), partitionKey: 'k', sequenceNumber: '1', arrival: new Date(0) }]));
     assert.throws(() => parseOnFailureRecord(JSON.stringify({ KinesisBatchInfo: { shardId: 's' } })), /payload/);
-    assert.throws(() => parseOnFailureRecord(JSON.stringify({ KinesisBatchInfo: {}, payload: '{}' })), /Records/);
+    assert.throws(() => parseOnFailureRecord(JSON.stringify({ KinesisBatchInfo: info })), /no "payload"/, 'the SQS form holds only the range');
+    assert.throws(() => parseOnFailureRecord(JSON.stringify({ KinesisBatchInfo: {}, payload: '{}' })), /not a Kinesis or MSK event/);
+    assert.throws(() => parseOnFailureRecord(JSON.stringify({ payload: kinesis })), /KinesisBatchInfo/);
+    assert.throws(() => parseOnFailureRecord(JSON.stringify({ KinesisBatchInfo: info, payload: JSON.stringify({ eventSource: 'aws:kafka', records: {} }) })), /not a Kinesis event/);
+    assert.equal(parseOnFailureRecord(JSON.stringify({ KinesisBatchInfo: info, payload: kinesis })).event.Records.length, 1);
   });
 });

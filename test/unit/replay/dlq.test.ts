@@ -59,6 +59,7 @@ describe('on-failure records', () => {
     for (const payload of [JSON.stringify(kinesisEvent), kinesisEvent]) {
       const b = parseFailedBatch({ ...docExample, payload }, 's3://b/k');
       assert.ok('kind' in b && b.kind === 'records');
+      assert.deepEqual(b.event, { source: 'kinesis', event: kinesisEvent }, 'the event as delivered');
       const [group] = b.groups;
       assert.equal(group?.length, 1);
       assert.equal(Buffer.from(group?.[0]?.value ?? []).toString(), 'Hello, this is a test.');
