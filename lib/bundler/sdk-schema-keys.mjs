@@ -17,7 +17,8 @@
  *   prototype instead of an own property);
  * - only in code, never inside a string: the file is split into string literals and code, and a
  *   file whose code holds a comment, a regular expression or a template literal with substitutions
- *   (anything this split cannot read for certain) is returned unchanged.
+ *   (anything this split cannot read for certain), or any inner scope that could shadow a constant
+ *   (a function with parameters, a class, a catch clause), is returned unchanged.
  * test/unit/cdk/sdk-schema-keys.test.ts proves it on every installed SDK client: the rewritten
  * module exports structurally the same schemas as the original.
  *
@@ -44,10 +45,14 @@ const STRING_CONST = /^const ([A-Za-z_$][\w$]*) = ("(?:[^"\\\n]|\\.)*");$/gm;
 const COMPUTED_KEY = /([{,]\s*)\[([A-Za-z_$][\w$]*)\](\s*):/g;
 
 
+/** What could bind a name in an inner scope (a parameter, a function, a class, a catch clause). */
+const NESTED_BINDING = /\bfunction\b|\bclass\b|\bcatch\b|[\w$]\s*=>|\(\s*[^)\s][^)]*\)\s*=>/;
+
 /**
  * Splits `source` into alternating code and string-literal segments (code first), or returns
  * `undefined` when the code holds what the split cannot read safely (`/` starts a comment, a
- * regular expression or a division; a backtick left over is a template with substitutions).
+ * regular expression or a division; a backtick left over is a template with substitutions), or
+ * anything that could shadow a module constant (the schema modules' only functions are `() => X$`).
  * @param {string} source
  * @returns {{ code: string[]; strings: string[] } | undefined}
  */
@@ -61,7 +66,7 @@ function splitStrings(source) {
     at = m.index + m[0].length;
   }
   code.push(source.slice(at));
-  if (code.some((c) => /[/`'"]/.test(c))) return undefined;
+  if (code.some((c) => /[/`'"]/.test(c) || NESTED_BINDING.test(c))) return undefined;
   return { code, strings };
 }
 
