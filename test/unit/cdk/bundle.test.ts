@@ -23,10 +23,15 @@ import type { ProbeEvent } from './fixtures/sdk-probe.js';
 import { buildStack, MSK_CLUSTER_ARN, testConfig } from './fixtures/stack.js';
 
 /**
- * Budget of the minified ingest bundle. It was 624 KB with zod, the Kinesis client and the full
- * credential chain; 522 KB once validation, pre-read and read-merge-put landed; measured now in docs/deploy.md.
+ * Budget of the minified ingest bundle: the measured 423 KB + 3% (`npm run bench:bundle`, figures in
+ * docs/deploy.md "The bundle"; the issue's 400 KB is not reached). It was 624 KB with zod, the
+ * Kinesis client and the full credential chain, 522 KB once validation, pre-read and read-merge-put
+ * landed, and 423 KB with the SDK schemas tree-shaken, the clients' package.json trimmed and the
+ * event-stream codec and JavaScript hash fallbacks replaced (lib/bundler/, lib/bundle-shims/).
+ * Of what remains about 110 KB is our own functions/, 31 KB Powertools and most of the rest the
+ * S3 and DynamoDB clients' running code (endpoint rules, protocols, signing, retries, checksums).
  */
-const BUNDLE_BUDGET_BYTES = 440 * 1024;
+const BUNDLE_BUDGET_BYTES = 436 * 1024;
 
 const outDir = mkdtempSync(path.join(tmpdir(), 'tidemark-bundle-'));
 after(() => rmSync(outDir, { recursive: true, force: true }));
