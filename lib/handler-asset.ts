@@ -11,6 +11,7 @@
  *
  *   const { code } = handlerCode({ name: 'ingest', config });   // lambda.Code, handler "index.handler"
  */
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -18,6 +19,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import type { TidemarkConfig } from '../functions/commons/config.js';
+import { errorMessage } from '../functions/core/errors.js';
 import { RUNTIME_CONFIG_FILE } from '../functions/commons/runtime-config.js';
 import { ESM_REQUIRE_BANNER, PACKAGE_ROOT, PREBUILT_HANDLERS_DIR } from './defaults.js';
 
@@ -50,17 +52,44 @@ export interface HandlerCode {
 }
 
 /**
- * Modules replaced in Lambda bundles by lean stand-ins (`lib/bundle-shims/`): the credential chain
- * by the environment provider Lambda always satisfies, the Kinesis client the Lambda never calls.
+ * Modules replaced in Lambda bundles by lean stand-ins (`lib/bundle-shims/`), each one the Lambda
+ * never runs, or runs only to its first branch: the credential chain by the environment provider
+ * Lambda always satisfies, the Kinesis client the Lambda never calls, the event-stream codec of
+ * operations it never sends. Each shim throws a clear error if reached; the CLI and tests keep the
+ * real modules, and test/unit/cdk/bundle.test.ts runs the bundle against S3 and DynamoDB stand-ins.
  */
 export const BUNDLE_ALIASES: Readonly<Record<string, string>> = {
   '@aws-sdk/credential-provider-node': path.join(PACKAGE_ROOT, 'lib', 'bundle-shims', 'credentials-from-env.ts'),
   '@aws-sdk/client-kinesis': path.join(PACKAGE_ROOT, 'lib', 'bundle-shims', 'no-kinesis.ts'),
+  '@smithy/core/event-streams': path.join(PACKAGE_ROOT, 'lib', 'bundle-shims', 'no-event-streams.ts'),
 };
+
+/** A relative import inside a dependency resolved to a shim: for files no package entry point exposes. */
+export interface BundleReplacement {
+  /** The importing file, from `node_modules/`. */
+  readonly importer: string;
+  /** The import specifier as written in that file. */
+  readonly request: string;
+  /** The stand-in's absolute path. */
+  readonly shim: string;
+}
+
+const NO_JS_HASHES = path.join(PACKAGE_ROOT, 'lib', 'bundle-shims', 'no-js-hashes.ts');
+
+/**
+ * The SDK's pure-JavaScript hashes, which its node hashes load only as a fallback for a
+ * `node:crypto` without the algorithm (see lib/bundle-shims/no-js-hashes.ts).
+ */
+export const BUNDLE_REPLACEMENTS: readonly BundleReplacement[] = [
+  { importer: '@smithy/core/dist-es/submodules/checksum/sha256/Sha256Node.js', request: './Sha256Js', shim: NO_JS_HASHES },
+  { importer: '@aws-sdk/checksums/dist-es/submodules/sha/sha1/Sha1Node.js', request: './Sha1Js', shim: NO_JS_HASHES },
+  { importer: '@smithy/core/dist-es/submodules/checksum/md5/Md5Node.js', request: './Md5Js', shim: NO_JS_HASHES },
+];
 
 /**
  * esbuild options of a handler bundle: one minified ESM file for node22 with the pinned AWS SDK
- * inside (no reliance on the runtime's copy), the aliases above, no legal comments.
+ * inside (no reliance on the runtime's copy), the aliases above, no legal comments. `bundleHandler`
+ * adds the plugins of lib/bundler/ (the replacements above, the SDK schema and package.json trims).
  */
 export function bundleOptions(entry: string, outfile: string, sourceMap: boolean) {
   return {
@@ -86,19 +115,34 @@ export interface BundleMetafile {
   readonly inputs: Record<string, { readonly bytes: number }>;
   readonly outputs: Record<string, { readonly bytes: number; readonly inputs: Record<string, { readonly bytesInOutput: number }> }>;
 }
-type EsbuildModule = { buildSync(options: ReturnType<typeof bundleOptions>): { metafile?: BundleMetafile } };
 
-/** Bundles `entry` into `outDir/index.mjs` with esbuild (a devDependency: present in a clone). */
+/** The script that bundles in a child process (esbuild runs plugins only in its asynchronous API). */
+export const BUNDLER_SCRIPT = path.join(PACKAGE_ROOT, 'lib', 'bundler', 'bundle-handler.mjs');
+
+/**
+ * Bundles `entry` into `outDir/index.mjs` with esbuild (a devDependency: present in a clone).
+ * Synchronous, as the CDK synthesizes: the build runs in a child node process
+ * (lib/bundler/bundle-handler.mjs) that adds the plugins: `BUNDLE_REPLACEMENTS`, the SDK schemas
+ * the handler never uses dropped (lib/bundler/sdk-schema-keys.mjs), and the SDK clients'
+ * package.json cut to name and version (lib/bundler/plugins.mjs).
+ */
 export function bundleHandler(entry: string, outDir: string, sourceMap = false): { metafile: BundleMetafile } {
-  let esbuild: EsbuildModule;
   try {
-    esbuild = createRequire(path.join(PACKAGE_ROOT, 'package.json'))('esbuild') as EsbuildModule;
+    createRequire(path.join(PACKAGE_ROOT, 'package.json')).resolve('esbuild');
   } catch {
     throw new Error(`bundling ${entry} needs esbuild (npm install --save-dev esbuild), or use the prebuilt handler of the published package`);
   }
-  const result = esbuild.buildSync(bundleOptions(entry, path.join(outDir, BUNDLE_FILE), sourceMap));
-  if (result.metafile === undefined) throw new Error(`esbuild returned no metafile for ${entry}`);
-  return { metafile: result.metafile };
+  const options = bundleOptions(entry, path.join(outDir, BUNDLE_FILE), sourceMap);
+  const child = spawnSync(process.execPath, [BUNDLER_SCRIPT], {
+    input: JSON.stringify({ options, replacements: BUNDLE_REPLACEMENTS }),
+    encoding: 'utf8',
+    maxBuffer: 256 * 1024 * 1024,
+    // Only the bundler's own flags: not a loader or inspector of the parent.
+    env: { ...process.env, NODE_OPTIONS: '' },
+  });
+  if (child.error !== undefined) throw new Error(`bundling ${entry}: ${errorMessage(child.error)}`);
+  if (child.status !== 0) throw new Error(`bundling ${entry} failed (exit ${child.status ?? child.signal}):\n${child.stderr.trim()}`);
+  return { metafile: JSON.parse(child.stdout) as BundleMetafile };
 }
 
 const stagingRoot = ((): (() => string) => {
