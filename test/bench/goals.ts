@@ -12,7 +12,7 @@ import { legacyParseJson } from '../helpers/legacy-json.js';
 import { rawLineFor, recordPart } from '../../functions/ingest/raw-lines.js';
 import { type CostColumn, costTable, PRICES, perRecordUsage, tidemarkUsage } from './cost.js';
 import { type GzipLevelCost, interleaved, measureDecodePlan, median, measureGzipLevels, toBase64Records } from './cpu.js';
-import { defaultVariant, dynamodbVariants, measureClients, profileClient, s3Variants, startStub, tidemarkVariant } from './sdk.js';
+import { defaultVariant, dynamodbVariants, measureClients, profileClient, referenceVariants, s3Variants, startStub, tidemarkVariant } from './sdk.js';
 import { generateWorkload, type Workload } from './workload.js';
 
 const f = (n: number, d = 2) => n.toFixed(d);
@@ -170,10 +170,10 @@ export async function reportGoals(narrow: Workload, o: GoalOptions, print: (line
   const stub = await startStub();
   let writeCpu = 0;
   try {
-    const variants = o.quick ? [defaultVariant, tidemarkVariant] : [defaultVariant, ...dynamodbVariants, tidemarkVariant];
+    const variants = o.quick ? [defaultVariant, tidemarkVariant] : [defaultVariant, ...dynamodbVariants, tidemarkVariant, ...referenceVariants];
     const costs = await measureClients(stub.endpoint, variants, o.quick ? 300 : 500, o.quick ? 5 : 9);
     const def = costs[0] as (typeof costs)[number];
-    const tuned = costs[costs.length - 1] as (typeof costs)[number];
+    const tuned = costs[variants.indexOf(tidemarkVariant)] as (typeof costs)[number];
     writeCpu = tuned.cpuMicros;
     print(`  ${'variant'.padEnd(52)} CPU ÷ default`);
     costs.forEach((c, i) => {

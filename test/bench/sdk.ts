@@ -6,13 +6,16 @@
  * A CPU profile of each client shows where the time goes, by phase of the request path.
  */
 import { spawn } from 'node:child_process';
-import { Agent as HttpAgent } from 'node:http';
+import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { Session } from 'node:inspector/promises';
 import { DynamoDBClient, type DynamoDBClientConfig, PutItemCommand, type PutItemCommandInput } from '@aws-sdk/client-dynamodb';
 import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { Sha256 } from '@smithy/core/checksum';
+import { HttpRequest } from '@smithy/core/protocols';
 import { FetchHttpHandler } from '@smithy/fetch-http-handler';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
+import { SignatureV4 } from '@smithy/signature-v4';
 import { DYNAMODB_REMOVALS, LEAN_REMOVALS, lean, S3_CHECKSUMS } from '../../functions/commons/clients.js';
 import { mapLimit } from '../../functions/ingest/concurrency.js';
 import { median } from './cpu.js';
@@ -146,6 +149,43 @@ export const dynamodbVariants: readonly ClientVariant[] = [
     'applied',
   ),
 ];
+
+/**
+ * Not clients (no retries, no error parsing): the same PutItem as the shortest path that still
+ * does what the SDK must do per request, for the floor under any configuration. `sign` false
+ * leaves out SigV4, so the two rows split the floor into signing and transport.
+ */
+function referenceVariant(name: string, sign: boolean): ClientVariant {
+  return {
+    name,
+    note: 'reference, not a client: JSON.stringify + node:http keep-alive, no SDK pipeline',
+    make: (endpoint) => {
+      const url = new URL(endpoint);
+      const agent = new HttpAgent({ keepAlive: true, maxSockets: 50 });
+      const signer = new SignatureV4({ credentials, region: 'us-east-1', service: 'dynamodb', sha256: Sha256 });
+      const send = async (i: number): Promise<unknown> => {
+        const body = JSON.stringify(sampleWrite(i));
+        const headers = { host: url.host, 'content-type': 'application/x-amz-json-1.0', 'x-amz-target': 'DynamoDB_20120810.PutItem', 'content-length': String(Buffer.byteLength(body)) };
+        const unsigned = new HttpRequest({ method: 'POST', protocol: url.protocol, hostname: url.hostname, port: Number(url.port), path: '/', headers, body });
+        const request = sign ? ((await signer.sign(unsigned)) as HttpRequest) : unsigned;
+        return new Promise((resolve, reject) => {
+          const req = httpRequest({ host: url.hostname, port: url.port, method: 'POST', path: '/', headers: request.headers, agent }, (res) => {
+            const chunks: Buffer[] = [];
+            res.on('data', (chunk: Buffer) => chunks.push(chunk));
+            res.on('end', () => (res.statusCode === 200 ? resolve(JSON.parse(Buffer.concat(chunks).toString('utf8'))) : reject(new Error(`stub answered ${res.statusCode}`))));
+            res.on('error', reject);
+          });
+          req.on('error', reject);
+          req.end(body);
+        });
+      };
+      return { send, close: () => agent.destroy() };
+    },
+  };
+}
+
+/** The floor: what any client of this request must spend (serialize, sign, HTTP), and the same without signing. */
+export const referenceVariants: readonly ClientVariant[] = [referenceVariant('reference: JSON + SigV4 + node:http', true), referenceVariant('reference: JSON + node:http (unsigned)', false)];
 
 /** The S3 PutObject the ingest Lambda sends per batch: a gzip raw object (here 64 KiB of incompressible bytes). */
 const rawBody = Buffer.from(Array.from({ length: 64 * 1024 }, (_, i) => (i * 2654435761) >>> 24));
