@@ -182,7 +182,7 @@ export async function reportGoals(narrow: Workload, o: GoalOptions, print: (line
     });
     print(`  goal 6 ratio (tidemark ÷ default, target ≤ 0.50): ${f(tuned.cpuMicros / def.cpuMicros)}  (wall ${f(def.wallMicros, 0)} / ${f(tuned.wallMicros, 0)} µs per write)`);
     if (!o.quick) {
-      const s3 = await measureClients(stub.endpoint, s3Variants, 200, 7);
+      const s3 = await measureClients(stub.endpoint, s3Variants, 300, 9);
       const s3def = s3[0] as (typeof s3)[number];
       print('  S3 PutObject of a 64 KiB raw batch, same method:');
       for (const c of s3) print(`  ${c.name.padEnd(52)} ${f(c.cpuMicros / s3def.cpuMicros).padStart(5)}  (${f(c.cpuMicros, 0)} µs)`);
