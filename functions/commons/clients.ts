@@ -26,10 +26,12 @@ export interface RuntimeClientOptions {
 /**
  * S3 checksums only where the operation requires one (`WHEN_REQUIRED`). By default the SDK computes
  * a CRC32 of every PutObject body (a full pass over the gzip batch) and validates one on every
- * GetObject. Neither is required by S3 for the operations tidemark calls: the request stays signed
- * with the SHA-256 of its payload (SigV4 `x-amz-content-sha256`), which S3 verifies, and the objects
- * are gzip, whose CRC-32 trailer zlib checks on every read. Operations that S3 requires a checksum
- * for (DeleteObjects, for one) still get it.
+ * GetObject. S3 requires neither for the operations tidemark calls (its buckets have no Object
+ * Lock, which would make PutObject require one): a request stays signed with the SHA-256 of its
+ * payload (SigV4 `x-amz-content-sha256`), which S3 verifies; responses come over TLS; raw, spill and
+ * quarantine objects are gzip, whose CRC-32 trailer zlib checks on every read, and the JSON state
+ * objects of the jobs fail to parse when damaged. Operations for which S3 requires a checksum
+ * (DeleteObjects, for one) still send it.
  */
 export const S3_CHECKSUMS = { requestChecksumCalculation: 'WHEN_REQUIRED', responseChecksumValidation: 'WHEN_REQUIRED' } as const;
 
