@@ -1,16 +1,22 @@
 /**
- * Goal 6: node CPU per DynamoDB write, default SDK client against the tuned one, both sending the
- * same guarded PutItem to a stub HTTP server on 127.0.0.1 (a child process, so its CPU is not
- * counted) that answers every request with `{}` like DynamoDB does for a successful write.
- * A CPU profile of each client shows where the time goes, grouped by package.
+ * Goal 6: node CPU per DynamoDB write, the default SDK client against each configuration measured
+ * and against tidemark's (`lean`), all sending the same guarded PutItem to a stub HTTP server on
+ * 127.0.0.1 (a child process, so its CPU is not counted) that answers a POST with `{}` like
+ * DynamoDB does for a successful write, and a PUT with an ETag like S3 does for PutObject.
+ * A CPU profile of each client shows where the time goes, by phase of the request path.
  */
 import { spawn } from 'node:child_process';
-import { Agent as HttpAgent } from 'node:http';
+import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { Session } from 'node:inspector/promises';
-import { DynamoDBClient, PutItemCommand, type PutItemCommandInput } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient, type DynamoDBClientConfig, PutItemCommand, type PutItemCommandInput } from '@aws-sdk/client-dynamodb';
+import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { Sha256 } from '@smithy/core/checksum';
+import { HttpRequest } from '@smithy/core/protocols';
+import { FetchHttpHandler } from '@smithy/fetch-http-handler';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
-import { createClients, destroyClients } from '../../bin/local/clients.js';
+import { SignatureV4 } from '@smithy/signature-v4';
+import { DYNAMODB_REMOVALS, LEAN_REMOVALS, lean, S3_CHECKSUMS } from '../../functions/commons/clients.js';
 import { mapLimit } from '../../functions/ingest/concurrency.js';
 import { median } from './cpu.js';
 
@@ -19,6 +25,11 @@ const http = require('node:http');
 const server = http.createServer((req, res) => {
   req.resume();
   req.on('end', () => {
+    if (req.method === 'PUT') {
+      res.writeHead(200, { etag: '"stub"', 'x-amz-request-id': 'stub' });
+      res.end();
+      return;
+    }
     res.writeHead(200, { 'content-type': 'application/x-amz-json-1.0', 'x-amzn-requestid': 'stub', 'x-amz-crc32': '2745614147' });
     res.end('{}');
   });
@@ -72,78 +83,160 @@ export function sampleWrite(i: number): PutItemCommandInput {
   };
 }
 
+/** A client under test: `send(i)` makes request `i` (a guarded PutItem, or an S3 PutObject). */
 export interface ClientVariant {
   readonly name: string;
-  readonly make: (endpoint: string) => { client: DynamoDBClient; close: () => void };
+  /** Why it is (or is not) part of tidemark's clients. */
+  readonly note?: string;
+  readonly make: (endpoint: string) => { send: (i: number) => Promise<unknown>; close: () => void };
 }
 
 const credentials = { accessKeyId: 'bench', secretAccessKey: 'bench' };
+const where = (endpoint: string) => ({ endpoint, region: 'us-east-1', credentials });
+
+/** A DynamoDB variant: the client `build` makes, sending the bench's guarded PutItem. */
+function dynamodbVariant(name: string, build: (endpoint: string) => DynamoDBClient, note?: string): ClientVariant {
+  return {
+    name,
+    ...(note !== undefined ? { note } : {}),
+    make: (endpoint) => {
+      const client = build(endpoint);
+      return { send: (i) => client.send(new PutItemCommand(sampleWrite(i))), close: () => client.destroy() };
+    },
+  };
+}
+
+/** The same client with some middleware taken out (no other change). */
+const without = (client: DynamoDBClient, names: readonly string[]): DynamoDBClient => {
+  for (const name of names) client.middlewareStack.remove(name);
+  return client;
+};
 
 /** The SDK client as constructed with no options beyond where and who. */
-export const defaultVariant: ClientVariant = {
-  name: 'default SDK client',
-  make: (endpoint) => {
-    const client = new DynamoDBClient({ endpoint, region: 'us-east-1', credentials });
-    return { client, close: () => client.destroy() };
-  },
-};
+export const defaultVariant = dynamodbVariant('default SDK client', (endpoint) => new DynamoDBClient(where(endpoint)));
 
-/** A default client with its own keep-alive agent (64 sockets) instead of the SDK's handler defaults. */
-export const agentVariant: ClientVariant = {
-  name: 'default + keep-alive agent, 64 sockets',
-  make: (endpoint) => {
-    const client = new DynamoDBClient({
-      endpoint,
-      region: 'us-east-1',
-      credentials,
-      requestHandler: new NodeHttpHandler({ httpAgent: new HttpAgent({ keepAlive: true, maxSockets: 64 }), httpsAgent: new HttpsAgent({ keepAlive: true, maxSockets: 64 }) }),
-    });
-    return { client, close: () => client.destroy() };
-  },
-};
+/** The DynamoDB client tidemark's Lambda uses: `createRuntimeClients` builds exactly this, with the Lambda's region and credentials. */
+export const tidemarkVariant = dynamodbVariant('tidemark: lean() = every change marked applied', (endpoint) => lean(new DynamoDBClient(where(endpoint))));
 
-/** A default client that never retries (shown for its CPU; not applied: throttling needs retries). */
-export const noRetryVariant: ClientVariant = {
-  name: 'default + maxAttempts 1',
-  make: (endpoint) => {
-    const client = new DynamoDBClient({ endpoint, region: 'us-east-1', credentials, maxAttempts: 1 });
-    return { client, close: () => client.destroy() };
-  },
-};
+/**
+ * Every configuration measured, each against the default client, one change at a time, then the
+ * applied ones stacked up in the order `lean` applies them.
+ */
+export const dynamodbVariants: readonly ClientVariant[] = [
+  dynamodbVariant(
+    'HTTP: own keep-alive agent, 64 sockets',
+    (endpoint) =>
+      new DynamoDBClient({
+        ...where(endpoint),
+        requestHandler: new NodeHttpHandler({ httpAgent: new HttpAgent({ keepAlive: true, maxSockets: 64 }), httpsAgent: new HttpsAgent({ keepAlive: true, maxSockets: 64 }) }),
+      }),
+    'not applied: the default handler already reuses connections (keep-alive, 50 sockets)',
+  ),
+  dynamodbVariant('HTTP: fetch handler (keep-alive)', (endpoint) => new DynamoDBClient({ ...where(endpoint), requestHandler: new FetchHttpHandler({ keepAlive: true }) }), 'not applied: costlier'),
+  dynamodbVariant('retry: adaptive strategy', (endpoint) => new DynamoDBClient({ ...where(endpoint), retryMode: 'adaptive' }), 'not applied: costlier (standard kept)'),
+  dynamodbVariant('retry: maxAttempts 1', (endpoint) => new DynamoDBClient({ ...where(endpoint), maxAttempts: 1 }), 'not applied: throttling needs retries'),
+  dynamodbVariant(
+    'checksums: WHEN_REQUIRED',
+    (endpoint) => new DynamoDBClient({ ...where(endpoint), requestChecksumCalculation: 'WHEN_REQUIRED', responseChecksumValidation: 'WHEN_REQUIRED' } as DynamoDBClientConfig),
+    'no checksum middleware on DynamoDB (S3 gets it)',
+  ),
+  dynamodbVariant('− user-agent, logger middleware', (endpoint) => without(new DynamoDBClient(where(endpoint)), LEAN_REMOVALS), 'applied'),
+  dynamodbVariant('− user-agent, logger, recursion detection', (endpoint) => without(new DynamoDBClient(where(endpoint)), [...LEAN_REMOVALS, ...DYNAMODB_REMOVALS]), 'applied'),
+  dynamodbVariant('cacheMiddleware only', (endpoint) => new DynamoDBClient({ ...where(endpoint), cacheMiddleware: true }), 'applied'),
+  dynamodbVariant(
+    '− 3 middleware + cacheMiddleware',
+    (endpoint) => without(new DynamoDBClient({ ...where(endpoint), cacheMiddleware: true }), [...LEAN_REMOVALS, ...DYNAMODB_REMOVALS]),
+    'applied',
+  ),
+];
 
-/** The client `createClients` builds (the tuned options live there). */
-export const tidemarkVariant: ClientVariant = {
-  name: 'tidemark createClients',
-  make: (endpoint) => {
-    const clients = createClients({ dynamodb: endpoint, kinesis: endpoint, s3: endpoint, region: 'us-east-1', ...credentials });
-    return { client: clients.dynamodb, close: () => destroyClients(clients) };
-  },
-};
+/**
+ * Not clients (no retries, no error parsing): the same PutItem as the shortest path that still
+ * does what the SDK must do per request, for the floor under any configuration. `sign` false
+ * leaves out SigV4, so the two rows split the floor into signing and transport.
+ */
+function referenceVariant(name: string, sign: boolean): ClientVariant {
+  return {
+    name,
+    note: 'reference, not a client: JSON.stringify + node:http keep-alive, no SDK pipeline',
+    make: (endpoint) => {
+      const url = new URL(endpoint);
+      const agent = new HttpAgent({ keepAlive: true, maxSockets: 50 });
+      const signer = new SignatureV4({ credentials, region: 'us-east-1', service: 'dynamodb', sha256: Sha256 });
+      const send = async (i: number): Promise<unknown> => {
+        const body = JSON.stringify(sampleWrite(i));
+        const headers = { host: url.host, 'content-type': 'application/x-amz-json-1.0', 'x-amz-target': 'DynamoDB_20120810.PutItem', 'content-length': String(Buffer.byteLength(body)) };
+        const unsigned = new HttpRequest({ method: 'POST', protocol: url.protocol, hostname: url.hostname, port: Number(url.port), path: '/', headers, body });
+        const request = sign ? ((await signer.sign(unsigned)) as HttpRequest) : unsigned;
+        return new Promise((resolve, reject) => {
+          const req = httpRequest({ host: url.hostname, port: url.port, method: 'POST', path: '/', headers: request.headers, agent }, (res) => {
+            const chunks: Buffer[] = [];
+            res.on('data', (chunk: Buffer) => chunks.push(chunk));
+            res.on('end', () => (res.statusCode === 200 ? resolve(JSON.parse(Buffer.concat(chunks).toString('utf8'))) : reject(new Error(`stub answered ${res.statusCode}`))));
+            res.on('error', reject);
+          });
+          req.on('error', reject);
+          req.end(body);
+        });
+      };
+      return { send, close: () => agent.destroy() };
+    },
+  };
+}
+
+/** The floor: what any client of this request must spend (serialize, sign, HTTP), and the same without signing. */
+export const referenceVariants: readonly ClientVariant[] = [referenceVariant('reference: JSON + SigV4 + node:http', true), referenceVariant('reference: JSON + node:http (unsigned)', false)];
+
+/** The S3 PutObject the ingest Lambda sends per batch: a gzip raw object (here 64 KiB of incompressible bytes). */
+const rawBody = Buffer.from(Array.from({ length: 64 * 1024 }, (_, i) => (i * 2654435761) >>> 24));
+
+function s3Variant(name: string, build: (endpoint: string) => S3Client, note?: string): ClientVariant {
+  return {
+    name,
+    ...(note !== undefined ? { note } : {}),
+    make: (endpoint) => {
+      const client = build(endpoint);
+      return {
+        send: (i) => client.send(new PutObjectCommand({ Bucket: 'bench-raw', Key: `raw/2025/01/01/00/batch-${i}.jsonl.gz`, Body: rawBody, ContentType: 'application/x-ndjson', ContentEncoding: 'gzip' })),
+        close: () => client.destroy(),
+      };
+    },
+  };
+}
+
+const s3Where = (endpoint: string) => ({ ...where(endpoint), forcePathStyle: true });
+
+/** S3 PutObject of a 64 KiB raw batch: the default client, the checksum setting alone, and tidemark's S3 client. */
+export const s3Variants: readonly ClientVariant[] = [
+  s3Variant('S3 default SDK client', (endpoint) => new S3Client(s3Where(endpoint))),
+  s3Variant('S3 checksums WHEN_REQUIRED', (endpoint) => new S3Client({ ...s3Where(endpoint), ...S3_CHECKSUMS }), 'applied'),
+  s3Variant('S3 tidemark (lean + WHEN_REQUIRED)', (endpoint) => lean(new S3Client({ ...s3Where(endpoint), ...S3_CHECKSUMS }))),
+];
 
 export interface WriteCost {
   readonly name: string;
-  /** Node CPU (user + system) per write, µs. */
+  /** Node CPU (user + system) per request, µs. */
   readonly cpuMicros: number;
   readonly wallMicros: number;
 }
 
-async function run(client: DynamoDBClient, writes: number, concurrency: number): Promise<void> {
+async function run(send: (i: number) => Promise<unknown>, writes: number, concurrency: number): Promise<void> {
   const ids = Array.from({ length: writes }, (_, i) => i);
   await mapLimit(ids, concurrency, async (i) => {
-    await client.send(new PutItemCommand(sampleWrite(i)));
+    await send(i);
   });
 }
 
 /**
- * CPU per write for each variant: `rounds` rounds of `writes` writes each, sent in chunks of 100
- * that alternate between the variants (in a rotating order), so load changes and garbage
+ * CPU per request for each variant: `rounds` rounds of `writes` requests each, sent in chunks of
+ * 100 that alternate between the variants (in a rotating order), so load changes and garbage
  * collections spread over all of them; median round.
  */
 export async function measureClients(endpoint: string, variants: readonly ClientVariant[], writes = 2_000, rounds = 5, concurrency = 16): Promise<WriteCost[]> {
   const made = variants.map((v) => v.make(endpoint));
   const chunk = 100;
   try {
-    for (const m of made) await run(m.client, 300, concurrency);
+    for (const m of made) await run(m.send, 300, concurrency);
     const cpu = variants.map(() => [] as number[]);
     const wall = variants.map(() => [] as number[]);
     for (let r = 0; r < rounds; r++) {
@@ -155,7 +248,7 @@ export async function measureClients(endpoint: string, variants: readonly Client
           const m = made[i] as (typeof made)[number];
           const c0 = process.cpuUsage();
           const w0 = performance.now();
-          await run(m.client, chunk, concurrency);
+          await run(m.send, chunk, concurrency);
           const used = process.cpuUsage(c0);
           wallSum[i] = (wallSum[i] as number) + (performance.now() - w0) * 1000;
           cpuSum[i] = (cpuSum[i] as number) + used.user + used.system;
@@ -173,42 +266,67 @@ export async function measureClients(endpoint: string, variants: readonly Client
   }
 }
 
-/** Groups a profile node's script URL into a readable bucket. */
-function bucket(url: string, fn: string): string {
-  const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url);
-  if (pkg) return pkg[1] as string;
-  if (url.startsWith('node:')) {
-    if (/node:(_http|http|net|internal\/(http|net|stream|streams|tls|dns)|stream|events|internal\/(timers|process\/task_queues))/.test(url)) return 'node http/net/streams';
-    return 'node (other)';
-  }
-  if (url === '') return fn === '(garbage collector)' ? 'garbage collector' : fn === '(program)' || fn === '(idle)' ? 'idle/program' : 'native';
-  return 'tidemark/bench';
+/**
+ * Which part of the request path a profile sample belongs to: the innermost SDK component on its
+ * stack (so node's crypto under the signer counts as signing), else node's own HTTP/stream code,
+ * else the kernel time of the socket calls.
+ */
+const PHASES: readonly [RegExp, string][] = [
+  [/signature-v4|httpAuthSchemes|submodules\/checksum/, 'SigV4 signing (incl. SHA-256, HMAC)'],
+  [/submodules\/endpoints\//, 'endpoint resolution'],
+  [/submodules\/retry\//, 'retry middleware'],
+  [/node-http-handler|fetch-http-handler/, 'SDK HTTP handler'],
+  [/dynamodb-codec|submodules\/(protocols|serde|transport)\//, 'serialize / deserialize'],
+  [/submodules\/schema\//, 'serde middleware (config copies)'],
+  [/submodules\/client\/|@smithy\/core\/dist-cjs\/index|@aws-sdk\/core\/dist-cjs\/submodules\/client\//, 'middleware stack and other middleware'],
+];
+const SOCKET_CALLS = new Set(['writev', 'writeUtf8String', 'writeBuffer', 'writeLatin1String', 'read', 'readStart']);
+
+export interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber?: number };
+  children?: number[];
 }
 
-/** Self time shares by package while a client sends `writes` writes. */
+export function phaseShares(nodes: readonly ProfileNode[], samples: readonly number[]): [string, number][] {
+  const byId = new Map(nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const shares = new Map<string, number>();
+  let total = 0;
+  for (const id of samples) {
+    const leaf = byId.get(id);
+    if (!leaf) continue;
+    const { functionName: fn, url } = leaf.callFrame;
+    if (fn === '(idle)' || fn === '(program)') continue;
+    total++;
+    let phase: string | undefined;
+    if (fn === '(garbage collector)') phase = 'garbage collector';
+    else if (url === '' && SOCKET_CALLS.has(fn)) phase = 'kernel: socket send/receive';
+    else if (/^node:(_http|net|events|stream|internal\/(streams|stream_base|http|timers|process\/task_queues))/.test(url)) phase = 'node http/net/streams';
+    for (let cur: number | undefined = id; phase === undefined && cur !== undefined; cur = parent.get(cur)) {
+      const frameUrl = byId.get(cur)?.callFrame.url ?? '';
+      phase = PHASES.find(([re]) => re.test(frameUrl))?.[1];
+    }
+    phase ??= url.startsWith('node:') ? 'node (other)' : 'promise glue, bench loop';
+    shares.set(phase, (shares.get(phase) ?? 0) + 1);
+  }
+  return [...shares].map(([k, v]): [string, number] => [k, v / Math.max(1, total)]).sort((a, b) => b[1] - a[1]);
+}
+
+/** Where a client's CPU goes while it sends `writes` requests: sampled profile, share per phase. */
 export async function profileClient(endpoint: string, variant: ClientVariant, writes = 2_000, concurrency = 16): Promise<[string, number][]> {
   const m = variant.make(endpoint);
   const session = new Session();
   session.connect();
   try {
-    await run(m.client, 300, concurrency);
+    await run(m.send, 300, concurrency);
     await session.post('Profiler.enable');
     await session.post('Profiler.setSamplingInterval', { interval: 200 });
     await session.post('Profiler.start');
-    await run(m.client, writes, concurrency);
+    await run(m.send, writes, concurrency);
     const { profile } = await session.post('Profiler.stop');
-    const ticks = new Map<number, number>();
-    for (const id of profile.samples ?? []) ticks.set(id, (ticks.get(id) ?? 0) + 1);
-    const shares = new Map<string, number>();
-    let total = 0;
-    for (const node of profile.nodes) {
-      const n = ticks.get(node.id) ?? 0;
-      const b = bucket(node.callFrame.url, node.callFrame.functionName);
-      if (b === 'idle/program') continue;
-      shares.set(b, (shares.get(b) ?? 0) + n);
-      total += n;
-    }
-    return [...shares].map(([k, v]): [string, number] => [k, v / Math.max(1, total)]).sort((a, b) => b[1] - a[1]);
+    return phaseShares(profile.nodes, profile.samples ?? []);
   } finally {
     session.disconnect();
     m.close();
