@@ -14,6 +14,7 @@ import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { GetRecordsCommand, GetShardIteratorCommand, type KinesisClient, ListShardsCommand, type _Record } from '@aws-sdk/client-kinesis';
 import type { KinesisStreamBatchResponse, KinesisStreamEvent, KinesisStreamRecord } from 'aws-lambda';
+import { DEFAULT_BATCHING_WINDOW_SECONDS } from '../../functions/commons/config.js';
 import { errorMessage } from '../../functions/core/errors.js';
 import { handleEvent } from '../../functions/ingest.js';
 import { addSummary, type BatchSummary, emptySummary, type IngestDeps } from '../../functions/ingest/process-batch.js';
@@ -28,7 +29,7 @@ export interface RunnerOptions {
   readonly stateDir: string;
   /** Records per invocation at most (the mapping's `BatchSize`). */
   readonly batchSize: number;
-  /** How long to keep gathering after the first record of a batch (the mapping's batching window). @default 1000 */
+  /** How long to keep gathering after the first record of a batch (the mapping's batching window). @default DEFAULT_BATCHING_WINDOW_SECONDS × 1000 */
   readonly maxBatchingWindowMs?: number;
   /** Largest event, in bytes of its JSON, handed to one invocation. @default MAX_PAYLOAD_BYTES (6 MB) */
   readonly maxPayloadBytes?: number;
@@ -61,8 +62,8 @@ function recordBytes(record: KinesisStreamRecord): number {
   return Buffer.byteLength(JSON.stringify(record)) + 1;
 }
 
-/** For callers that pass no window: the config's default `ingest.maxBatchingWindowSeconds` (1 s). */
-const DEFAULT_WINDOW_MS = 1000;
+/** For callers that pass no window: the config's default `ingest.maxBatchingWindowSeconds`. */
+const DEFAULT_WINDOW_MS = DEFAULT_BATCHING_WINDOW_SECONDS * 1000;
 const IDLE_SLEEP_MS = 200;
 
 /** Where `tidemark run` keeps its state for a stream. */
