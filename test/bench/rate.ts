@@ -60,6 +60,8 @@ export interface RateRun {
   readonly gatherP95: number;
   /** Mean handler time per batch (on the emulators, most of it DynamoDB Local). */
   readonly applyMs: number;
+  /** Handler time ÷ run time: near 1, the runner cannot keep up and lag grows with the run's length. */
+  readonly busy: number;
   readonly stateOk: boolean;
   readonly complete: boolean;
 }
@@ -115,7 +117,7 @@ export function payloadLines(workload: Workload): string[] {
   const size = Math.round(avg);
   const lines = [
     `event size: a record of D bytes takes 4*ceil(D/3) (base64) + ${perRecord(0)} bytes (JSON fields, 56-digit sequence number) in the Lambda event; a 6 MB (${MAX_PAYLOAD_BYTES.toLocaleString('en-US')} B) event holds:`,
-    `  ${[size, 1_048, 2_048, 4_096, 102_400, 1_048_576].map((b) => `${fits(b).toLocaleString('en-US')} × ${b.toLocaleString('en-US')} B${b === size ? ' (this workload)' : ''}`).join(', ')}`,
+    `  ${[476, size, 1_048, 2_048, 4_096, 102_400, 1_048_576].map((b) => `${fits(b).toLocaleString('en-US')} × ${b.toLocaleString('en-US')} B${b === size ? ' (this workload)' : ''}`).join(', ')}`,
   ];
   return lines;
 }
@@ -135,7 +137,7 @@ export async function rateBench(target: Target, base: TidemarkConfig, workload: 
 }
 
 export const RATE_HEADER =
-  'rate/s  setting           achieved/s  records  batches  mean batch  row writes/ev  bound/ev  writes÷bound  +status/ev  reads/ev  WCU/ev  gather p50/p95  apply/batch  lag p50/p95   state';
+  'rate/s  setting           achieved/s  records  batches  mean batch  row writes/ev  bound/ev  writes÷bound  +status/ev  reads/ev  WCU/ev  gather p50/p95  apply/batch  busy  lag p50/p95   state';
 
 const sec = (ms: number): string => (ms / 1000).toFixed(2);
 
@@ -156,6 +158,7 @@ function runLine(r: RateRun): string {
     per(r.writeUnits).padStart(7),
     `${sec(r.gatherP50)}/${sec(r.gatherP95)} s`.padStart(15),
     `${sec(r.applyMs)} s`.padStart(12),
+    r.busy.toFixed(2).padStart(5),
     `${sec(r.lagP50)}/${sec(r.lagP95)} s`.padStart(13),
     `  ${r.stateOk ? 'ok' : 'WRONG'}${r.complete ? '' : ' (not all applied)'}`,
   ];
@@ -241,6 +244,7 @@ async function oneRun(target: Target, base: TidemarkConfig, workload: Workload, 
   while (applied.size < sent && performance.now() < deadline) await sleep(100);
   controller.abort();
   await runner;
+  const finished = performance.now();
   rmSync(stateDir, { recursive: true, force: true });
 
   const delta = new Map([...counts].map(([k, v]) => [k, v - (before.get(k) ?? 0)] as const).filter(([, v]) => v > 0));
@@ -275,6 +279,7 @@ async function oneRun(target: Target, base: TidemarkConfig, workload: Workload, 
     gatherP50: percentile(gathered, 0.5),
     gatherP95: percentile(gathered, 0.95),
     applyMs: applyMs / Math.max(1, batches),
+    busy: applyMs / Math.max(1, finished - started),
     stateOk: check.matches,
     complete: applied.size === sent,
   };

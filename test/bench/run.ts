@@ -264,6 +264,7 @@ async function printRate(target: Target, opts: { seed: number; quick?: boolean; 
   const { ok } = await rateBench(target, base, workload, { rates, settings, seconds: opts.rateSeconds }, (l) => console.log(l));
   console.log('(per event = per record applied; bound = one write per distinct key in each batch the runner formed; +status = status-row writes;');
   console.log(' gather = PutRecords sent → its batch handed to the handler (the wait the settings cause); apply = handler time per batch, mostly DynamoDB Local;');
+  console.log(' busy = handler time ÷ run time: near 1 the emulators cannot keep up, a backlog builds and gather and lag grow with it;');
   console.log(' lag = PutRecords sent → its batch applied; achieved/s = records sent ÷ time from the first to the last PutRecords; each rate runs the default first)');
   return ok;
 }
