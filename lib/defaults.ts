@@ -78,7 +78,11 @@ export const RESOURCES_PER_NESTED_STACK = 200;
 /** Minimum and maximum provisioned pollers of each Kafka mapping (provisioned mode, so retries, bisect and record age apply). */
 export const KAFKA_POLLERS = { minimumPollers: 1, maximumPollers: 10 } as const;
 
-/** Settings shared by the Kinesis and Kafka mappings, from the resolved `ingest` section. */
+/**
+ * Settings shared by the Kinesis and Kafka mappings, from the resolved `ingest` section. The mapping
+ * invokes when `batchSize` records are gathered, the batching window has passed since the first, or
+ * one more record would take the event past Lambda's 6 MB payload (see `ingest.batchSize`).
+ */
 function commonEventSourceProps(ingest: TidemarkConfig['ingest'], onFailure: lambda.IEventSourceDlq) {
   return {
     startingPosition: lambda.StartingPosition.TRIM_HORIZON,

@@ -1,5 +1,5 @@
 /** `tidemark`: the command line. Every command reads the one validated config file. */
-import { Command, Option } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { SingleBar, Presets } from 'cli-progress';
 import { ConfigError, errorMessage } from '../../functions/core/errors.js';
 import { parseJson, isJsonObject } from '../../functions/core/json.js';
@@ -20,6 +20,15 @@ const out = (line: string) => process.stdout.write(`${line}\n`);
 const err = (line: string) => process.stderr.write(`${line}\n`);
 const configOption = () => new Option('-c, --config <file>', 'pipeline config').default('tidemark.config.json');
 const shapeOption = () => new Option('--input-shape <shape>', 'value: one message per line; record: {key, value, topic}').choices(['value', 'record']).default('value');
+
+/** A commander parser for an integer option within [min, max] (the mapping's own limits). */
+const intIn =
+  (min: number, max: number) =>
+  (value: string): number => {
+    const n = Number(value);
+    if (!Number.isSafeInteger(n) || n < min || n > max) throw new InvalidArgumentError(`must be an integer from ${min} to ${max}`);
+    return n;
+  };
 
 function summaryLine(s: Record<string, number>): string {
   const keys = ['records', 'applied', 'stale', 'superseded', 'duplicates', 'conflicts', 'quarantined', 'failed', 'writeUnits', 's3Puts'];
@@ -92,11 +101,11 @@ export function program(): Command {
     });
 
   p.command('run')
-    .description('poll every shard of the stream and apply batches, like the Lambda event source mapping')
+    .description('poll every shard of the stream and apply batches like the Lambda event source mapping: a batch goes when it holds --batch-size records, its window has passed, or one more record would take the event past 6 MB')
     .addOption(configOption())
     .option('--until-idle', 'stop once every shard has been empty for a few polls')
-    .option('--batch-size <n>', 'records per invocation at most (default: ingest.batchSize)', (v) => Number.parseInt(v, 10))
-    .option('--max-batching-window <ms>', 'how long to gather records after the first one of a batch (default: ingest.maxBatchingWindowSeconds)', (v) => Number.parseInt(v, 10))
+    .option('--batch-size <n>', 'records per invocation at most, 1-10000 (default: ingest.batchSize)', intIn(1, 10_000))
+    .option('--max-batching-window <ms>', 'how long to gather records after the first one of a batch, 0-300000 (default: ingest.maxBatchingWindowSeconds)', intIn(0, 300_000))
     .action(async (o) => {
       const cfg = config(o.config);
       const c = await clients(cfg);

@@ -5,7 +5,11 @@
  * embedded emulators (DynamoDB Local, kinesalite, s3rver), with a correctness check of both final
  * states and the CPU cost of planning on its own.
  *
- *   npm run bench [-- --quick | --cpu-only | --events N --keys K --batch B --seed S --cpu-records R]
+ *   npm run bench [-- --quick | --cpu-only | --rate-only | --no-rate | --events N --keys K --batch B --seed S --cpu-records R]
+ *
+ * The last section (test/bench/rate.ts, goal 4) feeds a stream at 1,000 and 300 records/s for
+ * `--rate-seconds` each and applies it with the real local runner, under the config's batching
+ * defaults and the former ones (500 records, 1 s).
  *
  * DynamoDB Local binds every interface, so as root on Linux this script re-executes itself inside
  * a loopback-only network namespace (`bin/with-loopback.mjs`) unless it is already in one.
@@ -14,17 +18,18 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Command, InvalidArgumentError } from 'commander';
 import { CollectingMetricSink, silentLog } from '../../functions/adapters/telemetry.js';
-import { parseConfig } from '../../functions/commons/config.js';
+import { parseConfig, type TidemarkConfig } from '../../functions/commons/config.js';
 import { keyId } from '../../functions/core/keys.js';
 import { Normalizer } from '../../functions/core/normalize.js';
 import type { ChangeEvent } from '../../functions/core/types.js';
 import { buildIngestDeps } from '../../functions/ingest/deps.js';
 import { emptySummary, processBatch } from '../../functions/ingest/process-batch.js';
-import { openTarget, uniqueConfig } from '../helpers/target.js';
+import { openTarget, type Target, uniqueConfig } from '../helpers/target.js';
 import { runBaseline } from './baseline.js';
 import { benchReconcile } from './reconcile.js';
 import { replayBench } from './replay.js';
 import { reportGoals } from './goals.js';
+import { payloadLines, RATE_HEADER, rateBench } from './rate.js';
 import { measureRedelivery } from './redelivery.js';
 import { comparisonTable, measurePlanning } from './report.js';
 import { checkState, expectedState } from './state.js';
@@ -89,14 +94,32 @@ async function main(): Promise<number> {
     .option('--cpu-records <n>', 'records in the CPU measurements', positiveInt, 10_000)
     .option('--reconcile-keys <n>', 'keys loaded for the reconcile line (100,000 takes about 10 minutes on 2 cores)', positiveInt, 10_000)
     .option('--no-jobs', 'skip the replay and reconcile lines')
+    .option('--no-rate', 'skip the fixed-rate runs of the local runner (goal 4)')
+    .option('--rate-only', 'only the fixed-rate runs of the local runner (goal 4)')
+    .option('--rate-seconds <n>', 'how long the producer runs at each rate', positiveInt, 20)
     .parse(process.argv);
-  const opts = program.opts<{ events: number; keys: number; batch: number; seed: number; quick?: boolean; cpuOnly?: boolean; cpuRecords: number; reconcileKeys: number; jobs: boolean }>();
+  const opts = program.opts<{
+    events: number;
+    keys: number;
+    batch: number;
+    seed: number;
+    quick?: boolean;
+    cpuOnly?: boolean;
+    cpuRecords: number;
+    reconcileKeys: number;
+    jobs: boolean;
+    rate: boolean;
+    rateOnly?: boolean;
+    rateSeconds: number;
+  }>();
   if (opts.quick) {
     if (program.getOptionValueSource('events') === 'default') opts.events = 5_000;
     if (program.getOptionValueSource('keys') === 'default') opts.keys = 500;
     if (program.getOptionValueSource('cpuRecords') === 'default') opts.cpuRecords = 4_000;
     if (program.getOptionValueSource('reconcileKeys') === 'default') opts.reconcileKeys = 2_000;
+    if (program.getOptionValueSource('rateSeconds') === 'default') opts.rateSeconds = 8;
   }
+  if (opts.rateOnly) return rateSection(opts);
 
   const genStarted = performance.now();
   const workload = generateWorkload({ events: opts.events, keys: opts.keys, batch: opts.batch, zipf: 1.1, redelivery: 0.1, seed: opts.seed });
@@ -108,12 +131,7 @@ async function main(): Promise<number> {
   );
   console.log(`          ops c/u/d ${c}/${u}/${d}, avg row ${workload.avgRowBytes} bytes, generated in ${Math.round(performance.now() - genStarted)} ms`);
 
-  const base = parseConfig({
-    name: 'bench',
-    format: 'debezium',
-    tables: [{ source: 'public.orders', target: 'bench-orders', key: ['order_id'], keyTypes: { order_id: 'number' } }],
-    raw: { bucket: 'bench-raw' },
-  });
+  const base = benchBase();
   const goalsStarted = performance.now();
   await reportGoals(workload, { config: base, seed: opts.seed, batch: opts.batch, cpuRecords: opts.cpuRecords, quick: opts.quick === true }, (line) => console.log(line));
   console.log('');
@@ -219,10 +237,50 @@ async function main(): Promise<number> {
       console.log(`load: ${rec.rawEvents} raw events in ${rec.loadSeconds.toFixed(1)} s`);
       for (const l of rec.lines) console.log(l);
     }
+    if (opts.rate) failed = !(await printRate(target, opts)) || failed;
   } finally {
     await target.close();
   }
   return failed ? 1 : 0;
+}
+
+/** The workload's config with no batching settings given, so `ingest` holds the defaults. */
+const benchBase = (): TidemarkConfig =>
+  parseConfig({
+    name: 'bench',
+    format: 'debezium',
+    tables: [{ source: 'public.orders', target: 'bench-orders', key: ['order_id'], keyTypes: { order_id: 'number' } }],
+    raw: { bucket: 'bench-raw' },
+  });
+
+/** Goal 4: the fixed-rate runs. Quick mode runs only the defaults, for fewer seconds. */
+async function printRate(target: Target, opts: { seed: number; quick?: boolean; rateSeconds: number }): Promise<boolean> {
+  const base = benchBase();
+  const rates = [1_000, 300];
+  const keys = 2_000;
+  const workload = generateWorkload({ events: Math.ceil(Math.max(...rates) * opts.rateSeconds), keys, batch: 500, zipf: 1.1, redelivery: 0.1, seed: opts.seed });
+  const settings = [{ label: 'default', batchSize: base.ingest.batchSize, windowSeconds: base.ingest.maxBatchingWindowSeconds }];
+  if (!opts.quick) settings.push({ label: 'former', batchSize: 500, windowSeconds: 1 });
+  console.log('');
+  console.log(`== goal 4: tidemark run fed at a fixed rate (${opts.rateSeconds} s per run, one shard; the bench workload: Zipf 1.1 over ${keys} keys, 10% redelivered) ==`);
+  for (const l of payloadLines(workload)) console.log(l);
+  console.log(RATE_HEADER);
+  const { ok } = await rateBench(target, base, workload, { rates, settings, seconds: opts.rateSeconds }, (l) => console.log(l));
+  console.log('(per event = per record applied; bound = one write per distinct key in each batch the runner formed; +status = status-row writes;');
+  console.log(' gather = PutRecords sent → its batch handed to the handler (the wait the settings cause); apply = handler time per batch, mostly DynamoDB Local;');
+  console.log(' busy = handler time ÷ run time: near 1 the emulators cannot keep up, a backlog builds and gather and lag grow with it;');
+  console.log(' lag = PutRecords sent → its batch applied; achieved/s = records sent ÷ time from the first to the last PutRecords; each rate runs the default first)');
+  return ok;
+}
+
+/** `--rate-only`: the emulators and the goal 4 runs, nothing else. */
+async function rateSection(opts: { seed: number; quick?: boolean; rateSeconds: number }): Promise<number> {
+  const target = await openTarget();
+  try {
+    return (await printRate(target, opts)) ? 0 : 1;
+  } finally {
+    await target.close();
+  }
 }
 
 const isolated = process.platform === 'linux' && process.getuid?.() === 0 && process.env.TIDEMARK_NETNS === undefined;

@@ -35,8 +35,8 @@ describe('TidemarkPipeline with a Kinesis source', () => {
       MaximumRetryAttempts: 5,
       MaximumRecordAgeInSeconds: 43_200,
       ParallelizationFactor: 1,
-      BatchSize: 500,
-      MaximumBatchingWindowInSeconds: 1,
+      BatchSize: 3000,
+      MaximumBatchingWindowInSeconds: 3,
       StartingPosition: 'TRIM_HORIZON',
       DestinationConfig: { OnFailure: { Destination: bucketArn } },
     });
