@@ -244,6 +244,11 @@ function hasPlainPrototype(value: object): boolean {
  * valid names, and at most {@link DYNAMO.nestingLevels} levels counting the column itself.
  */
 export function checkValue(column: string, value: JsonValue): void {
+  // Most columns are scalars: checked without the walk's allocations.
+  if (value === null || typeof value !== 'object' || isLosslessNumber(value)) {
+    checkScalar(column, value);
+    return;
+  }
   const stack: PendingValue[] = [{ v: value, level: 1 }];
   for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
     const { v, level } = item;
@@ -327,6 +332,8 @@ function checkStringKeyColumn(col: string, v: string, layout: ReturnType<typeof 
 }
 
 function checkNumberKeyColumn(col: string, v: Key[string]): void {
+  // A safe integer has at most 16 digits: always within DynamoDB's precision and range.
+  if (typeof v === 'number' && Number.isSafeInteger(v)) return;
   const text = isLosslessNumber(v) ? v.value : typeof v === 'number' ? String(v) : '';
   const problem = numberProblem(text);
   if (problem) throw decodeError('bad-key', `key column "${col}" is a number that ${problem}`);

@@ -59,7 +59,14 @@ function readUnsignedOrZero(value: JsonValue | undefined, what: string, example:
  * Parses a Debezium PostgreSQL `source.sequence`, the JSON text `'["<lastCommitLsn>","<lsn>"]'`
  * (decimal strings; null entries read as 0), into [lastCommitLsn, lsn].
  */
+/** The form Debezium writes, two decimal strings without spaces: read without a JSON parse. */
+const PG_SEQUENCE = /^\["(\d{1,20})","(\d{1,20})"\]$/;
+
 export function parsePgSequence(sequence: string): [bigint, bigint] {
+  // Every PostgreSQL event carries it, so the common form skips the general parse below, which
+  // reads it to exactly the same two integers.
+  const common = PG_SEQUENCE.exec(sequence);
+  if (common) return [BigInt(common[1] ?? ''), BigInt(common[2] ?? '')];
   let parsed: JsonValue;
   try {
     parsed = parseJson(sequence);

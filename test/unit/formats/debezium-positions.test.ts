@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import fc from 'fast-check';
 import { DecodeError } from '../../../functions/core/errors.js';
 import { debezium } from '../../../functions/core/formats/debezium.js';
 import { debeziumPosition, parsePgSequence, parseSqlServerLsn } from '../../../functions/core/formats/debezium-positions.js';
@@ -43,6 +44,23 @@ describe('debezium positions', () => {
 
   it('reads null sequence entries as 0', () => {
     assert.deepEqual(parsePgSequence('[null,"33227000"]'), [0n, 33227000n]);
+  });
+
+  it('reads the compact form Debezium writes exactly as the general JSON path reads any spacing of it', () => {
+    const lsn = fc.oneof(fc.bigInt({ min: 0n, max: (1n << 64n) - 1n }), fc.bigInt({ min: 0n, max: 10n ** 24n }), fc.constantFrom(0n, 9n, 10n ** 19n, 10n ** 20n - 1n, 10n ** 20n));
+    const zeros = fc.constantFrom('', '0', '000');
+    fc.assert(
+      fc.property(lsn, lsn, zeros, (a, b, pad) => {
+        const compact = parsePgSequence(`["${pad}${a}","${b}"]`);
+        const spaced = parsePgSequence(`[ "${pad}${a}" , "${b}" ]`);
+        assert.deepEqual(compact, [a, b]);
+        assert.deepEqual(spaced, [a, b]);
+      }),
+      { numRuns: 500 },
+    );
+    for (const bad of ['["1","2","3"]', '["1"]', '["-1","2"]', '["1","x"]', '["1",2.5]']) {
+      assert.throws(() => parsePgSequence(bad), DecodeError, bad);
+    }
   });
 
   it('orders MySQL binlog files by number across a rollover: mysql-bin.000009 < mysql-bin.000010', () => {
