@@ -268,12 +268,20 @@ function isLongDecimal(value: JsonValue | undefined): boolean {
   return isLosslessNumber(value) && significantDigits(value.value).length > DYNAMO_NUMBER_DIGITS;
 }
 
+function hasLongDecimal(row: Row | null): boolean {
+  if (row === null) return false;
+  for (const column in row) if (Object.hasOwn(row, column) && isLongDecimal(row[column])) return true;
+  return false;
+}
+
 /**
  * Stores decimals of more than 38 significant digits as their exact text, and lists those columns
  * in `decimalText`, so that one logical type lands as one DynamoDB type from every source: N when
  * it fits, S (flagged) when it does not. docs/formats.md, "Decimals".
  */
 export function withDecimalText(event: ChangeEvent, keyColumns: readonly string[] = []): ChangeEvent {
+  // The common case, no long decimal anywhere, allocates nothing.
+  if (!hasLongDecimal(event.after) && (event.patch === null || !hasLongDecimal(event.patch.set))) return event;
   const columns = new Set<string>();
   const keys = new Set(keyColumns);
   const map = (row: Row | null): Row | null => {
