@@ -33,7 +33,7 @@ import { submitErase } from '../functions/erase/erase.js';
 import type { ReconcileReport } from '../functions/jobs/reconcile/report.js';
 import type { SnapshotReport } from '../functions/jobs/snapshot/tasks.js';
 import type { ReplaySummary } from '../functions/replay/job.js';
-import { type CfnTemplate, type DeployedJob, deployedJobs, eraseBlocker, eraseInput, replayTestWindow, settledReconcile } from './jobs.js';
+import { type CfnTemplate, type DeployedJob, deployedJobs, deployedTemplates, eraseBlocker, eraseInput, replayTestWindow, settledReconcile } from './jobs.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '..');
@@ -69,21 +69,6 @@ const output = (outs: Map<string, string>, prefix: string): string => {
   if (!hit) throw new Error(`no stack output ${prefix}* in ${outputsFile}`);
   return hit[1];
 };
-
-/** The templates cdklocal deployed (its --output directory), one per deployed stack. */
-function deployedTemplates(stacks: readonly string[]): CfnTemplate[] {
-  const manifest = JSON.parse(readFileSync(path.join(cdkOutDir, 'manifest.json'), 'utf8')) as {
-    artifacts?: Record<string, { type?: string; displayName?: string; properties?: { templateFile?: string; stackName?: string } }>;
-  };
-  const templates: CfnTemplate[] = [];
-  for (const [id, a] of Object.entries(manifest.artifacts ?? {})) {
-    if (a.type !== 'aws:cloudformation:stack' || !a.properties?.templateFile) continue;
-    if (!stacks.includes(a.properties.stackName ?? id)) continue;
-    templates.push(JSON.parse(readFileSync(path.join(cdkOutDir, a.properties.templateFile), 'utf8')) as CfnTemplate);
-  }
-  if (templates.length === 0) throw new Error(`no template of the deployed stacks (${stacks.join(', ')}) in ${cdkOutDir}`);
-  return templates;
-}
 
 async function gunzipObject(s3: S3Client, bucket: string, key: string): Promise<string> {
   const body = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
@@ -139,7 +124,8 @@ interface JobRun {
   readonly expected: readonly Expected[];
   /** Raw lines the test's records should have landed (the fixture's lines minus those quarantined). */
   readonly rawRecords: number;
-  readonly window: { readonly since: number; readonly until: number };
+  /** When the test began putting records: the start of its landing window. */
+  readonly window: { readonly since: number };
 }
 
 function reconcileFindings(label: string, report: ReconcileReport): void {
@@ -275,10 +261,10 @@ async function main(): Promise<void> {
     assert.ok(status.length > 0, 'status rows were written');
     console.log(`status rows: ${status.length}`);
 
-    const templates = deployedTemplates(stacks);
+    const templates = deployedTemplates(cdkOutDir, stacks);
     const sfn = new SFNClient({ endpoint, region, credentials: { accessKeyId: 'test', secretAccessKey: 'test' } });
     try {
-      const window = { since, until: Date.now() };
+      const window = { since };
       // Erase last: the replay reads the erase ledger, and the erased key is gone for good.
       const order = ['reconcile', 'snapshot', 'replay', 'erase'] as const;
       const jobs = templates.flatMap((template) => deployedJobs(template).map((job) => ({ job, template })));

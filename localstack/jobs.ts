@@ -7,6 +7,8 @@
  * `ReplayRequest` of functions/replay/job.ts, and the erase input is what `tidemark erase --on aws`
  * sends after `submitErase` stored the request.
  */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import type { TidemarkConfig } from '../functions/commons/config.js';
 import { TidemarkError } from '../functions/core/errors.js';
 import type { JsonObject } from '../functions/core/json.js';
@@ -55,6 +57,24 @@ export class TemplateError extends TidemarkError {
 
 const refOf = (value: unknown): string | undefined =>
   typeof value === 'object' && value !== null && typeof (value as { Ref?: unknown }).Ref === 'string' ? (value as { Ref: string }).Ref : undefined;
+
+/**
+ * The templates of the named stacks in a cloud assembly (`cdk deploy --output <dir>`: its
+ * manifest.json lists each stack artifact and its template file).
+ */
+export function deployedTemplates(cdkOutDir: string, stackNames: readonly string[]): CfnTemplate[] {
+  const manifest = JSON.parse(readFileSync(path.join(cdkOutDir, 'manifest.json'), 'utf8')) as {
+    artifacts?: Record<string, { type?: string; properties?: { templateFile?: string; stackName?: string } }>;
+  };
+  const templates: CfnTemplate[] = [];
+  for (const [id, a] of Object.entries(manifest.artifacts ?? {})) {
+    if (a.type !== 'aws:cloudformation:stack' || !a.properties?.templateFile) continue;
+    if (!stackNames.includes(a.properties.stackName ?? id)) continue;
+    templates.push(JSON.parse(readFileSync(path.join(cdkOutDir, a.properties.templateFile), 'utf8')) as CfnTemplate);
+  }
+  if (templates.length === 0) throw new TemplateError(`no template of the stacks ${stackNames.join(', ')} in ${cdkOutDir}`);
+  return templates;
+}
 
 /** Logical ids of every state machine in the template. */
 export function stateMachineIds(template: CfnTemplate): string[] {

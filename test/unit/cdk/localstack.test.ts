@@ -7,7 +7,8 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, it } from 'node:test';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -24,7 +25,7 @@ import { planSnapshot } from '../../../functions/jobs/snapshot/tasks.js';
 import { planReplay } from '../../../functions/replay/job.js';
 import { PACKAGE_ROOT } from '../../../lib/defaults.js';
 import { TidemarkStack } from '../../../lib/stack.js';
-import { type CfnTemplate, deployedJobs, eraseBlocker, eraseInput, JOB_OUTPUT_IDS, replayTestWindow, settledReconcile, stateMachineIds } from '../../../localstack/jobs.js';
+import { type CfnTemplate, deployedJobs, deployedTemplates, eraseBlocker, eraseInput, JOB_OUTPUT_IDS, replayTestWindow, settledReconcile, stateMachineIds } from '../../../localstack/jobs.js';
 import { type FakeS3, fakeS3 } from '../replay/fake-s3.js';
 import { FIXTURE_HANDLER } from './fixtures/stack.js';
 
@@ -177,6 +178,26 @@ describe('LocalStack jobs: what e2e.ts finds and sends', () => {
       jobOf('snapshot').scheduled.map((s) => s.input),
       [{}],
     );
+  });
+
+  it('reads the deployed templates from a cloud assembly, as cdklocal deploy --output writes it', () => {
+    const outdir = mkdtempSync(path.join(tmpdir(), 'tidemark-cdk-out-'));
+    try {
+      const app = new App({ outdir });
+      // bin/app.ts names the stack Tidemark-<name>; deploy.sh sets this account and region.
+      new TidemarkStack(app, `Tidemark-${config.name}`, {
+        config,
+        env: { account: '000000000000', region: 'us-east-1' },
+        pipeline: { ingestEntry: FIXTURE_HANDLER, removalPolicy: RemovalPolicy.DESTROY },
+      });
+      app.synth();
+      const templates = deployedTemplates(outdir, [`Tidemark-${config.name}`]);
+      assert.equal(templates.length, 1);
+      assert.deepEqual(templates.flatMap((t) => deployedJobs(t).map((j) => j.job)).sort(), Object.keys(JOB_OUTPUT_IDS).sort());
+      assert.throws(() => deployedTemplates(outdir, ['Tidemark-other']), /no template of the stacks Tidemark-other/);
+    } finally {
+      rmSync(outdir, { recursive: true, force: true });
+    }
   });
 
   it('keeps the outputs and the scheduled inputs when the schedules are disabled (the state machines stay)', () => {
