@@ -17,23 +17,14 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isDeepStrictEqual } from 'node:util';
-import { gunzipSync } from 'node:zlib';
 import { PutRecordsCommand } from '@aws-sdk/client-kinesis';
-import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import { DescribeExecutionCommand, SFNClient, StartExecutionCommand } from '@aws-sdk/client-sfn';
 import { runPlan } from '../bin/cli/plan.js';
-import { newRunId } from '../bin/cli/replay.js';
 import { getRow, statusRows } from '../bin/cli/state.js';
-import { type Clients, createClients, destroyClients } from '../bin/local/clients.js';
-import type { TableConfig, TidemarkConfig } from '../functions/commons/config.js';
+import { createClients, destroyClients } from '../bin/local/clients.js';
 import { loadConfigFile } from '../functions/commons/config.js';
-import { type JsonObject, stringifyJson } from '../functions/core/json.js';
-import { normalizeKey } from '../functions/core/keys.js';
-import { submitErase } from '../functions/erase/erase.js';
-import type { ReconcileReport } from '../functions/jobs/reconcile/report.js';
-import type { SnapshotReport } from '../functions/jobs/snapshot/tasks.js';
-import type { ReplaySummary } from '../functions/replay/job.js';
-import { type CfnTemplate, type DeployedJob, deployedJobs, deployedTemplates, eraseBlocker, eraseInput, replayTestWindow, settledReconcile } from './jobs.js';
+import { checkErase, checkReconcile, checkReplay, checkSnapshot, type Execute, type Expected, gunzipObject, listKeys, rawLines, type TestState } from './checks.js';
+import { deployedJobs, deployedTemplates, eraseBlocker } from './jobs.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '..');
@@ -45,9 +36,6 @@ const region = process.env.AWS_DEFAULT_REGION ?? 'us-east-1';
 const FIXTURE = path.join(ROOT, 'test', 'fixtures', 'plan', 'mixed.jsonl');
 const TIMEOUT_MS = Number(process.env.TIDEMARK_E2E_TIMEOUT_MS ?? 180_000);
 const JOB_TIMEOUT_MS = Number(process.env.TIDEMARK_E2E_JOB_TIMEOUT_MS ?? 600_000);
-/** Margin around the test's landing window, for clock skew between this host and LocalStack. */
-const SKEW_MS = 5 * 60_000;
-
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = TIMEOUT_MS): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -70,36 +58,8 @@ const output = (outs: Map<string, string>, prefix: string): string => {
   return hit[1];
 };
 
-async function gunzipObject(s3: S3Client, bucket: string, key: string): Promise<string> {
-  const body = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
-  return gunzipSync(Buffer.from(await (body.Body?.transformToByteArray() ?? Promise.resolve(new Uint8Array())))).toString('utf8');
-}
-
-async function listKeys(s3: S3Client, bucket: string, prefix: string): Promise<string[]> {
-  const keys: string[] = [];
-  let token: string | undefined;
-  do {
-    const res = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }));
-    for (const o of res.Contents ?? []) if (o.Key) keys.push(o.Key);
-    token = res.IsTruncated ? res.NextContinuationToken : undefined;
-  } while (token);
-  return keys;
-}
-
-/** Every raw line (JSON) under the raw prefix, spilled rows excepted. */
-async function rawLines(s3: S3Client, config: TidemarkConfig): Promise<{ objects: number; lines: Record<string, unknown>[] }> {
-  const keys = (await listKeys(s3, config.raw.bucket, config.raw.prefix)).filter((k) => !k.includes('/spill/'));
-  const lines: Record<string, unknown>[] = [];
-  for (const key of keys) {
-    for (const l of (await gunzipObject(s3, config.raw.bucket, key)).split('\n')) if (l !== '') lines.push(JSON.parse(l) as Record<string, unknown>);
-  }
-  return { objects: keys.length, lines };
-}
-
-type Expected = { table: string; key: JsonObject; row: JsonObject | null; deleted: boolean };
-
 /** Starts one execution, waits for it to end, and returns its output; anything but SUCCEEDED fails with the error and cause. */
-async function execute(sfn: SFNClient, arn: string, label: string, input: unknown): Promise<unknown> {
+const executor = (sfn: SFNClient, arn: string): Execute => async (label, input) => {
   const name = `e2e-${label}-${Date.now()}`.slice(0, 80);
   const { executionArn } = await sfn.send(new StartExecutionCommand({ stateMachineArn: arn, name, input: JSON.stringify(input) }));
   const ended = await waitFor(
@@ -113,91 +73,7 @@ async function execute(sfn: SFNClient, arn: string, label: string, input: unknow
   assert.equal(ended.status, 'SUCCEEDED', `${label} (${executionArn}) ended ${ended.status}: ${ended.error ?? ''} ${ended.cause ?? ''}`);
   console.log(`${label}: SUCCEEDED`);
   return JSON.parse(ended.output ?? 'null') as unknown;
-}
-
-interface JobRun {
-  readonly config: TidemarkConfig;
-  readonly clients: Clients;
-  readonly sfn: SFNClient;
-  readonly arn: string;
-  readonly job: DeployedJob;
-  readonly expected: readonly Expected[];
-  /** Raw lines the test's records should have landed (the fixture's lines minus those quarantined). */
-  readonly rawRecords: number;
-  /** When the test began putting records: the start of its landing window. */
-  readonly window: { readonly since: number };
-}
-
-function reconcileFindings(label: string, report: ReconcileReport): void {
-  assert.equal(report.findings.total, 0, `${label}: reconcile findings ${JSON.stringify(report.findings.byClass)} (report ${report.report})`);
-  assert.equal(report.critical, false, `${label}: critical`);
-}
-
-/** Each scheduled input as is, then the scheduled full run with the cutoff at its start, which compares every row the test wrote. */
-async function runReconcile(r: JobRun): Promise<void> {
-  if (r.job.scheduled.length === 0) throw new Error('the reconcile state machine has no schedule to take its input from');
-  for (const s of r.job.scheduled) reconcileFindings(s.schedule, (await execute(r.sfn, r.arn, `reconcile-${String(s.input.mode)}`, s.input)) as ReconcileReport);
-  const full = r.job.scheduled.find((s) => s.input.mode === 'full');
-  if (!full) throw new Error('no reconcile schedule passes {"mode":"full"}');
-  const report = (await execute(r.sfn, r.arn, 'reconcile-settled', settledReconcile(full.input))) as ReconcileReport;
-  reconcileFindings('settled reconcile', report);
-  assert.equal(report.counts.inFlight, 0, 'with the cutoff at the start, nothing the test wrote is in flight');
-  assert.ok(report.counts.keys >= r.expected.length, `settled reconcile compared ${report.counts.keys} keys; the test wrote ${r.expected.length}`);
-  console.log(`reconcile: ${report.counts.keys} keys, ${report.counts.tableRows} rows compared, no missing, extra or different rows`);
-}
-
-async function runSnapshot(r: JobRun): Promise<void> {
-  if (r.job.scheduled.length === 0) throw new Error('the snapshot state machine has no schedule to take its input from');
-  for (const s of r.job.scheduled) {
-    const report = (await execute(r.sfn, r.arn, 'snapshot', s.input)) as SnapshotReport;
-    assert.equal(report.tables.length, r.config.tables.length, 'snapshot detection covered every configured table');
-    for (const t of report.tables) {
-      assert.deepEqual(t.anomalies, [], `${t.table}: anomalies`);
-      assert.equal(t.resnapshotReads, 0, `${t.table}: re-snapshot reads`);
-      assert.equal(t.orphans.count, 0, `${t.table}: orphans`);
-    }
-    assert.equal(report.findings, 0, `snapshot findings (report ${report.report})`);
-  }
-  console.log('snapshot detection: no anomaly, re-snapshot or orphan');
-}
-
-/** Replays the test's landing window into the live tables: all of it is applied already, so nothing is written. */
-async function runReplay(r: JobRun): Promise<void> {
-  const request = replayTestWindow(r.config, newRunId('replay'), { since: r.window.since - SKEW_MS, until: Date.now() + SKEW_MS }, Date.now());
-  const out = (await execute(r.sfn, r.arn, 'replay', request)) as { summary?: ReplaySummary };
-  const summary = out.summary;
-  assert.ok(summary, 'the replay output carries its summary');
-  assert.equal(summary.batchesDone, summary.batches, 'every batch replayed');
-  assert.ok(summary.tally.records >= r.rawRecords, `replay read ${summary.tally.records} records; the test landed ${r.rawRecords}`);
-  assert.equal(summary.tally.failed, 0, 'failed writes');
-  assert.equal(summary.tally.applied, 0, 'replaying what is current applies nothing');
-  assert.equal(summary.tally.writeRequests, 0, 'and sends no write');
-  console.log(`replay: ${summary.tally.records} records, ${summary.tally.skippedByPreRead} keys current by pre-read, 0 writes`);
-}
-
-/** Erases one live key the test wrote, then checks its row and its raw lines are gone. */
-async function runErase(r: JobRun, template: CfnTemplate): Promise<void> {
-  const blocker = eraseBlocker(template, r.config);
-  if (blocker) {
-    console.log(`erase not run: ${blocker}`);
-    return;
-  }
-  const victim = r.expected.find((e) => !e.deleted);
-  const table = r.config.tables.find((t) => t.source === victim?.table);
-  if (!victim || !table) throw new Error('the test wrote no live row to erase');
-  const runId = newRunId('erase');
-  const log = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
-  const requestKey = await submitErase({ config: r.config, clients: r.clients, log }, runId, { table: victim.table, key: victim.key, reason: 'tidemark LocalStack end-to-end test' });
-  const out = (await execute(r.sfn, r.arn, 'erase', eraseInput(runId, requestKey))) as { summary?: { linesRemoved?: number } };
-  assert.ok((out.summary?.linesRemoved ?? 0) > 0, `erase removed ${out.summary?.linesRemoved} raw lines`);
-  const row = await getRow(r.clients.dynamodb, table, victim.key);
-  const values = Object.keys(row ?? {}).filter((k) => !k.startsWith('__'));
-  assert.ok(row === null || (row.__deleted === true && values.every((k) => table.key.includes(k))), `the erased row is gone or a bare tombstone: ${JSON.stringify(values)}`);
-  const keyText = stringifyJson(normalizeKey(table as TableConfig, victim.key));
-  const left = (await rawLines(r.clients.s3, r.config)).lines.filter((l) => l.table === victim.table && l.key === keyText);
-  assert.equal(left.length, 0, `raw lines of the erased key left: ${left.length}`);
-  console.log(`erase: ${victim.table} key removed from current state and raw (${out.summary?.linesRemoved} lines)`);
-}
+};
 
 async function main(): Promise<void> {
   const config = loadConfigFile(configFile);
@@ -242,7 +118,7 @@ async function main(): Promise<void> {
     console.log(`current state matches tidemark plan for ${expected.length} keys`);
 
     const rawRecords = lines.length - plan.problems.length;
-    const raw = await waitFor('raw objects', async () => {
+    const raw = await waitFor('raw lines', async () => {
       const got = await rawLines(clients.s3, config);
       return got.lines.length >= rawRecords ? got : undefined;
     });
@@ -262,22 +138,26 @@ async function main(): Promise<void> {
     console.log(`status rows: ${status.length}`);
 
     const templates = deployedTemplates(cdkOutDir, stacks);
+    const state: TestState = { config, clients, expected, rawRecords, since };
     const sfn = new SFNClient({ endpoint, region, credentials: { accessKeyId: 'test', secretAccessKey: 'test' } });
     try {
-      const window = { since };
-      // Erase last: the replay reads the erase ledger, and the erased key is gone for good.
-      const order = ['reconcile', 'snapshot', 'replay', 'erase'] as const;
       const jobs = templates.flatMap((template) => deployedJobs(template).map((job) => ({ job, template })));
-      assert.equal(jobs.length, order.length, `state machine outputs found: ${jobs.map((j) => j.job.job).join(', ') || 'none'}`);
-      for (const name of order) {
+      const find = (name: string) => {
         const found = jobs.find((j) => j.job.job === name);
-        if (!found) throw new Error(`no ${name} state machine output`);
-        const r: JobRun = { config, clients, sfn, arn: output(outs, found.job.outputKey), job: found.job, expected, rawRecords, window };
-        if (name === 'reconcile') await runReconcile(r);
-        else if (name === 'snapshot') await runSnapshot(r);
-        else if (name === 'replay') await runReplay(r);
-        else await runErase(r, found.template);
-      }
+        if (!found) throw new Error(`no ${name} state machine output in ${outputsFile} (found: ${jobs.map((j) => j.job.job).join(', ') || 'none'})`);
+        return { ...found, execute: executor(sfn, output(outs, found.job.outputKey)) };
+      };
+      const reconcile = find('reconcile');
+      console.log(await checkReconcile(state, reconcile.job, reconcile.execute));
+      const snapshot = find('snapshot');
+      console.log(await checkSnapshot(state, snapshot.job, snapshot.execute));
+      const replay = find('replay');
+      console.log(await checkReplay(state, replay.execute));
+      // Erase last: a replay after it would need the ledger key, and the erased key is gone for good.
+      const erase = find('erase');
+      const blocker = eraseBlocker(erase.template, config);
+      if (blocker) console.log(`erase not run: ${blocker}`);
+      else console.log(await checkErase(state, erase.execute));
     } finally {
       sfn.destroy();
     }

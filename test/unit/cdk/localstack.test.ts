@@ -137,7 +137,7 @@ describe('LocalStack path', () => {
     assert.match(test, /cdklocal destroy --all --force/);
     assert.match(test, /trap cleanup EXIT/);
     const e2e = read('e2e.ts');
-    for (const step of ['PutRecordsCommand', 'getRow(', 'ListObjectsV2Command', 'statusRows(', 'StartExecutionCommand']) assert.ok(e2e.includes(step), `e2e.ts uses ${step}`);
+    for (const step of ['PutRecordsCommand', 'getRow(', 'rawLines(', 'listKeys(', 'statusRows(', 'StartExecutionCommand']) assert.ok(e2e.includes(step), `e2e.ts uses ${step}`);
     const pkg = JSON.parse(readFileSync(path.join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
     assert.equal(pkg.scripts['test:localstack'], 'bash localstack/test.sh');
     const ignored = readFileSync(path.join(PACKAGE_ROOT, '.gitignore'), 'utf8').split('\n');
@@ -355,16 +355,21 @@ describe('LocalStack jobs: what e2e.ts finds and sends', () => {
     }
   });
 
-  it('deploy.sh keeps the deployed templates and test.sh hands them to e2e.ts, which runs every job', () => {
+  it('deploy.sh keeps the deployed templates and test.sh hands them to e2e.ts, which runs every job through checks.ts', () => {
     assert.match(read('deploy.sh'), /deploy --all [^\n]*--output "\$\{HERE\}\/\.cdk\.out"/);
     const test = read('test.sh');
     assert.match(test, /e2e\.ts" "\$\{CONFIG_FILE\}" "\$\{HERE\}\/\.outputs\.json" "\$\{HERE\}\/\.cdk\.out"/);
     assert.match(test, /rm -rf [^\n]*"\$\{HERE\}\/\.cdk\.out"/);
     assert.ok(read('.gitignore').split('\n').includes('.cdk.out/'));
     const e2e = read('e2e.ts');
-    for (const step of ['deployedJobs(', 'settledReconcile(', 'replayTestWindow(', 'submitErase(', 'eraseBlocker(', 'DescribeExecutionCommand', 'runReconcile(r)', 'runSnapshot(r)', 'runReplay(r)', 'runErase(r,']) {
+    for (const step of ['deployedTemplates(cdkOutDir', 'deployedJobs(', 'eraseBlocker(', 'DescribeExecutionCommand', 'checkReconcile(', 'checkSnapshot(', 'checkReplay(', 'checkErase(']) {
       assert.ok(e2e.includes(step), `e2e.ts uses ${step}`);
     }
-    assert.ok(!e2e.includes("input: '{}'"), 'no job is started with an invented empty input');
+    const checks = read('checks.ts');
+    for (const step of ['settledReconcile(', 'replayTestWindow(', 'submitErase(', 'eraseInput(', 'job.scheduled']) assert.ok(checks.includes(step), `checks.ts uses ${step}`);
+    // The rehearsal runs the same checks with the local runners.
+    const rehearse = read('rehearse.ts');
+    for (const step of ['checkReconcile(', 'checkSnapshot(', 'checkReplay(', 'checkErase(', 'deployedJobs(']) assert.ok(rehearse.includes(step), `rehearse.ts uses ${step}`);
+    for (const text of [e2e, checks]) assert.ok(!/input: '\{\}'/.test(text), 'no job is started with an invented empty input');
   });
 });
