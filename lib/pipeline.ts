@@ -359,5 +359,17 @@ export class TidemarkPipeline extends Construct {
       out('AlarmTopicArn', this.monitoring.alarmTopic.topicArn, 'subscribe to receive alarms');
     }
     out('HistoryTable', `${this.history.databaseName}.${this.history.tableName}`, 'Glue/Athena table over raw');
+    // Every state machine is deployed whatever config.jobs says (`enabled: false` only disables its
+    // schedules), so each gets its ARN: an operator or a test starts it with the input named here.
+    const schedule = (enabled: boolean) => (enabled ? 'scheduled' : 'schedule disabled');
+    const { reconcile, snapshot } = config.jobs;
+    out(
+      'ReconcileStateMachineArn',
+      this.jobs.reconcile.stateMachine.stateMachineArn,
+      `reconcile job; input a ReconcileRequest, e.g. {"mode":"window"} (${schedule(reconcile.window.enabled)}) or {"mode":"full"} (${schedule(reconcile.full.enabled)})`,
+    );
+    out('SnapshotStateMachineArn', this.jobs.snapshot.stateMachine.stateMachineArn, `snapshot detection job; input a SnapshotRequest, {} (${schedule(snapshot.enabled)})`);
+    out('ReplayStateMachineArn', this.replay.replayStateMachine.stateMachineArn, 'replay job, on demand; input a ReplayRequest {"runId","tables","into":"live"|"fresh:<table>",...} (tidemark replay --on aws)');
+    out('EraseStateMachineArn', this.replay.eraseStateMachine.stateMachineArn, `erase job, on demand; input {"runId","requestKey"}, the request object under ${config.replay.jobsPrefix}erase/ (tidemark erase --on aws)`);
   }
 }

@@ -35,7 +35,7 @@ for _ in $(seq 1 90); do
     const h = JSON.parse(process.argv[1]).services ?? {};
     const need = process.argv[2].split(",");
     process.exit(need.every((s) => ["available", "running"].includes(h[s])) ? 0 : 1);
-  ' "${health}" "cloudformation,lambda,kinesis,dynamodb,s3,sqs,iam,sts"; then
+  ' "${health}" "cloudformation,lambda,kinesis,dynamodb,s3,sqs,iam,sts,stepfunctions,scheduler"; then
     ready=1
     break
   fi
@@ -63,5 +63,7 @@ cd "${ROOT}"
 CDKLOCAL=(npx --yes --package "aws-cdk-local@${CDKLOCAL_VERSION}" --package "aws-cdk@${AWS_CDK_VERSION}" cdklocal)
 CONTEXT=(-c "tidemark:configFile=${CONFIG_FILE}" -c "tidemark:removalPolicy=destroy")
 "${CDKLOCAL[@]}" bootstrap --no-notices "${CONTEXT[@]}" "aws://${CDK_DEFAULT_ACCOUNT}/${AWS_DEFAULT_REGION}"
-"${CDKLOCAL[@]}" deploy --all --require-approval never --no-notices "${CONTEXT[@]}" --outputs-file "${HERE}/.outputs.json"
-echo "Deployed; stack outputs are in ${HERE}/.outputs.json"
+# The synthesized app goes to localstack/.cdk.out: e2e.ts reads the jobs' scheduled inputs from the
+# very templates deployed here.
+"${CDKLOCAL[@]}" deploy --all --require-approval never --no-notices "${CONTEXT[@]}" --output "${HERE}/.cdk.out" --outputs-file "${HERE}/.outputs.json"
+echo "Deployed; stack outputs are in ${HERE}/.outputs.json, templates in ${HERE}/.cdk.out"

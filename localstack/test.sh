@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # npm run test:localstack: deploys the real stack into LocalStack with cdklocal, drives it end to
-# end (records on the deployed stream → deployed Lambda → DynamoDB and raw; the jobs' state
-# machines if the stack has any), then destroys the stack and stops LocalStack.
+# end (records on the deployed stream → deployed Lambda → DynamoDB and raw; then the jobs' state
+# machines the stack outputs), then destroys the stack and stops LocalStack.
 #   LOCALSTACK_AUTH_TOKEN=... bash localstack/test.sh [path/to/tidemark.config.json]
 # KEEP_LOCALSTACK=1 leaves the stack and the container running afterwards.
 set -euo pipefail
@@ -29,7 +29,7 @@ cleanup() {
         -c "tidemark:configFile=${CONFIG_FILE}" -c "tidemark:removalPolicy=destroy" || echo "destroy failed (the container is removed next anyway)"
     )
     docker compose -f "${HERE}/docker-compose.yml" down --volumes >/dev/null 2>&1 || true
-    rm -rf "${LOCALSTACK_VOLUME_DIR}" "${HERE}/.outputs.json"
+    rm -rf "${LOCALSTACK_VOLUME_DIR}" "${HERE}/.outputs.json" "${HERE}/.cdk.out"
   fi
   exit "${status}"
 }
@@ -38,4 +38,4 @@ trap cleanup EXIT
 bash "${HERE}/deploy.sh" "${CONFIG_FILE}"
 
 cd "${ROOT}"
-AWS_DEFAULT_REGION="${AWS_DEFAULT_REGION:-us-east-1}" node --import tsx "${HERE}/e2e.ts" "${CONFIG_FILE}" "${HERE}/.outputs.json"
+AWS_DEFAULT_REGION="${AWS_DEFAULT_REGION:-us-east-1}" node --import tsx "${HERE}/e2e.ts" "${CONFIG_FILE}" "${HERE}/.outputs.json" "${HERE}/.cdk.out"

@@ -1,18 +1,32 @@
 /**
  * The LocalStack path, checked statically (Docker cannot run here): pinned versions, the
  * environment cdklocal needs, compose services covering every resource type of the synthesized
- * template, and scripts that parse and do what `npm run test:localstack` promises.
+ * template and every service the jobs call, scripts that parse and do what `npm run
+ * test:localstack` promises, and the jobs e2e.ts runs: an output per state machine, and each input
+ * e2e.ts sends accepted by the job's own planning step.
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { describe, it } from 'node:test';
+import { afterEach, describe, it } from 'node:test';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { App, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
-import { loadConfigFile, parseConfig } from '../../../functions/commons/config.js';
+import { newRunId } from '../../../bin/cli/replay.js';
+import { CollectingMetricSink } from '../../../functions/adapters/telemetry.js';
+import { loadConfigFile, parseConfig, type TidemarkConfig } from '../../../functions/commons/config.js';
+import { findEraseObjects, submitErase } from '../../../functions/erase/erase.js';
+import { buildJobDeps, JobInputError } from '../../../functions/jobs/deps.js';
+import { planReconcile } from '../../../functions/jobs/reconcile/plan.js';
+import type { ReconcileRequest } from '../../../functions/jobs/reconcile/types.js';
+import { planSnapshot } from '../../../functions/jobs/snapshot/tasks.js';
+import { planReplay } from '../../../functions/replay/job.js';
 import { PACKAGE_ROOT } from '../../../lib/defaults.js';
 import { TidemarkStack } from '../../../lib/stack.js';
+import { type CfnTemplate, deployedJobs, deployedTemplates, eraseBlocker, eraseInput, JOB_OUTPUT_IDS, replayTestWindow, settledReconcile, stateMachineIds } from '../../../localstack/jobs.js';
+import { type FakeS3, fakeS3 } from '../replay/fake-s3.js';
 import { FIXTURE_HANDLER } from './fixtures/stack.js';
 
 const dir = path.join(PACKAGE_ROOT, 'localstack');
@@ -30,6 +44,24 @@ const lock = JSON.parse(readFileSync(path.join(PACKAGE_ROOT, 'package-lock.json'
  * the pinned version: adding it as a devDependency was out of scope for this change.
  */
 const NOT_IN_LOCKFILE: Record<string, string> = { CDKLOCAL_VERSION: 'aws-cdk-local, run through npx at this exact version' };
+
+/** The config deploy.sh deploys by default, and its main stack as cdklocal deploys it (under destroy). */
+const LOCALSTACK_CONFIG = path.join(PACKAGE_ROOT, 'tidemark.config.json');
+function localstackTemplate(config: TidemarkConfig): CfnTemplate {
+  const stack = new TidemarkStack(new App(), 'Tidemark-localstack', { config, pipeline: { ingestEntry: FIXTURE_HANDLER, removalPolicy: RemovalPolicy.DESTROY } });
+  return Template.fromStack(stack).toJSON() as CfnTemplate;
+}
+const composeServices = () => new Set((/SERVICES: ([a-z0-9,]+)/.exec(read('docker-compose.yml'))?.[1] ?? '').split(','));
+const quiet = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
+
+/** The JSONPath fields (`$.x`) the first state of a definition reads from the execution input. */
+function inputFields(definition: string): string[] {
+  const asl = JSON.parse(definition) as { StartAt: string; States: Record<string, { Parameters?: Record<string, unknown> }> };
+  const parameters = asl.States[asl.StartAt]?.Parameters ?? {};
+  return Object.entries(parameters)
+    .filter(([k, v]) => k.endsWith('.$') && typeof v === 'string' && v.startsWith('$.'))
+    .map(([, v]) => (v as string).slice(2).split('.')[0] ?? '');
+}
 
 describe('LocalStack path', () => {
   it('pins every version exactly, and the aws-cdk cdklocal wraps is the lockfile’s', () => {
@@ -61,7 +93,7 @@ describe('LocalStack path', () => {
   });
 
   it('starts every service of the synthesized templates (default and kms, with destroy)', () => {
-    const services = new Set((/SERVICES: ([a-z0-9,]+)/.exec(read('docker-compose.yml'))?.[1] ?? '').split(','));
+    const services = composeServices();
     const SERVICE_OF: Record<string, string> = {
       Lambda: 'lambda',
       Kinesis: 'kinesis',
@@ -105,10 +137,239 @@ describe('LocalStack path', () => {
     assert.match(test, /cdklocal destroy --all --force/);
     assert.match(test, /trap cleanup EXIT/);
     const e2e = read('e2e.ts');
-    for (const step of ['PutRecordsCommand', 'getRow(', 'ListObjectsV2Command', 'statusRows(', 'StartExecutionCommand']) assert.ok(e2e.includes(step), `e2e.ts uses ${step}`);
+    for (const step of ['PutRecordsCommand', 'getRow(', 'rawLines(', 'listKeys(', 'statusRows(', 'StartExecutionCommand']) assert.ok(e2e.includes(step), `e2e.ts uses ${step}`);
     const pkg = JSON.parse(readFileSync(path.join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
     assert.equal(pkg.scripts['test:localstack'], 'bash localstack/test.sh');
     const ignored = readFileSync(path.join(PACKAGE_ROOT, '.gitignore'), 'utf8').split('\n');
     assert.ok(ignored.includes('localstack/.volume/') && ignored.includes('localstack/.outputs.json'));
+  });
+});
+
+describe('LocalStack jobs: what e2e.ts finds and sends', () => {
+  const config = loadConfigFile(LOCALSTACK_CONFIG);
+  const template = localstackTemplate(config);
+  const resources = template.Resources ?? {};
+  const jobOf = (name: string) => {
+    const job = deployedJobs(template).find((j) => j.job === name);
+    assert.ok(job, `the stack outputs the ${name} state machine`);
+    return job;
+  };
+  const definitionOf = (logicalId: string): string => {
+    const definition = resources[logicalId]?.Properties?.DefinitionString;
+    assert.equal(typeof definition, 'string', `${logicalId} has a literal definition`);
+    return definition as string;
+  };
+
+  it('outputs every state machine of the LocalStack config once, as a Ref, under the ids e2e.ts reads', () => {
+    const machines = stateMachineIds(template);
+    assert.ok(machines.length >= 4, `state machines: ${machines.join(', ')}`);
+    const jobs = deployedJobs(template);
+    assert.deepEqual(jobs.map((j) => j.stateMachine).sort(), [...machines].sort(), 'one job output per state machine, and no state machine without one');
+    assert.deepEqual(jobs.map((j) => j.job).sort(), Object.keys(JOB_OUTPUT_IDS).sort());
+    for (const j of jobs) assert.match(template.Outputs?.[j.outputKey]?.Description ?? '', /input/, `${j.outputKey} describes its input`);
+    // Every schedule starts a state machine that has an output, with the input e2e.ts reads.
+    const schedules = Object.values(resources).filter((r) => r.Type === 'AWS::Scheduler::Schedule');
+    assert.equal(jobs.flatMap((j) => j.scheduled).length, schedules.length, 'every schedule targets an output state machine');
+    assert.deepEqual(
+      jobOf('reconcile').scheduled.map((s) => s.input),
+      [{ mode: 'window' }, { mode: 'full' }],
+    );
+    assert.deepEqual(
+      jobOf('snapshot').scheduled.map((s) => s.input),
+      [{}],
+    );
+  });
+
+  it('reads the deployed templates from a cloud assembly, as cdklocal deploy --output writes it', () => {
+    const outdir = mkdtempSync(path.join(tmpdir(), 'tidemark-cdk-out-'));
+    try {
+      const app = new App({ outdir });
+      // bin/app.ts names the stack Tidemark-<name>; deploy.sh sets this account and region.
+      new TidemarkStack(app, `Tidemark-${config.name}`, {
+        config,
+        env: { account: '000000000000', region: 'us-east-1' },
+        pipeline: { ingestEntry: FIXTURE_HANDLER, removalPolicy: RemovalPolicy.DESTROY },
+      });
+      app.synth();
+      const templates = deployedTemplates(outdir, [`Tidemark-${config.name}`]);
+      assert.equal(templates.length, 1);
+      assert.deepEqual(templates.flatMap((t) => deployedJobs(t).map((j) => j.job)).sort(), Object.keys(JOB_OUTPUT_IDS).sort());
+      assert.throws(() => deployedTemplates(outdir, ['Tidemark-other']), /no template of the stacks Tidemark-other/);
+    } finally {
+      rmSync(outdir, { recursive: true, force: true });
+    }
+  });
+
+  it('keeps the outputs and the scheduled inputs when the schedules are disabled (the state machines stay)', () => {
+    const off = parseConfig({
+      ...JSON.parse(readFileSync(LOCALSTACK_CONFIG, 'utf8')),
+      jobs: { reconcile: { window: { enabled: false }, full: { enabled: false } }, snapshot: { enabled: false } },
+    });
+    const jobs = deployedJobs(localstackTemplate(off));
+    assert.equal(jobs.length, Object.keys(JOB_OUTPUT_IDS).length);
+    const scheduled = jobs.flatMap((j) => j.scheduled);
+    assert.equal(scheduled.length, 3);
+    assert.ok(scheduled.every((s) => !s.enabled));
+  });
+
+  it('refuses a template whose job output is not a Ref to a state machine', () => {
+    const [first] = deployedJobs(template);
+    assert.ok(first);
+    const broken: CfnTemplate = { ...template, Outputs: { ...template.Outputs, [first.outputKey]: { Value: 'arn:aws:states:us-east-1:0:stateMachine:x' } } };
+    assert.throws(() => deployedJobs(broken), /not a Ref to a state machine/);
+  });
+
+  describe('each input e2e.ts sends is accepted by the job’s own planning step', () => {
+    const NOW = Date.parse('2026-11-30T12:00:00Z');
+    const dynamodb = new DynamoDBClient({ region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
+    let s3: FakeS3;
+    afterEach(() => s3.restore());
+
+    it('reconcile: both scheduled inputs and the settled run plan; a bad mode is refused', async () => {
+      s3 = fakeS3();
+      const deps = buildJobDeps(config, { s3: s3.client, dynamodb }, { metrics: new CollectingMetricSink(), log: quiet, now: () => NOW });
+      const job = jobOf('reconcile');
+      for (const s of job.scheduled) {
+        const plan = await planReconcile(s.input as ReconcileRequest, deps);
+        assert.equal(plan.run.mode, s.input.mode);
+        assert.deepEqual(plan.run.tables, config.tables.map((t) => t.source));
+      }
+      const full = job.scheduled.find((s) => s.input.mode === 'full');
+      assert.ok(full);
+      const settled = await planReconcile(settledReconcile(full.input), deps);
+      assert.equal(settled.run.mode, 'full');
+      assert.equal(settled.run.cutoff, settled.run.startedAt, 'the settled run compares everything landed before it starts');
+      assert.equal(definitionOf(job.stateMachine).includes('"StartAt":"Plan"'), true, 'the input goes to Plan whole');
+      await assert.rejects(planReconcile({ mode: 'weekly' } as unknown as ReconcileRequest, deps), JobInputError);
+    });
+
+    it('snapshot: the scheduled input plans every table; a bad window is refused', async () => {
+      s3 = fakeS3();
+      const deps = buildJobDeps(config, { s3: s3.client, dynamodb }, { metrics: new CollectingMetricSink(), log: quiet, now: () => NOW });
+      for (const s of jobOf('snapshot').scheduled) {
+        const plan = await planSnapshot(s.input, deps);
+        assert.deepEqual(plan.tableItems, config.tables.map((t) => t.source));
+      }
+      await assert.rejects(planSnapshot({ hours: 0 }, deps), JobInputError);
+    });
+
+    it('replay: the test-window request plans a live replay; a bad target is refused', async () => {
+      s3 = fakeS3();
+      const ctx = { config, clients: { s3: s3.client, dynamodb }, log: quiet };
+      const request = replayTestWindow(config, newRunId('replay'), { since: NOW - 3_600_000, until: NOW }, NOW);
+      const asl = JSON.parse(definitionOf(jobOf('replay').stateMachine)) as { States: { Plan: { Parameters: Record<string, unknown> } } };
+      assert.equal(asl.States.Plan.Parameters['request.$'], '$', 'the whole input is the ReplayRequest');
+      const plan = await planReplay(ctx, request);
+      assert.equal(plan.runId, request.runId);
+      assert.equal(plan.freshTable, null, 'into the live tables');
+      assert.ok(s3.keys().includes(plan.manifestKey));
+      await assert.rejects(planReplay(ctx, { ...request, into: 'elsewhere' }));
+    });
+
+    it('erase: the input carries every field the first state reads, and the stored request resolves; an unknown table is refused', async () => {
+      s3 = fakeS3();
+      const ctx = { config, clients: { s3: s3.client, dynamodb }, log: quiet, env: { TIDEMARK_ERASE_KEY: 'unit-test-ledger-key-0123456789' } };
+      const runId = newRunId('erase');
+      const requestKey = await submitErase(ctx, runId, { table: 'public.customers', key: { id: 1 }, reason: 'static check' });
+      const input = eraseInput(runId, requestKey);
+      const fields = inputFields(definitionOf(jobOf('erase').stateMachine));
+      assert.deepEqual(fields.sort(), Object.keys(input).sort());
+      const found = await findEraseObjects(ctx, input);
+      assert.equal(found.objects, 0);
+      await assert.rejects(submitErase(ctx, runId, { table: 'public.nope', key: { id: 1 }, reason: 'x' }));
+    });
+  });
+
+  it('erase does not run on the deployed default config, and says why: its function has no TIDEMARK_ERASE_KEY', () => {
+    const blocker = eraseBlocker(template, config);
+    assert.match(blocker ?? '', /TIDEMARK_ERASE_KEY/, 'if the stack now sets the ledger key, e2e.ts runs erase: update localstack/README.md');
+    // With the variable on the function, the gate opens.
+    const erase = jobOf('erase');
+    const substitutions = resources[erase.stateMachine]?.Properties?.DefinitionSubstitutions as Record<string, { 'Fn::GetAtt': [string, string] }>;
+    const fnId = Object.values(substitutions)[0]?.['Fn::GetAtt'][0] ?? '';
+    const fn = resources[fnId];
+    assert.ok(fn);
+    const withKey: CfnTemplate = {
+      ...template,
+      Resources: { ...resources, [fnId]: { ...fn, Properties: { ...fn.Properties, Environment: { Variables: { TIDEMARK_ERASE_KEY: 'k' } } } } },
+    };
+    assert.equal(eraseBlocker(withKey, config), null);
+    assert.match(read('README.md'), /TIDEMARK_ERASE_KEY/, 'localstack/README.md says why erase is not run');
+  });
+
+  it('starts and waits for stepfunctions, scheduler and every service the jobs’ roles call (default and kms)', () => {
+    const services = composeServices();
+    const polled = (/"(cloudformation,[a-z0-9,]+)"; then/.exec(read('deploy.sh'))?.[1] ?? '').split(',');
+    for (const svc of ['stepfunctions', 'scheduler']) {
+      assert.ok(services.has(svc), `SERVICES has ${svc}`);
+      assert.ok(polled.includes(svc), `deploy.sh waits for ${svc}`);
+    }
+    const SERVICE_OF_ACTION: Record<string, string> = {
+      s3: 's3',
+      dynamodb: 'dynamodb',
+      lambda: 'lambda',
+      states: 'stepfunctions',
+      logs: 'logs',
+      xray: 'xray',
+      kms: 'kms',
+      sqs: 'sqs',
+      secretsmanager: 'secretsmanager',
+      cloudwatch: 'cloudwatch',
+    };
+    const kms = parseConfig({ ...JSON.parse(readFileSync(LOCALSTACK_CONFIG, 'utf8')), encryption: 'kms' });
+    for (const t of [template, localstackTemplate(kms)]) {
+      const res = t.Resources ?? {};
+      const getAtt = (v: unknown): string | undefined => {
+        const g = (v as { 'Fn::GetAtt'?: unknown } | undefined)?.['Fn::GetAtt'];
+        return Array.isArray(g) && typeof g[0] === 'string' ? g[0] : undefined;
+      };
+      const roles = new Set<string>();
+      for (const j of deployedJobs(t)) {
+        const machine = res[j.stateMachine]?.Properties ?? {};
+        const role = getAtt(machine.RoleArn);
+        if (role) roles.add(role);
+        for (const sub of Object.values((machine.DefinitionSubstitutions ?? {}) as Record<string, unknown>)) {
+          const fnRole = getAtt(res[getAtt(sub) ?? '']?.Properties?.Role);
+          if (fnRole) roles.add(fnRole);
+        }
+      }
+      for (const r of Object.values(res).filter((x) => x.Type === 'AWS::Scheduler::Schedule')) {
+        const role = getAtt((r.Properties?.Target as { RoleArn?: unknown } | undefined)?.RoleArn);
+        if (role) roles.add(role);
+      }
+      assert.ok(roles.size >= 4 + 8, `roles of the jobs' state machines, functions and schedules: ${roles.size}`);
+      const prefixes = new Set<string>();
+      for (const p of Object.values(res).filter((x) => x.Type === 'AWS::IAM::Policy')) {
+        const attached = ((p.Properties?.Roles ?? []) as { Ref?: string }[]).some((r) => r.Ref !== undefined && roles.has(r.Ref));
+        if (!attached) continue;
+        for (const st of ((p.Properties?.PolicyDocument ?? { Statement: [] }) as { Statement: { Action: string | string[] }[] }).Statement) {
+          for (const action of [st.Action].flat()) prefixes.add(action.split(':')[0] ?? '');
+        }
+      }
+      assert.ok(prefixes.has('states') && prefixes.has('lambda') && prefixes.has('s3') && prefixes.has('dynamodb'), [...prefixes].join(', '));
+      for (const prefix of prefixes) {
+        const svc = SERVICE_OF_ACTION[prefix];
+        assert.ok(svc, `map the jobs' ${prefix}:* actions to a LocalStack service in this test`);
+        assert.ok(services.has(svc), `the jobs call ${prefix}:*: SERVICES needs "${svc}"`);
+      }
+    }
+  });
+
+  it('deploy.sh keeps the deployed templates and test.sh hands them to e2e.ts, which runs every job through checks.ts', () => {
+    assert.match(read('deploy.sh'), /deploy --all [^\n]*--output "\$\{HERE\}\/\.cdk\.out"/);
+    const test = read('test.sh');
+    assert.match(test, /e2e\.ts" "\$\{CONFIG_FILE\}" "\$\{HERE\}\/\.outputs\.json" "\$\{HERE\}\/\.cdk\.out"/);
+    assert.match(test, /rm -rf [^\n]*"\$\{HERE\}\/\.cdk\.out"/);
+    assert.ok(read('.gitignore').split('\n').includes('.cdk.out/'));
+    const e2e = read('e2e.ts');
+    for (const step of ['deployedTemplates(cdkOutDir', 'deployedJobs(', 'eraseBlocker(', 'DescribeExecutionCommand', 'checkReconcile(', 'checkSnapshot(', 'checkReplay(', 'checkErase(']) {
+      assert.ok(e2e.includes(step), `e2e.ts uses ${step}`);
+    }
+    const checks = read('checks.ts');
+    for (const step of ['settledReconcile(', 'replayTestWindow(', 'submitErase(', 'eraseInput(', 'job.scheduled']) assert.ok(checks.includes(step), `checks.ts uses ${step}`);
+    // The rehearsal runs the same checks with the local runners.
+    const rehearse = read('rehearse.ts');
+    for (const step of ['checkReconcile(', 'checkSnapshot(', 'checkReplay(', 'checkErase(', 'deployedJobs(']) assert.ok(rehearse.includes(step), `rehearse.ts uses ${step}`);
+    for (const text of [e2e, checks]) assert.ok(!/input: '\{\}'/.test(text), 'no job is started with an invented empty input');
   });
 });
