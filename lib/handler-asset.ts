@@ -88,14 +88,27 @@ export const BUNDLE_REPLACEMENTS: readonly BundleReplacement[] = [
   { importer: '@smithy/core/dist-es/submodules/checksum/sha256/Sha256Node.js', request: './Sha256Js', shim: shim('no-js-hashes.ts') },
   { importer: '@aws-sdk/checksums/dist-es/submodules/sha/sha1/Sha1Node.js', request: './Sha1Js', shim: shim('no-js-hashes.ts') },
   { importer: '@smithy/core/dist-es/submodules/checksum/md5/Md5Node.js', request: './Md5Js', shim: shim('no-js-hashes.ts') },
-  // CRC64-NVME, in pure JavaScript: no request or validation of the runtime selects that algorithm.
-  { importer: '@aws-sdk/checksums/dist-es/submodules/crc/crc64-nvme/Crc64Nvme.js', request: './Crc64NvmeJs', shim: shim('no-crc64nvme.ts') },
+  { importer: '@smithy/core/dist-es/submodules/checksum/crc32/Crc32Node.js', request: './Crc32Js', shim: shim('no-js-hashes.ts') },
+  // CRC64-NVME and CRC32C, in pure JavaScript: no request or validation of the runtime selects them.
+  { importer: '@aws-sdk/checksums/dist-es/submodules/crc/crc64-nvme/Crc64Nvme.js', request: './Crc64NvmeJs', shim: shim('no-unused-crcs.ts') },
+  { importer: '@aws-sdk/checksums/dist-es/submodules/crc/crc32c/Crc32cNode.js', request: './Crc32cJs', shim: shim('no-unused-crcs.ts') },
+  // The user-agent and logger middleware, which `lean` (functions/commons/clients.ts) removes from every client.
+  { importer: '@aws-sdk/core/dist-es/submodules/client/index.js', request: './middleware-user-agent/user-agent-middleware', shim: shim('lean-removed-middleware.ts') },
+  { importer: '@aws-sdk/core/dist-es/submodules/client/index.js', request: './middleware-logger/loggerMiddleware', shim: shim('lean-removed-middleware.ts') },
+  // The S3 Express session provider: tidemark's bucket is a general purpose bucket, never a directory bucket.
+  {
+    importer: '@aws-sdk/middleware-sdk-s3/dist-es/submodules/s3/middleware-s3-configuration/s3Configuration.js',
+    request: '../middleware-s3-express/classes/S3ExpressIdentityProviderImpl',
+    shim: shim('no-s3-express.ts'),
+  },
   // The header encoder of event-stream message signing: the Lambda signs no event stream.
   { importer: '@smithy/signature-v4/dist-es/SignatureV4.js', request: './HeaderFormatter', shim: shim('no-event-signing.ts') },
   // Web-stream twins of the stream helpers: the Lambda's bodies are node streams, strings or Buffers.
   { importer: `${STREAM_HELPERS}/sdk-stream-mixin.js`, request: './sdk-stream-mixin.browser', shim: shim('no-web-streams.ts') },
   { importer: `${STREAM_HELPERS}/checksum/createChecksumStream.js`, request: './createChecksumStream.browser', shim: shim('no-web-streams.ts') },
-  { importer: `${STREAM_HELPERS}/getAwsChunkedEncodingStream.js`, request: './getAwsChunkedEncodingStream.browser', shim: shim('no-web-streams.ts') },
+  // The streaming-body checksum helpers: the Lambda computes no checksum over a streaming request body.
+  { importer: '@smithy/core/dist-es/submodules/serde/index.js', request: './util-stream/getAwsChunkedEncodingStream', shim: shim('no-streaming-checksums.ts') },
+  { importer: '@smithy/core/dist-es/submodules/serde/index.js', request: './util-stream/createBufferedReadable', shim: shim('no-streaming-checksums.ts') },
   // The instance-metadata region lookup: Lambda always sets AWS_REGION and AWS_EXECUTION_ENV.
   {
     importer: '@smithy/core/dist-es/submodules/config/config-resolver/regionConfig/config.js',

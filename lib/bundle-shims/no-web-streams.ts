@@ -4,7 +4,7 @@
  * to its browser twin and a node stream to its own code: in the Lambda every response body comes
  * from the node HTTP handler as a node `Readable` (an `IncomingMessage`, or a checksum `Duplex`
  * over one), and every request body tidemark sends is a string or a Buffer, so the web branches
- * never run. Reaching one fails loudly instead (about 4 KB saved). The CLI and tests keep the real
+ * never run. Reaching one fails loudly instead (about 2.5 KB saved). The CLI and tests keep the real
  * modules.
  */
 
@@ -19,9 +19,4 @@ export const sdkStreamMixin = (_stream: unknown): never => {
 /** `checksum/createChecksumStream.browser`: checksum validation over a web stream. */
 export const createChecksumStream = (_init: unknown): never => {
   throw unavailable('checksum stream');
-};
-
-/** `getAwsChunkedEncodingStream.browser`: aws-chunked encoding of a web stream request body. */
-export const getAwsChunkedEncodingStream = (_stream: unknown, _options: unknown): never => {
-  throw unavailable('aws-chunked encoder');
 };
