@@ -238,6 +238,16 @@ describe('the other handlers', () => {
     assert.deepEqual([...s3Commands].filter((c) => !S3_WITHOUT_XML_BODY.has(c)), [], 'an S3 operation with an XML request body needs the real XmlShapeSerializer');
   });
 
+  it('build every SDK client through lean, which removes the middleware the bundles replace', () => {
+    const built = sourcesUnder('functions').flatMap((f) => [...readFileSync(path.join(PACKAGE_ROOT, f), 'utf8').matchAll(/(\w+\()?new (\w+Client)\(/g)].map((m) => `${f}: ${m[1] ?? ''}new ${m[2]}(`));
+    assert.ok(built.length >= 2, built.join(', '));
+    assert.deepEqual(
+      built.filter((b) => !b.includes(': lean(new ')),
+      [],
+      'lib/bundle-shims/lean-removed-middleware.ts fails any request of a client that keeps the user-agent or logger middleware',
+    );
+  });
+
   it('never choose an S3 checksum algorithm or ask for response checksums (the bundles carry CRC32 only)', () => {
     // With S3_CHECKSUMS (WHEN_REQUIRED) and none of the operations S3 requires a checksum for (all have
     // XML bodies, above), no checksum is computed or validated unless a call sets one of these fields.
