@@ -189,7 +189,7 @@ describe('the shipped bundle over real HTTP (S3 and DynamoDB stand-ins on 127.0.
     assert.equal(item?.name?.S, 'Ada', JSON.stringify(item));
   });
 
-  it('reads a spilled row back, gets refused guarded writes and reads status rows through the same shims', async () => {
+  it('reads a spilled row back, lists, heads and deletes it, gets refused guarded writes and reads status rows through the same shims', async () => {
     const probeDir = path.join(outDir, 'probe');
     mkdirSync(probeDir, { recursive: true });
     bundleHandler(path.join(PACKAGE_ROOT, 'test', 'unit', 'cdk', 'fixtures', 'sdk-probe.ts'), probeDir);
@@ -202,7 +202,13 @@ describe('the shipped bundle over real HTTP (S3 and DynamoDB stand-ins on 127.0.
     assert.deepEqual(result.loaded, [{ table: 'public.customers', truncateWatermark: 'b' }]);
     assert.deepEqual(result.listed, ['public.customers']);
     assert.deepEqual(result.refused, { name: 'ConditionalCheckFailedException', item: { id: { N: '7' }, v: { S: 'first' } } });
-    for (const op of ['PutObject', 'GetObject']) assert.ok(stub.operations('s3').includes(op), op);
+    const s3Ops = result.s3Ops as { listed: { key: string; size: number }[]; versions: unknown[]; head: Record<string, unknown>; headAfterDelete: string; spillKey: string };
+    const spilledSize = s3Ops.listed.find((o) => o.key === s3Ops.spillKey)?.size;
+    assert.ok(spilledSize !== undefined && spilledSize > 0, JSON.stringify(s3Ops.listed));
+    assert.deepEqual(s3Ops.versions, s3Ops.listed.map((o) => ({ key: o.key, versionId: 'null', latest: true })));
+    assert.deepEqual(s3Ops.head, { length: spilledSize, encoding: 'gzip', type: 'application/json' });
+    assert.equal(s3Ops.headAfterDelete, 'NotFound', 'a HEAD of the deleted key is a NotFound');
+    for (const op of ['PutObject', 'GetObject', 'ListObjectsV2', 'ListObjectVersions', 'HeadObject', 'DeleteObject']) assert.ok(stub.operations('s3').includes(op), op);
     for (const op of ['PutItem', 'UpdateItem', 'BatchGetItem', 'Query']) assert.ok(stub.operations('dynamodb').includes(op), op);
     const gets = stub.requests.filter((r) => r.operation === 'GetObject');
     assert.ok(gets.length >= 2 && gets.every((r) => r.headers['x-amz-checksum-mode'] === undefined), 'GetObject asks for no checksum: S3 requires none (S3_CHECKSUMS)');
