@@ -8,8 +8,8 @@
  * (`adapters/status-store.ts`), the batch summary and EMF emission (`ingest/`), the CDK metric
  * factory, alarms and dashboard (`lib/metrics.ts`, `lib/monitoring.ts`), the `tidemark status`
  * columns (`bin/cli/state.ts`) and the metrics list in `docs/operations.md`. Adding a counter is
- * one line here; `test/unit/commons/telemetry-contract.test.ts` fails if the dashboard or alarms do
- * not read it.
+ * one row here and its description (the type check asks for it);
+ * `test/unit/commons/telemetry-contract.test.ts` fails if the dashboard or alarms do not read it.
  *
  * Example: `COUNTERS.applied` → status attribute `applied`, metric `EventsApplied` (Count).
  *
