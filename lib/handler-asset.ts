@@ -51,17 +51,23 @@ export interface HandlerCode {
   readonly bundleBytes: number;
 }
 
+const shim = (file: string): string => path.join(PACKAGE_ROOT, 'lib', 'bundle-shims', file);
+
 /**
  * Modules replaced in Lambda bundles by lean stand-ins (`lib/bundle-shims/`), each one the Lambda
- * never runs, or runs only to its first branch: the credential chain by the environment provider
- * Lambda always satisfies, the Kinesis client the Lambda never calls, the event-stream codec of
- * operations it never sends. Each shim throws a clear error if reached; the CLI and tests keep the
- * real modules, and test/unit/cdk/bundle.test.ts runs the bundle against S3 and DynamoDB stand-ins.
+ * never runs, or runs only to its first branch. Each shim throws a clear error if reached, except
+ * the endpoint cache, a smaller implementation of the same class; the CLI and tests keep the real
+ * modules, and test/unit/cdk/bundle.test.ts runs the bundle against S3 and DynamoDB stand-ins.
  */
 export const BUNDLE_ALIASES: Readonly<Record<string, string>> = {
-  '@aws-sdk/credential-provider-node': path.join(PACKAGE_ROOT, 'lib', 'bundle-shims', 'credentials-from-env.ts'),
-  '@aws-sdk/client-kinesis': path.join(PACKAGE_ROOT, 'lib', 'bundle-shims', 'no-kinesis.ts'),
-  '@smithy/core/event-streams': path.join(PACKAGE_ROOT, 'lib', 'bundle-shims', 'no-event-streams.ts'),
+  // The environment provider, which Lambda always satisfies, instead of the whole credential chain.
+  '@aws-sdk/credential-provider-node': shim('credentials-from-env.ts'),
+  // The Lambda never calls Kinesis: its records come from the event source mapping.
+  '@aws-sdk/client-kinesis': shim('no-kinesis.ts'),
+  // The event-stream codec of S3 SelectObjectContent, which the Lambda never sends.
+  '@smithy/core/event-streams': shim('no-event-streams.ts'),
+  // DynamoDB's endpoint-discovery cache, consulted on every request: the same class over a Map, not mnemonist.
+  '@aws-sdk/endpoint-cache': shim('endpoint-cache.ts'),
 };
 
 /** A relative import inside a dependency resolved to a shim: for files no package entry point exposes. */
@@ -74,16 +80,48 @@ export interface BundleReplacement {
   readonly shim: string;
 }
 
-const NO_JS_HASHES = path.join(PACKAGE_ROOT, 'lib', 'bundle-shims', 'no-js-hashes.ts');
+const STREAM_HELPERS = '@smithy/core/dist-es/submodules/serde/util-stream';
 
-/**
- * The SDK's pure-JavaScript hashes, which its node hashes load only as a fallback for a
- * `node:crypto` without the algorithm (see lib/bundle-shims/no-js-hashes.ts).
- */
+/** Files inside SDK packages replaced in Lambda bundles, each for the reason in its shim's header. */
 export const BUNDLE_REPLACEMENTS: readonly BundleReplacement[] = [
-  { importer: '@smithy/core/dist-es/submodules/checksum/sha256/Sha256Node.js', request: './Sha256Js', shim: NO_JS_HASHES },
-  { importer: '@aws-sdk/checksums/dist-es/submodules/sha/sha1/Sha1Node.js', request: './Sha1Js', shim: NO_JS_HASHES },
-  { importer: '@smithy/core/dist-es/submodules/checksum/md5/Md5Node.js', request: './Md5Js', shim: NO_JS_HASHES },
+  // Pure-JavaScript hashes: the node hashes' fallback for a `node:crypto` without the algorithm.
+  { importer: '@smithy/core/dist-es/submodules/checksum/sha256/Sha256Node.js', request: './Sha256Js', shim: shim('no-js-hashes.ts') },
+  { importer: '@aws-sdk/checksums/dist-es/submodules/sha/sha1/Sha1Node.js', request: './Sha1Js', shim: shim('no-js-hashes.ts') },
+  { importer: '@smithy/core/dist-es/submodules/checksum/md5/Md5Node.js', request: './Md5Js', shim: shim('no-js-hashes.ts') },
+  { importer: '@smithy/core/dist-es/submodules/checksum/crc32/Crc32Node.js', request: './Crc32Js', shim: shim('no-js-hashes.ts') },
+  // CRC64-NVME and CRC32C, in pure JavaScript: no request or validation of the runtime selects them.
+  { importer: '@aws-sdk/checksums/dist-es/submodules/crc/crc64-nvme/Crc64Nvme.js', request: './Crc64NvmeJs', shim: shim('no-unused-crcs.ts') },
+  { importer: '@aws-sdk/checksums/dist-es/submodules/crc/crc32c/Crc32cNode.js', request: './Crc32cJs', shim: shim('no-unused-crcs.ts') },
+  // The user-agent and logger middleware, which `lean` (functions/commons/clients.ts) removes from every client.
+  { importer: '@aws-sdk/core/dist-es/submodules/client/index.js', request: './middleware-user-agent/user-agent-middleware', shim: shim('lean-removed-middleware.ts') },
+  { importer: '@aws-sdk/core/dist-es/submodules/client/index.js', request: './middleware-logger/loggerMiddleware', shim: shim('lean-removed-middleware.ts') },
+  // The S3 Express session provider: tidemark's bucket is a general purpose bucket, never a directory bucket.
+  {
+    importer: '@aws-sdk/middleware-sdk-s3/dist-es/submodules/s3/middleware-s3-configuration/s3Configuration.js',
+    request: '../middleware-s3-express/classes/S3ExpressIdentityProviderImpl',
+    shim: shim('no-s3-express.ts'),
+  },
+  // The header encoder of event-stream message signing: the Lambda signs no event stream.
+  { importer: '@smithy/signature-v4/dist-es/SignatureV4.js', request: './HeaderFormatter', shim: shim('no-event-signing.ts') },
+  // Web-stream twins of the stream helpers: the Lambda's bodies are node streams, strings or Buffers.
+  { importer: `${STREAM_HELPERS}/sdk-stream-mixin.js`, request: './sdk-stream-mixin.browser', shim: shim('no-web-streams.ts') },
+  { importer: `${STREAM_HELPERS}/checksum/createChecksumStream.js`, request: './createChecksumStream.browser', shim: shim('no-web-streams.ts') },
+  // The streaming-body checksum helpers: the Lambda computes no checksum over a streaming request body.
+  { importer: '@smithy/core/dist-es/submodules/serde/index.js', request: './util-stream/getAwsChunkedEncodingStream', shim: shim('no-streaming-checksums.ts') },
+  { importer: '@smithy/core/dist-es/submodules/serde/index.js', request: './util-stream/createBufferedReadable', shim: shim('no-streaming-checksums.ts') },
+  // The instance-metadata region lookup: Lambda always sets AWS_REGION and AWS_EXECUTION_ENV.
+  {
+    importer: '@smithy/core/dist-es/submodules/config/config-resolver/regionConfig/config.js',
+    request: './getInstanceMetadataRegion',
+    shim: shim('no-imds-region.ts'),
+  },
+  {
+    importer: '@smithy/core/dist-es/submodules/config/defaults-mode/resolveDefaultsModeConfig.js',
+    request: '../config-resolver/regionConfig/getInstanceMetadataRegion',
+    shim: shim('no-imds-region.ts'),
+  },
+  // The XML request serializer: no S3 operation tidemark sends has an XML request body.
+  { importer: '@aws-sdk/core/dist-es/submodules/protocols/xml/XmlCodec.js', request: './XmlShapeSerializer', shim: shim('no-xml-serializer.ts') },
 ];
 
 /**

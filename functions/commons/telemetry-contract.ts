@@ -1,13 +1,15 @@
 /**
  * The telemetry contract: every count tidemark keeps, named once.
  *
- * One row per counter gives its status-row attribute (the key), its CloudWatch metric name, its
- * unit and what it means. Everything else is derived from this table: the status rows
+ * One row per counter gives its status-row attribute (the key), its CloudWatch metric name and its
+ * unit; `COUNTER_DESCRIPTIONS`, right below it and checked to cover every counter, says what each
+ * means (a separate constant so that the Lambda bundle, which never reads them, leaves the
+ * descriptions out). Everything else is derived from this table: the status rows
  * (`adapters/status-store.ts`), the batch summary and EMF emission (`ingest/`), the CDK metric
  * factory, alarms and dashboard (`lib/metrics.ts`, `lib/monitoring.ts`), the `tidemark status`
  * columns (`bin/cli/state.ts`) and the metrics list in `docs/operations.md`. Adding a counter is
- * one line here; `test/unit/commons/telemetry-contract.test.ts` fails if the dashboard or alarms do
- * not read it.
+ * one row here and its description (the type check asks for it);
+ * `test/unit/commons/telemetry-contract.test.ts` fails if the dashboard or alarms do not read it.
  *
  * Example: `COUNTERS.applied` → status attribute `applied`, metric `EventsApplied` (Count).
  *
@@ -55,50 +57,79 @@ export interface CounterSpec {
   /** Shown as a `tidemark status` column. */
   readonly column: boolean;
   readonly panel: Panel;
-  readonly description: string;
 }
 
-const count = (metric: string, panel: Panel, description: string, flags: { outcome?: boolean; column?: boolean } = {}): CounterSpec => ({
+const count = (metric: string, panel: Panel, flags: { outcome?: boolean; column?: boolean } = {}): CounterSpec => ({
   metric,
   unit: 'Count',
   outcome: flags.outcome ?? false,
   column: flags.column ?? false,
   panel,
-  description,
 });
-const outcome = (metric: string, description: string): CounterSpec => count(metric, 'outcomes', description, { outcome: true, column: true });
+const outcome = (metric: string): CounterSpec => count(metric, 'outcomes', { outcome: true, column: true });
 
 /** Every counter: status attribute → metric. Order is the order of status columns and docs. */
 export const COUNTERS = {
-  received: count('EventsReceived', 'outcomes', 'records received, one per row of a multi-row message; equals the sum of the outcomes', { column: true }),
-  applied: outcome('EventsApplied', 'written to current state'),
-  stale: outcome('EventsStale', 'rejected by the position guard: the stored row is newer (or a truncate is)'),
-  duplicates: outcome('Duplicates', 'the same position and content again (redelivery)'),
-  conflicts: outcome('Conflicts', 'the same position with different content: not applied'),
-  superseded: outcome('EventsSuperseded', 'collapsed inside a batch by a newer event of the same key or a truncate'),
-  quarantined: outcome('Quarantined', 'sent to the quarantine prefix with a reason (counted under its table when known)'),
-  controls: outcome('ControlEvents', 'control messages: transaction markers, heartbeats, resolved timestamps, schema changes, Kafka tombstones'),
-  truncates: outcome('TruncatesApplied', 'truncate events that raised the table watermark'),
-  failed: outcome('EventsFailed', 'not applied because a write, truncate or raw landing failed; the batch is retried from the lowest such record'),
-  placeholders: count('Placeholders', 'rows', 'events carrying unchanged-value placeholders or patches', { column: true }),
-  missingColumns: count('MissingColumns', 'rows', 'writes that left columns unknown (no stored row to take them from)'),
-  spilled: count('Spilled', 'rows', 'rows over the item size limit spilled to S3'),
-  opC: count('EventsInsert', 'ops', 'insert events'),
-  opU: count('EventsUpdate', 'ops', 'update events'),
-  opD: count('EventsDelete', 'ops', 'delete events'),
-  opR: count('EventsSnapshotRead', 'ops', 'snapshot read events'),
-  opT: count('EventsTruncate', 'ops', 'truncate events'),
-  snapshotEvents: count('SnapshotEvents', 'ops', 'snapshot (bootstrap) reads'),
-  beforeNullUpdates: count('BeforeImageNullUpdates', 'ops', 'updates delivered without a before image'),
-  resnapshots: count('Resnapshots', 'ops', 'batches with snapshot reads after streaming had begun: the connector re-snapshotted'),
-  truncatedRows: count('TruncatedRows', 'rows', 'rows removed by truncate sweeps'),
-  writeUnits: count('WriteUnits', 'cost', 'DynamoDB write capacity units consumed by row writes'),
-  readUnits: count('ReadUnits', 'cost', 'DynamoDB read capacity units spent reading stored positions before writing (redelivered or replayed windows)'),
-  preReadSkipped: count('PreReadSkips', 'cost', 'writes never sent because a pre-read showed the stored row already at or past them'),
-  rawBytes: { metric: 'RawBytes', unit: 'Bytes', outcome: false, column: false, panel: 'cost', description: 'compressed bytes landed in raw' },
+  received: count('EventsReceived', 'outcomes', { column: true }),
+  applied: outcome('EventsApplied'),
+  stale: outcome('EventsStale'),
+  duplicates: outcome('Duplicates'),
+  conflicts: outcome('Conflicts'),
+  superseded: outcome('EventsSuperseded'),
+  quarantined: outcome('Quarantined'),
+  controls: outcome('ControlEvents'),
+  truncates: outcome('TruncatesApplied'),
+  failed: outcome('EventsFailed'),
+  placeholders: count('Placeholders', 'rows', { column: true }),
+  missingColumns: count('MissingColumns', 'rows'),
+  spilled: count('Spilled', 'rows'),
+  opC: count('EventsInsert', 'ops'),
+  opU: count('EventsUpdate', 'ops'),
+  opD: count('EventsDelete', 'ops'),
+  opR: count('EventsSnapshotRead', 'ops'),
+  opT: count('EventsTruncate', 'ops'),
+  snapshotEvents: count('SnapshotEvents', 'ops'),
+  beforeNullUpdates: count('BeforeImageNullUpdates', 'ops'),
+  resnapshots: count('Resnapshots', 'ops'),
+  truncatedRows: count('TruncatedRows', 'rows'),
+  writeUnits: count('WriteUnits', 'cost'),
+  readUnits: count('ReadUnits', 'cost'),
+  preReadSkipped: count('PreReadSkips', 'cost'),
+  rawBytes: { metric: 'RawBytes', unit: 'Bytes', outcome: false, column: false, panel: 'cost' },
 } as const satisfies Record<string, CounterSpec>;
 
 export type Counter = keyof typeof COUNTERS;
+
+/** What each counter means, as docs/operations.md's table says it: exactly one entry per counter. */
+export const COUNTER_DESCRIPTIONS = {
+  received: 'records received, one per row of a multi-row message; equals the sum of the outcomes',
+  applied: 'written to current state',
+  stale: 'rejected by the position guard: the stored row is newer (or a truncate is)',
+  duplicates: 'the same position and content again (redelivery)',
+  conflicts: 'the same position with different content: not applied',
+  superseded: 'collapsed inside a batch by a newer event of the same key or a truncate',
+  quarantined: 'sent to the quarantine prefix with a reason (counted under its table when known)',
+  controls: 'control messages: transaction markers, heartbeats, resolved timestamps, schema changes, Kafka tombstones',
+  truncates: 'truncate events that raised the table watermark',
+  failed: 'not applied because a write, truncate or raw landing failed; the batch is retried from the lowest such record',
+  placeholders: 'events carrying unchanged-value placeholders or patches',
+  missingColumns: 'writes that left columns unknown (no stored row to take them from)',
+  spilled: 'rows over the item size limit spilled to S3',
+  opC: 'insert events',
+  opU: 'update events',
+  opD: 'delete events',
+  opR: 'snapshot read events',
+  opT: 'truncate events',
+  snapshotEvents: 'snapshot (bootstrap) reads',
+  beforeNullUpdates: 'updates delivered without a before image',
+  resnapshots: 'batches with snapshot reads after streaming had begun: the connector re-snapshotted',
+  truncatedRows: 'rows removed by truncate sweeps',
+  writeUnits: 'DynamoDB write capacity units consumed by row writes',
+  readUnits: 'DynamoDB read capacity units spent reading stored positions before writing (redelivered or replayed windows)',
+  preReadSkipped: 'writes never sent because a pre-read showed the stored row already at or past them',
+  rawBytes: 'compressed bytes landed in raw',
+} as const satisfies Readonly<Record<Counter, string>>;
+
 export type CounterValues = Record<Counter, number>;
 export type CounterMetricName = (typeof COUNTERS)[Counter]['metric'];
 
@@ -109,10 +140,15 @@ export const OUTCOMES: readonly Counter[] = COUNTER_NAMES.filter((c) => COUNTERS
 
 /** Distributions: one sample per applied key, so percentiles work. */
 export const DISTRIBUTIONS = {
-  freshnessLag: { metric: 'FreshnessLagMs', unit: 'Milliseconds', description: 'source commit to apply, per applied key' },
+  freshnessLag: { metric: 'FreshnessLagMs', unit: 'Milliseconds' },
 } as const;
 
 export type DistributionName = keyof typeof DISTRIBUTIONS;
+
+/** What each distribution means: exactly one entry per distribution. */
+export const DISTRIBUTION_DESCRIPTIONS = {
+  freshnessLag: 'source commit to apply, per applied key',
+} as const satisfies Readonly<Record<DistributionName, string>>;
 export type DistributionMetricName = (typeof DISTRIBUTIONS)[DistributionName]['metric'];
 
 /** Every metric the runtime emits. */

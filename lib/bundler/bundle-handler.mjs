@@ -11,14 +11,14 @@
  * esbuild's errors go to stderr and the exit code is 1.
  */
 import { build } from 'esbuild';
-import { replaceModulesPlugin, sdkPackageVersionPlugin } from './plugins.mjs';
+import { replaceModulesPlugin, sdkPackageVersionPlugin, sdkPartitionsPlugin } from './plugins.mjs';
 import { sdkSchemaKeysPlugin } from './sdk-schema-keys.mjs';
 
 const chunks = [];
 for await (const chunk of process.stdin) chunks.push(chunk);
 const { options, replacements } = JSON.parse(Buffer.concat(chunks).toString('utf8'));
 try {
-  const plugins = [sdkSchemaKeysPlugin(), sdkPackageVersionPlugin(), replaceModulesPlugin(replacements)];
+  const plugins = [sdkSchemaKeysPlugin(), sdkPackageVersionPlugin(), sdkPartitionsPlugin(), replaceModulesPlugin(replacements)];
   const result = await build({ ...options, metafile: true, plugins });
   process.stdout.write(JSON.stringify(result.metafile));
 } catch (err) {

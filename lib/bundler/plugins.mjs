@@ -47,3 +47,47 @@ export function sdkPackageVersionPlugin() {
     },
   };
 }
+
+/** The AWS partitions table of the SDK's endpoint functions (`aws.partition`). */
+export const SDK_PARTITIONS_FILE = /[\\/]node_modules[\\/]@aws-sdk[\\/]core[\\/]dist-es[\\/]submodules[\\/]client[\\/]util-endpoints[\\/]lib[\\/]aws[\\/]partitions\.js$/;
+
+/**
+ * The partitions module without the regions' display names (`"af-south-1": { "description":
+ * "Africa (Cape Town)" }` becomes `"af-south-1": {}`), about 2 KB. `aws.partition` looks a region up
+ * by its key and returns the partition's outputs merged with the region's entry, and the endpoint
+ * rules read only named outputs of that result (`name`, `dnsSuffix`, `supportsFIPS`, ...), never a
+ * `description`: test/unit/cdk/bundle-shims.test.ts checks the rules of every installed client.
+ * Returns the source unchanged unless it is exactly `export const partitionsInfo = <JSON>;`.
+ * @param {string} source
+ * @returns {{ code: string; trimmed: number }}
+ */
+export function trimPartitionDescriptions(source) {
+  const m = /^export const partitionsInfo = (\{[\s\S]*\});\s*$/.exec(source);
+  if (!m) return { code: source, trimmed: 0 };
+  let info;
+  try {
+    info = JSON.parse(m[1] ?? '');
+  } catch {
+    return { code: source, trimmed: 0 };
+  }
+  let trimmed = 0;
+  for (const partition of info.partitions ?? []) {
+    for (const region of Object.values(partition.regions ?? {})) {
+      if (region && typeof region === 'object' && 'description' in region) {
+        delete region.description;
+        trimmed++;
+      }
+    }
+  }
+  return { code: `export const partitionsInfo = ${JSON.stringify(info)};\n`, trimmed };
+}
+
+/** Applies `trimPartitionDescriptions` to the SDK's partitions module. */
+export function sdkPartitionsPlugin() {
+  return {
+    name: 'tidemark-sdk-partitions',
+    setup(build) {
+      build.onLoad({ filter: SDK_PARTITIONS_FILE }, async (args) => ({ contents: trimPartitionDescriptions(await readFile(args.path, 'utf8')).code, loader: 'js' }));
+    },
+  };
+}

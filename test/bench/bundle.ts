@@ -6,8 +6,8 @@
  * - before: the config validated by zod at cold start from `TIDEMARK_CONFIG`, source maps on
  *   (`--enable-source-maps`), the whole credential chain and the Kinesis client;
  * - after: what `cdk synth` ships now (handler-asset.ts): the resolved config read from the asset,
- *   no source map, environment credentials, no Kinesis client, no event-stream codec or JavaScript
- *   hash fallbacks, and only the SDK schemas the handler uses (lib/bundler/).
+ *   no source map, environment credentials, no Kinesis client, only the SDK schemas the handler
+ *   uses (lib/bundler/), and stand-ins for the SDK code it never runs (lib/bundle-shims/).
  *
  *   node --import tsx test/bench/bundle.ts [runs]     (default 15 runs each, interleaved)
  *

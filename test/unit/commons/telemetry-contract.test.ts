@@ -4,8 +4,10 @@ import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { STATUS_COLUMNS } from '../../../bin/cli/state.js';
 import {
+  COUNTER_DESCRIPTIONS,
   COUNTER_NAMES,
   COUNTERS,
+  DISTRIBUTION_DESCRIPTIONS,
   DISTRIBUTIONS,
   hourRowKey,
   identityGap,
@@ -15,12 +17,18 @@ import {
 
 /** The counters table of docs/operations.md, as the contract says it must read. */
 function expectedDocsTable(): string {
-  const rows = COUNTER_NAMES.map((c) => `| \`${c}\` | \`${COUNTERS[c].metric}\` | ${COUNTERS[c].unit} | ${COUNTERS[c].outcome ? 'yes' : ''} | ${COUNTERS[c].description} |`);
-  for (const d of Object.values(DISTRIBUTIONS)) rows.push(`| - | \`${d.metric}\` | ${d.unit} |  | ${d.description} |`);
+  const rows = COUNTER_NAMES.map((c) => `| \`${c}\` | \`${COUNTERS[c].metric}\` | ${COUNTERS[c].unit} | ${COUNTERS[c].outcome ? 'yes' : ''} | ${COUNTER_DESCRIPTIONS[c]} |`);
+  for (const [name, d] of Object.entries(DISTRIBUTIONS)) rows.push(`| - | \`${d.metric}\` | ${d.unit} |  | ${DISTRIBUTION_DESCRIPTIONS[name as keyof typeof DISTRIBUTIONS]} |`);
   return ['| counter (status attribute) | metric | unit | outcome | meaning |', '|---|---|---|---|---|', ...rows].join('\n');
 }
 
 describe('telemetry contract', () => {
+  it('describes exactly the counters and distributions, in their order (descriptions apart, so the Lambda bundle leaves them out)', () => {
+    assert.deepEqual(Object.keys(COUNTER_DESCRIPTIONS), COUNTER_NAMES);
+    assert.deepEqual(Object.keys(DISTRIBUTION_DESCRIPTIONS), Object.keys(DISTRIBUTIONS));
+    for (const text of [...Object.values(COUNTER_DESCRIPTIONS), ...Object.values(DISTRIBUTION_DESCRIPTIONS)]) assert.ok(text.length > 0);
+  });
+
   it('names every metric once', () => {
     assert.equal(new Set(METRIC_NAMES).size, METRIC_NAMES.length);
     assert.deepEqual(OUTCOMES, ['applied', 'stale', 'duplicates', 'conflicts', 'superseded', 'quarantined', 'controls', 'truncates', 'failed']);

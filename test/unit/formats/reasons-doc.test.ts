@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
-import { QUARANTINE_REASON_NAMES, QUARANTINE_REASONS } from '../../../functions/core/reasons.js';
+import { isQuarantineReason, QUARANTINE_REASON_NAMES, QUARANTINE_REASONS } from '../../../functions/core/reasons.js';
 
 function documentedReasons(): Map<string, string> {
   const text = readFileSync(new URL('../../../docs/formats.md', import.meta.url), 'utf8');
@@ -25,5 +25,17 @@ describe('quarantine reasons in docs/formats.md', () => {
     const documented = documentedReasons();
     assert.deepEqual([...documented.keys()].sort(), [...QUARANTINE_REASON_NAMES].sort());
     for (const reason of QUARANTINE_REASON_NAMES) assert.equal(documented.get(reason), QUARANTINE_REASONS[reason], reason);
+  });
+});
+
+describe('the reason names and their descriptions (two constants, so the Lambda bundle ships names only)', () => {
+  it('describe exactly the names, in the same order', () => {
+    assert.deepEqual(Object.keys(QUARANTINE_REASONS), [...QUARANTINE_REASON_NAMES]);
+    assert.equal(new Set(QUARANTINE_REASON_NAMES).size, QUARANTINE_REASON_NAMES.length);
+  });
+
+  it('recognizes the names and nothing else, not even inherited keys', () => {
+    for (const reason of QUARANTINE_REASON_NAMES) assert.ok(isQuarantineReason(reason), reason);
+    for (const other of ['', 'toString', '__proto__', 'constructor', 'Bad-Key', 'bad-key ']) assert.equal(isQuarantineReason(other), false, other);
   });
 });
