@@ -32,6 +32,13 @@ export function suppressJustifiedFindings(pipeline: TidemarkPipeline): void {
     id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/${pipeline.onFailure.prefix}*]`,
     reason: `Lambda names each failed-batch object itself (${pipeline.onFailure.prefix}<mapping id>/<shard>/<date>/<uuid>); s3:PutObject is limited to that prefix.`,
   });
+  if (pipeline.replay.ledgerKeySecret) {
+    Validations.of(pipeline.replay.ledgerKeySecret).acknowledge({
+      id: 'AwsSolutions-SMG4',
+      reason:
+        'The secret is the HMAC key of the erase ledger: every ledger entry is a keyed hash made with it, so a rotated key would match none of them and erased keys could come back through replay. Rotation is not meaningful here; the key never leaves Secrets Manager except to the replay and erase functions and to operators allowed to read it.',
+    });
+  }
   if (pipeline.encryptionKey && pipeline.stream) {
     Validations.of(pipeline.stream).acknowledge({
       id: 'AwsSolutions-KDS3',

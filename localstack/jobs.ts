@@ -28,6 +28,7 @@ export type JobName = keyof typeof JOB_OUTPUT_IDS;
 export interface CfnTemplate {
   readonly Resources?: Record<string, { readonly Type: string; readonly Properties?: Record<string, unknown> }>;
   readonly Outputs?: Record<string, { readonly Value?: unknown; readonly Description?: string }>;
+  readonly Mappings?: Record<string, Record<string, Record<string, unknown>>>;
 }
 
 export interface ScheduledInput {
@@ -134,14 +135,34 @@ export function eraseInput(runId: string, requestKey: string): { runId: string; 
   return { runId, requestKey };
 }
 
+/** The AWS Parameters and Secrets Lambda extension, as the CDK names its layer ARN (any region, either architecture). */
+const PARAMS_AND_SECRETS_LAYER = /AWS-Parameters-and-Secrets-Lambda-Extension/;
+
 /**
- * Why the deployed erase function cannot run, or null. With `ledgerKeySecret: env:<NAME>` the
- * function reads the ledger key from its environment, so the template must set that variable on it.
+ * The layer ARNs a function may get: literal ones, and for `Fn::FindInMap` (how the CDK names an
+ * AWS-published layer in a stack without a fixed region) every region's entry of that map.
+ */
+function layerArns(template: CfnTemplate, layers: unknown): string[] {
+  if (!Array.isArray(layers)) return [];
+  return layers.flatMap((layer: unknown) => {
+    if (typeof layer === 'string') return [layer];
+    const find = (layer as { 'Fn::FindInMap'?: unknown })?.['Fn::FindInMap'];
+    if (!Array.isArray(find) || typeof find[0] !== 'string' || typeof find[2] !== 'string') return [];
+    const [map, , key] = find as [string, unknown, string];
+    return Object.values(template.Mappings?.[map] ?? {}).flatMap((byKey) => (typeof byKey[key] === 'string' ? [byKey[key] as string] : []));
+  });
+}
+
+/**
+ * Why the deployed erase function cannot run on LocalStack, or null.
+ * - With the extension layer on it (the stack's generated ledger key secret, the default, or a
+ *   `secretsmanager:` reference), it reads the key through the AWS Parameters and Secrets Lambda
+ *   extension, which LocalStack does not emulate: the extension calls the real Secrets Manager
+ *   endpoint (localstack/localstack issue 10349, open), so the read fails.
+ * - With an `env:<NAME>` reference and no extension, the template must set that variable on it.
  */
 export function eraseBlocker(template: CfnTemplate, config: TidemarkConfig): string | null {
   const reference = config.replay.erase.ledgerKeySecret;
-  if (!reference.startsWith('env:')) return null;
-  const name = reference.slice('env:'.length);
   const resources = template.Resources ?? {};
   const machine = deployedJobs(template).find((j) => j.job === 'erase')?.stateMachine;
   if (!machine) return 'the stack outputs no erase state machine';
@@ -151,6 +172,12 @@ export function eraseBlocker(template: CfnTemplate, config: TidemarkConfig): str
     return Array.isArray(getAtt) && typeof getAtt[0] === 'string' ? [getAtt[0]] : [];
   });
   if (functionIds.length === 0) throw new TemplateError(`state machine ${machine} names no function in its definition substitutions`);
+  const viaExtension = functionIds.filter((id) => layerArns(template, resources[id]?.Properties?.Layers).some((arn) => PARAMS_AND_SECRETS_LAYER.test(arn)));
+  if (viaExtension.length > 0) {
+    return `the deployed erase function (${viaExtension.join(', ')}) reads the ledger key from Secrets Manager through the AWS Parameters and Secrets Lambda extension layer, which LocalStack does not emulate (the extension calls the real AWS endpoint; localstack/localstack#10349), so it cannot read the ledger key here`;
+  }
+  if (!reference.startsWith('env:')) return null;
+  const name = reference.slice('env:'.length);
   const missing = functionIds.filter((id) => {
     const variables = ((resources[id]?.Properties?.Environment ?? {}) as { Variables?: Record<string, unknown> }).Variables ?? {};
     return !(name in variables);

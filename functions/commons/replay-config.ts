@@ -7,6 +7,18 @@
  */
 import { z } from 'zod';
 
+/**
+ * The Secrets Manager secret the deployed stack generates the erase ledger key in when
+ * `ledgerKeySecret` is `env:<VARIABLE>` (the default); its replay and erase functions read it from
+ * there. An operator running `tidemark erase` or `replay` locally against that stack exports it:
+ *
+ *   export TIDEMARK_ERASE_KEY="$(aws secretsmanager get-secret-value \
+ *     --secret-id tidemark/shop/erase-ledger-key --query SecretString --output text)"
+ */
+export function ledgerKeySecretName(pipelineName: string): string {
+  return `tidemark/${pipelineName}/erase-ledger-key`;
+}
+
 /** Where the erase ledger's HMAC key comes from: `env:<VARIABLE>` or `secretsmanager:<secret id or ARN>`. */
 const secretReference = z
   .string()
@@ -15,7 +27,10 @@ const secretReference = z
 export const EraseConfigSchema = z.strictObject({
   /**
    * The key of the ledger's keyed hash (HMAC-SHA-256 of table and key): without it a ledger entry
-   * cannot be tied back to a key by guessing. @default "env:TIDEMARK_ERASE_KEY"
+   * cannot be tied back to a key by guessing. With `env:<VARIABLE>`, the CLI reads the variable and
+   * the deployed functions read the secret the stack generates (`ledgerKeySecretName`); with
+   * `secretsmanager:<id>`, the deployed functions read that secret and the stack creates none.
+   * @default "env:TIDEMARK_ERASE_KEY"
    */
   ledgerKeySecret: secretReference.default('env:TIDEMARK_ERASE_KEY'),
   /**

@@ -110,6 +110,7 @@ describe('LocalStack path', () => {
       Events: 'events',
       Scheduler: 'scheduler',
       CloudFormation: 'cloudformation',
+      SecretsManager: 'secretsmanager',
     };
     const example = loadConfigFile(path.join(PACKAGE_ROOT, 'tidemark.config.json'));
     const types = new Set<string>();
@@ -280,21 +281,27 @@ describe('LocalStack jobs: what e2e.ts finds and sends', () => {
     });
   });
 
-  it('erase does not run on the deployed default config, and says why: its function has no TIDEMARK_ERASE_KEY', () => {
+  it('erase does not run on the deployed default config, and says why: LocalStack does not emulate the Parameters and Secrets extension', () => {
     const blocker = eraseBlocker(template, config);
-    assert.match(blocker ?? '', /TIDEMARK_ERASE_KEY/, 'if the stack now sets the ledger key, e2e.ts runs erase: update localstack/README.md');
-    // With the variable on the function, the gate opens.
+    assert.match(blocker ?? '', /Parameters and Secrets Lambda extension/, 'the default stack reads its generated ledger key through the extension');
+    assert.match(blocker ?? '', /localstack\/localstack#10349/);
     const erase = jobOf('erase');
     const substitutions = resources[erase.stateMachine]?.Properties?.DefinitionSubstitutions as Record<string, { 'Fn::GetAtt': [string, string] }>;
     const fnId = Object.values(substitutions)[0]?.['Fn::GetAtt'][0] ?? '';
     const fn = resources[fnId];
     assert.ok(fn);
+    assert.match(JSON.stringify(fn.Properties?.Layers), /Fn::FindInMap/, 'the layer ARN is looked up by region in the template’s Mappings');
+    // Without the extension, an env: reference needs the variable on the function; with it, the gate opens.
+    const { Layers: _layers, ...withoutLayers } = fn.Properties ?? {};
+    const noExtension: CfnTemplate = { ...template, Resources: { ...resources, [fnId]: { ...fn, Properties: withoutLayers } } };
+    assert.match(eraseBlocker(noExtension, config) ?? '', /has no TIDEMARK_ERASE_KEY in its environment/);
     const withKey: CfnTemplate = {
       ...template,
-      Resources: { ...resources, [fnId]: { ...fn, Properties: { ...fn.Properties, Environment: { Variables: { TIDEMARK_ERASE_KEY: 'k' } } } } },
+      Resources: { ...resources, [fnId]: { ...fn, Properties: { ...withoutLayers, Environment: { Variables: { TIDEMARK_ERASE_KEY: 'k' } } } } },
     };
     assert.equal(eraseBlocker(withKey, config), null);
-    assert.match(read('README.md'), /TIDEMARK_ERASE_KEY/, 'localstack/README.md says why erase is not run');
+    assert.match(read('README.md'), /Parameters and Secrets/, 'localstack/README.md says why erase is not run');
+    assert.match(read('README.md'), /10349/, 'and cites what was found');
   });
 
   it('starts and waits for stepfunctions, scheduler and every service the jobs’ roles call (default and kms)', () => {
