@@ -10,6 +10,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { TidemarkConfig } from '../functions/commons/config.js';
+import { ledgerKeySecretName } from '../functions/commons/replay-config.js';
 import { TidemarkError } from '../functions/core/errors.js';
 import type { JsonObject } from '../functions/core/json.js';
 import type { ReconcileRequest } from '../functions/jobs/reconcile/types.js';
@@ -177,6 +178,9 @@ export function eraseBlocker(template: CfnTemplate, config: TidemarkConfig): str
     return `the deployed erase function (${viaExtension.join(', ')}) reads the ledger key from Secrets Manager through the AWS Parameters and Secrets Lambda extension layer, which LocalStack does not emulate (the extension calls the real AWS endpoint; localstack/localstack#10349), so it cannot read the ledger key here`;
   }
   if (!reference.startsWith('env:')) return null;
+  // The default env: reference is deployed as the stack's generated secret, read with GetSecretValue.
+  const generated = Object.values(resources).some((r) => r.Type === 'AWS::SecretsManager::Secret' && r.Properties?.Name === ledgerKeySecretName(config.name));
+  if (generated) return null;
   const name = reference.slice('env:'.length);
   const missing = functionIds.filter((id) => {
     const variables = ((resources[id]?.Properties?.Environment ?? {}) as { Variables?: Record<string, unknown> }).Variables ?? {};

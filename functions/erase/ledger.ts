@@ -13,7 +13,9 @@
  */
 import { createHmac } from 'node:crypto';
 import { type AttributeValue, ConditionalCheckFailedException, type DynamoDBClient, PutItemCommand, QueryCommand } from '@aws-sdk/client-dynamodb';
-import { TidemarkError } from '../core/errors.js';
+import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { lean } from '../commons/clients.js';
+import { errorMessage, TidemarkError } from '../core/errors.js';
 
 export interface LedgerEntry {
   readonly table: string;
@@ -40,12 +42,25 @@ export function keyHash(secret: Uint8Array, table: string, canonicalKey: string)
   return createHmac('sha256', secret).update(table).update('\0').update(canonicalKey).digest('base64url');
 }
 
+/** Reads a secret's string value by id (name or ARN); undefined when it has none. */
+export type SecretReader = (id: string) => Promise<string | undefined>;
+
+/** GetSecretValue with the SDK, in the function's (or the operator's) region and credentials. */
+const sdkSecretReader: SecretReader = async (id) => {
+  const client = lean(new SecretsManagerClient({}));
+  try {
+    return (await client.send(new GetSecretValueCommand({ SecretId: id }))).SecretString;
+  } finally {
+    client.destroy();
+  }
+};
+
 /**
- * Resolves `replay.erase.ledgerKeySecret`: `env:NAME` reads the variable; `secretsmanager:ID` asks
- * the Lambda Parameters and Secrets extension (the erase and replay functions carry it), so no
- * Secrets Manager SDK is bundled. Fails with the variable or secret named.
+ * Resolves `replay.erase.ledgerKeySecret`: `env:NAME` reads the variable; `secretsmanager:ID` reads
+ * the secret with GetSecretValue (the deployed replay and erase roles may read exactly that one).
+ * Fails with the variable or secret named, never with the value.
  */
-export async function loadLedgerSecret(reference: string, env: NodeJS.ProcessEnv = process.env, fetchFn: typeof fetch = fetch): Promise<Buffer> {
+export async function loadLedgerSecret(reference: string, env: NodeJS.ProcessEnv = process.env, readSecret: SecretReader = sdkSecretReader): Promise<Buffer> {
   let value: string | undefined;
   if (reference.startsWith('env:')) {
     const name = reference.slice(4);
@@ -53,13 +68,11 @@ export async function loadLedgerSecret(reference: string, env: NodeJS.ProcessEnv
     if (value === undefined || value === '') throw new EraseSecretError(`Environment variable ${name} is required: it holds the erase ledger key (replay.erase.ledgerKeySecret)`);
   } else if (reference.startsWith('secretsmanager:')) {
     const id = reference.slice('secretsmanager:'.length);
-    const token = env.AWS_SESSION_TOKEN;
-    if (!token) throw new EraseSecretError(`secret ${id} can only be read inside the deployed functions; locally set ledgerKeySecret to env:<VARIABLE>`);
-    const port = env.PARAMETERS_SECRETS_EXTENSION_HTTP_PORT ?? '2773';
-    const res = await fetchFn(`http://localhost:${port}/secretsmanager/get?secretId=${encodeURIComponent(id)}`, { headers: { 'X-Aws-Parameters-Secrets-Token': token } });
-    if (!res.ok) throw new EraseSecretError(`secret ${id} could not be read (HTTP ${res.status})`);
-    const body = (await res.json()) as { SecretString?: string };
-    value = body.SecretString;
+    try {
+      value = await readSecret(id);
+    } catch (err) {
+      throw new EraseSecretError(`secret ${id} could not be read: ${errorMessage(err)}`);
+    }
     if (!value) throw new EraseSecretError(`secret ${id} has no SecretString`);
   } else {
     throw new EraseSecretError(`ledgerKeySecret "${reference}" must be env:<VARIABLE> or secretsmanager:<id>`);

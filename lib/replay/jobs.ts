@@ -10,8 +10,9 @@
  *   `<pipeline>-*` (never deletes one); it reads the erase ledger and raises truncate watermarks;
  * - erase also deletes and rewrites raw and quarantine objects (with their versions), deletes the
  *   key's item, and writes the ledger.
- * Both read the erase ledger key through the Parameters and Secrets extension (a layer on both),
- * allowed to read that one secret:
+ * Both read the erase ledger key from Secrets Manager with GetSecretValue (the SDK call in
+ * functions/erase/ledger.ts; no extension layer, so it also deploys where AWS's layers cannot be
+ * fetched, such as LocalStack), allowed to read that one secret:
  * - `ledgerKeySecret: secretsmanager:<id>`: the operator's secret, as named;
  * - `ledgerKeySecret: env:<VARIABLE>` (the default): nothing would set that variable on a deployed
  *   function, and putting the key in its environment would show it to anyone who may read the
@@ -179,7 +180,6 @@ export class ReplayJobs extends Construct {
       timeout: Duration.minutes(15),
       role,
       logGroup,
-      ...(secretId ? { paramsAndSecrets: lambda.ParamsAndSecretsLayerVersion.fromVersion(lambda.ParamsAndSecretsVersions.V1_0_103) } : {}),
     });
     return { fn, directory };
   }

@@ -281,27 +281,26 @@ describe('LocalStack jobs: what e2e.ts finds and sends', () => {
     });
   });
 
-  it('erase does not run on the deployed default config, and says why: LocalStack does not emulate the Parameters and Secrets extension', () => {
-    const blocker = eraseBlocker(template, config);
-    assert.match(blocker ?? '', /Parameters and Secrets Lambda extension/, 'the default stack reads its generated ledger key through the extension');
-    assert.match(blocker ?? '', /localstack\/localstack#10349/);
+  it('erase runs on the deployed default config: the generated ledger key secret, read with GetSecretValue (no extension layer)', () => {
+    assert.equal(config.replay.erase.ledgerKeySecret.startsWith('env:'), true, 'the LocalStack config keeps the default reference');
+    assert.equal(eraseBlocker(template, config), null);
     const erase = jobOf('erase');
     const substitutions = resources[erase.stateMachine]?.Properties?.DefinitionSubstitutions as Record<string, { 'Fn::GetAtt': [string, string] }>;
     const fnId = Object.values(substitutions)[0]?.['Fn::GetAtt'][0] ?? '';
     const fn = resources[fnId];
     assert.ok(fn);
-    assert.match(JSON.stringify(fn.Properties?.Layers), /Fn::FindInMap/, 'the layer ARN is looked up by region in the template’s Mappings');
-    // Without the extension, an env: reference needs the variable on the function; with it, the gate opens.
-    const { Layers: _layers, ...withoutLayers } = fn.Properties ?? {};
-    const noExtension: CfnTemplate = { ...template, Resources: { ...resources, [fnId]: { ...fn, Properties: withoutLayers } } };
-    assert.match(eraseBlocker(noExtension, config) ?? '', /has no TIDEMARK_ERASE_KEY in its environment/);
-    const withKey: CfnTemplate = {
-      ...template,
-      Resources: { ...resources, [fnId]: { ...fn, Properties: { ...withoutLayers, Environment: { Variables: { TIDEMARK_ERASE_KEY: 'k' } } } } },
-    };
+    assert.equal(fn.Properties?.Layers, undefined, 'no layer LocalStack would have to fetch from AWS');
+    // Without the generated secret, an env: reference needs the variable on the function.
+    const noSecret: CfnTemplate = { ...template, Resources: Object.fromEntries(Object.entries(resources).filter(([, r]) => r.Type !== 'AWS::SecretsManager::Secret')) };
+    assert.match(eraseBlocker(noSecret, config) ?? '', /has no TIDEMARK_ERASE_KEY in its environment/);
+    const withKey: CfnTemplate = { ...noSecret, Resources: { ...noSecret.Resources, [fnId]: { ...fn, Properties: { ...fn.Properties, Environment: { Variables: { TIDEMARK_ERASE_KEY: 'k' } } } } } };
     assert.equal(eraseBlocker(withKey, config), null);
-    assert.match(read('README.md'), /Parameters and Secrets/, 'localstack/README.md says why erase is not run');
-    assert.match(read('README.md'), /10349/, 'and cites what was found');
+    // A stack built before this change (the extension layer on the function) is still recognized.
+    const withLayer: CfnTemplate = {
+      ...template,
+      Resources: { ...resources, [fnId]: { ...fn, Properties: { ...fn.Properties, Layers: ['arn:aws:lambda:us-east-1:177933569100:layer:AWS-Parameters-and-Secrets-Lambda-Extension-Arm64:12'] } } },
+    };
+    assert.match(eraseBlocker(withLayer, config) ?? '', /Parameters and Secrets Lambda extension/);
   });
 
   it('starts and waits for stepfunctions, scheduler and every service the jobs’ roles call (default and kms)', () => {

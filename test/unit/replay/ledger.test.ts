@@ -1,6 +1,8 @@
 /** The erase ledger: a keyed hash (never the key), and the rule "at or before the erasure is blocked". */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { mockClient } from 'aws-sdk-client-mock';
 import { keyHash, LedgerView, loadLedgerSecret } from '../../../functions/erase/ledger.js';
 
 const secret = Buffer.from('a-ledger-secret-of-enough-bytes');
@@ -28,18 +30,35 @@ describe('erase ledger', () => {
     assert.equal(view.size, 1);
   });
 
-  it('reads the secret from the named variable, failing with its name; secretsmanager through the Lambda extension', async () => {
+  it('reads the secret from the named variable, failing with its name; secretsmanager with GetSecretValue', async () => {
     await assert.rejects(loadLedgerSecret('env:MY_KEY', {}), /Environment variable MY_KEY is required/);
     await assert.rejects(loadLedgerSecret('env:MY_KEY', { MY_KEY: 'short' }), /at least 16 bytes/);
     assert.equal((await loadLedgerSecret('env:MY_KEY', { MY_KEY: 'sixteen-bytes-or-more' })).toString(), 'sixteen-bytes-or-more');
-    await assert.rejects(loadLedgerSecret('secretsmanager:shop/k', {}), /only be read inside the deployed functions/);
     const seen: string[] = [];
-    const fetchFn = (async (url: string, init: { headers: Record<string, string> }) => {
-      seen.push(url, init.headers['X-Aws-Parameters-Secrets-Token'] ?? '');
-      return new Response(JSON.stringify({ SecretString: 'from-secrets-manager-1234' }));
-    }) as unknown as typeof fetch;
-    const got = await loadLedgerSecret('secretsmanager:shop/k', { AWS_SESSION_TOKEN: 'tok' }, fetchFn);
+    const got = await loadLedgerSecret('secretsmanager:shop/k', {}, async (id) => {
+      seen.push(id);
+      return 'from-secrets-manager-1234';
+    });
     assert.equal(got.toString(), 'from-secrets-manager-1234');
-    assert.deepEqual(seen, ['http://localhost:2773/secretsmanager/get?secretId=shop%2Fk', 'tok']);
+    assert.deepEqual(seen, ['shop/k']);
+    await assert.rejects(loadLedgerSecret('secretsmanager:shop/k', {}, async () => undefined), /secret shop\/k has no SecretString/);
+    await assert.rejects(
+      loadLedgerSecret('secretsmanager:shop/k', {}, async () => {
+        throw new Error('AccessDeniedException');
+      }),
+      /secret shop\/k could not be read: AccessDeniedException/,
+    );
+    await assert.rejects(loadLedgerSecret('ssm:x', {}), /must be env:<VARIABLE> or secretsmanager:<id>/);
+  });
+
+  it('reads a secretsmanager reference through the SDK client by default', async () => {
+    const sm = mockClient(SecretsManagerClient);
+    sm.on(GetSecretValueCommand, { SecretId: 'shop/k' }).resolves({ SecretString: 'sdk-read-secret-value' });
+    try {
+      assert.equal((await loadLedgerSecret('secretsmanager:shop/k', {})).toString(), 'sdk-read-secret-value');
+      assert.equal(sm.commandCalls(GetSecretValueCommand).length, 1);
+    } finally {
+      sm.restore();
+    }
   });
 });
