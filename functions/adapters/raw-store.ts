@@ -80,7 +80,28 @@ function datePath(ms: number): string {
 }
 
 /** First 16 hex digits of the SHA-256 of an object's uncompressed content. */
-export const contentDigest = (text: string): string => createHash('sha256').update(text).digest('hex').slice(0, 16);
+/** First 16 hex characters of the SHA-256 of the object's NDJSON (its UTF-8 bytes, or the text, which hashes the same). */
+export const contentDigest = (ndjson: string | Uint8Array): string => createHash('sha256').update(ndjson).digest('hex').slice(0, 16);
+
+/**
+ * The lines as NDJSON bytes: each line's JSON encoded as UTF-8 straight into one buffer, each
+ * followed by a newline. Byte for byte what `Buffer.from(lines.map(JSON.stringify).join('\n') + '\n')`
+ * gives, without building and then re-encoding the joined string (a third of the landing CPU).
+ */
+export function ndjsonBytes(lines: readonly unknown[]): Buffer {
+  // The joined text of no lines is the final newline alone.
+  if (lines.length === 0) return Buffer.from('\n');
+  const texts = lines.map((l) => JSON.stringify(l) ?? '');
+  const lengths = texts.map((t) => Buffer.byteLength(t, 'utf8'));
+  const out = Buffer.allocUnsafe(lengths.reduce((n, l) => n + l + 1, 0));
+  let at = 0;
+  texts.forEach((t, i) => {
+    at += out.write(t, at, lengths[i], 'utf8');
+    out[at++] = 0x0a;
+  });
+  if (at !== out.length) throw new Error(`NDJSON encoding wrote ${at} of ${out.length} bytes`);
+  return out;
+}
 
 const objectName = (batch: BatchCoordinates, digest: string) =>
   `${encodeSegment(batch.shard)}-${encodeSegment(batch.firstSequence)}-${encodeSegment(batch.lastSequence)}-${digest}.jsonl.gz`;
@@ -188,9 +209,9 @@ export class RawStore {
   }
 
   private async put(keyFor: (digest: string) => string, lines: readonly unknown[], metadata?: Record<string, string>): Promise<{ key: string; bytes: number }> {
-    const text = `${lines.map((l) => JSON.stringify(l)).join('\n')}\n`;
-    const key = keyFor(contentDigest(text));
-    const body = await gzipAsync(Buffer.from(text, 'utf8'), GZIP);
+    const ndjson = ndjsonBytes(lines);
+    const key = keyFor(contentDigest(ndjson));
+    const body = await gzipAsync(ndjson, GZIP);
     await this.s3.send(
       new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentType: 'application/x-ndjson', ContentEncoding: 'gzip', ...(metadata ? { Metadata: metadata } : {}) }),
     );

@@ -7,6 +7,7 @@
  * are what to compare, not absolute times.
  */
 import { gzipSync } from 'node:zlib';
+import { ndjsonBytes } from '../../functions/adapters/raw-store.js';
 import type { Normalizer, RawRecord } from '../../functions/core/normalize.js';
 import { planBatch } from '../../functions/core/plan.js';
 import type { ChangeEvent } from '../../functions/core/types.js';
@@ -124,14 +125,24 @@ export interface GzipLevelCost {
  * Goal 2: raw landing CPU per gzip level: serialize each batch's raw lines (built as the ingest
  * builds them, with `rawLinesFor`) as NDJSON and gzip the body, against the serialization alone.
  */
-export function measureGzipLevels(lineBatches: readonly (readonly unknown[])[], records: number, decodePlanMicros: number, levels: readonly number[], rounds: number): GzipLevelCost[] {
-  const body = (lines: readonly unknown[]) => Buffer.from(`${lines.map((l) => JSON.stringify(l)).join('\n')}\n`, 'utf8');
-  const serializeOnly = lineBatches.map((lines) => () => void body(lines));
-  const sides = levels.map((level) => lineBatches.map((lines) => () => void gzipSync(body(lines), { level })));
+export function measureGzipLevels<B>(
+  batches: readonly B[],
+  buildLines: (batch: B) => readonly unknown[],
+  records: number,
+  decodePlanMicros: number,
+  levels: readonly number[],
+  rounds: number,
+): GzipLevelCost[] {
+  // Timed from the normalized events: the raw lines are built (as the ingest builds them), then
+  // serialized as NDJSON (raw-store's ndjsonBytes), then gzipped.
+  const body = (batch: B) => ndjsonBytes(buildLines(batch));
+  const serializeOnly = batches.map((batch) => () => void body(batch));
+  const sides = levels.map((level) => batches.map((batch) => () => void gzipSync(body(batch), { level })));
   const [serializeMs, ...times] = interleaved([serializeOnly, ...sides], rounds) as [number, ...number[]];
-  const plain = lineBatches.reduce((n, lines) => n + body(lines).length, 0);
+  const lineBatches = batches.map(buildLines);
+  const plain = lineBatches.reduce((n, lines) => n + ndjsonBytes(lines).length, 0);
   return levels.map((level, i) => {
-    const compressed = lineBatches.reduce((n, lines) => n + gzipSync(body(lines), { level }).length, 0);
+    const compressed = lineBatches.reduce((n, lines) => n + gzipSync(ndjsonBytes(lines), { level }).length, 0);
     const micros = ((times[i] as number) * 1000) / records;
     const serializeMicros = (serializeMs * 1000) / records;
     return { level, micros, serializeMicros, compressedBytes: compressed / records, compression: compressed / plain, vsDecodePlan: micros / decodePlanMicros };

@@ -5,7 +5,7 @@ import { gunzipSync } from 'node:zlib';
 import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { mockClient } from 'aws-sdk-client-mock';
 import fc from 'fast-check';
-import { decodeSegment, encodeSegment, type RawLine, RawStore, rawObjectKey } from '../../../functions/adapters/raw-store.js';
+import { contentDigest, decodeSegment, encodeSegment, ndjsonBytes, type RawLine, RawStore, rawObjectKey } from '../../../functions/adapters/raw-store.js';
 
 const batch = { shard: 'shardId-000000000000', firstSequence: '100', lastSequence: '200', firstArrival: Date.UTC(2026, 10, 30, 6, 15) };
 const line = (message: string): RawLine => ({
@@ -96,5 +96,24 @@ describe('raw-store', () => {
     const uri = await raw.spill('public.café', '{"id":1}', '0001', '{"big":true}');
     assert.match(uri, /^s3:\/\/bucket\/raw\/spill\/table=public\.caf%C3%A9\/[A-Za-z0-9_-]+\/0001\.json\.gz$/);
     assert.equal(mock.commandCalls(PutObjectCommand).length, 1);
+  });
+});
+
+describe('ndjsonBytes', () => {
+  it('is byte for byte the joined JSON Lines text encoded as UTF-8, and hashes to the same digest', () => {
+    // Strings of every kind: multi-byte characters, astral pairs, lone surrogates (escaped by JSON.stringify), controls.
+    const text = fc.oneof(fc.string({ unit: 'binary' }), fc.string({ unit: 'grapheme' }), fc.constantFrom('café', '𝄞', '\uD800', 'a\u0000b', '"quoted"\n'));
+    const value = fc.letrec((tie) => ({
+      v: fc.oneof({ depthSize: 'small' }, text, fc.integer(), fc.double(), fc.boolean(), fc.constant(null), fc.array(tie('v'), { maxLength: 4 }), fc.dictionary(text, tie('v'), { maxKeys: 4 })),
+    })).v;
+    fc.assert(
+      fc.property(fc.array(value, { maxLength: 20 }), (lines) => {
+        const joined = `${lines.map((l) => JSON.stringify(l)).join('\n')}\n`;
+        const bytes = ndjsonBytes(lines);
+        assert.deepEqual(bytes, Buffer.from(joined, 'utf8'));
+        assert.equal(contentDigest(bytes), contentDigest(joined));
+      }),
+      { numRuns: 400 },
+    );
   });
 });
