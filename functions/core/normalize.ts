@@ -285,7 +285,7 @@ export function withDecimalText(event: ChangeEvent, keyColumns: readonly string[
   const columns = new Set<string>();
   const keys = new Set(keyColumns);
   const map = (row: Row | null): Row | null => {
-    if (row === null || !Object.values(row).some(isLongDecimal)) return row;
+    if (row === null || !hasLongDecimal(row)) return row;
     const out: Row = {};
     for (const [column, v] of Object.entries(row)) {
       if (isLosslessNumber(v) && isLongDecimal(v) && !keys.has(column)) {
