@@ -14,16 +14,15 @@
 import { SFNClient } from '@aws-sdk/client-sfn';
 import type { Command } from 'commander';
 import type { TidemarkConfig } from '../../functions/commons/config.js';
-import { ledgerKeySecretName } from '../../functions/commons/replay-config.js';
-import { asError, errorMessage } from '../../functions/core/errors.js';
 import { isJsonObject, type JsonValue, parseJson } from '../../functions/core/json.js';
 import { type EraseContext, submitErase } from '../../functions/erase/erase.js';
 import { eraseStep } from '../../functions/erase/handler.js';
-import { EraseLedger, EraseSecretError } from '../../functions/erase/ledger.js';
+import { EraseLedger } from '../../functions/erase/ledger.js';
 import { SelectionError } from '../../functions/replay/selection.js';
 import { ERASE_FUNCTION, eraseDefinition } from '../../lib/replay/definitions.js';
-import { LocalStateMachineError, runLocalStateMachine } from '../local/stepfunctions.js';
+import { runLocalStateMachine } from '../local/stepfunctions.js';
 import { cliLog, clients, config as loadConfig } from './context.js';
+import { withLedgerKeyHint } from './ledger-key.js';
 import { newRunId, runOnAws, stateMachineArnByName } from './replay.js';
 
 const out = (line: string) => process.stdout.write(`${line}\n`);
@@ -43,26 +42,6 @@ interface EraseCliOptions {
 export async function runEraseLocally(ctx: EraseContext, input: { runId: string; requestKey: string }): Promise<Record<string, JsonValue>> {
   const definition = eraseDefinition({ maxConcurrency: ctx.config.replay.maxConcurrency, toleratedFailurePercentage: 0 });
   return (await runLocalStateMachine(definition, input, { handlers: { [ERASE_FUNCTION]: (i) => eraseStep(i as never, ctx) } })) as Record<string, JsonValue>;
-}
-
-/**
- * The missing ledger key error, with where to get the key: with an `env:` reference, the deployed
- * stack keeps the key in the secret it generated, and a local run must hash with that same key.
- */
-export function ledgerKeyHint(cfg: TidemarkConfig, err: unknown): Error {
-  const reference = cfg.replay.erase.ledgerKeySecret;
-  if (!reference.startsWith('env:')) return asError(err);
-  const variable = reference.slice('env:'.length);
-  return new EraseSecretError(
-    `${errorMessage(err)}\n  For the ledger of a deployed stack, export the key that stack generated (this needs secretsmanager:GetSecretValue on it):\n` +
-      `  export ${variable}="$(aws secretsmanager get-secret-value --secret-id ${ledgerKeySecretName(cfg.name)} --query SecretString --output text)"\n` +
-      '  For a pipeline that only runs locally, any value of at least 16 bytes, kept for as long as its ledger.',
-  );
-}
-
-/** True for the ledger key failing to load, directly or as the local state machine's task failure. */
-function isLedgerKeyError(err: unknown): boolean {
-  return err instanceof EraseSecretError || (err instanceof LocalStateMachineError && err.error === 'EraseSecretError');
 }
 
 /** Adds `tidemark erase` to the program. */
@@ -108,7 +87,7 @@ async function erase(cfg: TidemarkConfig, o: EraseCliOptions): Promise<void> {
     o.on === 'aws'
       ? await runOnAws(new SFNClient({}), o.stateMachineArn ?? (await stateMachineArnByName(new SFNClient({}), `${cfg.name}-erase`)), runId, { runId, requestKey })
       : await runEraseLocally(ctx, { runId, requestKey }).catch((err: unknown) => {
-          throw isLedgerKeyError(err) ? ledgerKeyHint(cfg, err) : err;
+          throw withLedgerKeyHint(cfg, err);
         });
   const s = (output.summary ?? {}) as Record<string, unknown>;
   if (o.json) out(JSON.stringify({ command: 'erase', ...s, elapsedMs: Date.now() - t0 }));

@@ -36,6 +36,7 @@ import { parseKeysFile, parsePosition, parseTime, SelectionError } from '../../f
 import { REPLAY_FUNCTION, replayDefinition } from '../../lib/replay/definitions.js';
 import { type LocalProgressEvent, runLocalStateMachine } from '../local/stepfunctions.js';
 import { cliLog, clients, config as loadConfig, STATE_DIR } from './context.js';
+import { withLedgerKeyHint } from './ledger-key.js';
 
 const out = (line: string) => process.stdout.write(`${line}\n`);
 const err = (line: string) => process.stderr.write(`${line}\n`);
@@ -195,7 +196,7 @@ async function local(cfg: TidemarkConfig, o: ReplayCliOptions): Promise<void> {
     printLocalSummary(o, request, output, Date.now() - t0);
   } catch (e) {
     if (started) bar.stop();
-    throw e;
+    throw withLedgerKeyHint(cfg, e);
   }
 }
 
@@ -248,7 +249,9 @@ async function dryRun(cfg: TidemarkConfig, o: ReplayCliOptions): Promise<void> {
   const oldest = objects.length > 0 ? Math.max(Math.min(...objects.map((x) => x.hourStart)), since ?? 0) : null;
   const refusal = refusalOf(cfg, o, target, tables, oldest);
   // A dry run compares with the live table: a fresh table starts empty, so every key would be written.
-  const ledger = await ledgerViewFor(cfg, ctx.clients.dynamodb, tables);
+  const ledger = await ledgerViewFor(cfg, ctx.clients.dynamodb, tables).catch((err: unknown) => {
+    throw withLedgerKeyHint(cfg, err);
+  });
   const engine = buildReplayEngine(cfg, ctx.clients, { tables: replayTables(cfg, tables, { kind: 'live' }), target: { kind: 'live' }, ledger, log: ctx.log });
   const tally = emptyTally();
   const lines: DryRunLine[] = [];
@@ -287,7 +290,9 @@ async function fromDlq(cfg: TidemarkConfig, o: ReplayCliOptions): Promise<void> 
   const tables = cfg.tables.map((t) => t.source);
   const oldest = Math.min(...items.flatMap((i) => (i.batch.range?.firstArrival !== undefined && i.batch.range?.firstArrival !== null ? [i.batch.range.firstArrival] : [])));
   checkReplaySafety({ config: cfg, tables, target: { kind: 'live' }, oldestLanding: Number.isFinite(oldest) ? oldest : null, now: Date.now(), force: o.force === true });
-  const ledger = await ledgerViewFor(cfg, c.dynamodb, tables);
+  const ledger = await ledgerViewFor(cfg, c.dynamodb, tables).catch((err: unknown) => {
+    throw withLedgerKeyHint(cfg, err);
+  });
   const engine = buildReplayEngine(cfg, c, { tables: replayTables(cfg, tables, { kind: 'live' }), target: { kind: 'live' }, ledger, log });
   const ingest = buildIngestDeps(cfg, c, { metrics: new CollectingMetricSink(), log });
   const bar = new SingleBar({ format: 'replay --from-dlq [{bar}] {value}/{total} failed batches', stream: process.stderr, hideCursor: true }, Presets.shades_classic);

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { RemovalPolicy } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
-import { ledgerKeyHint } from '../../../bin/cli/erase.js';
+import { ledgerKeyHint } from '../../../bin/cli/ledger-key.js';
 import type { TidemarkConfig } from '../../../functions/commons/config.js';
 import { ledgerKeySecretName } from '../../../functions/commons/replay-config.js';
 import { RUNTIME_CONFIG_FILE } from '../../../functions/commons/runtime-config.js';
