@@ -14,7 +14,7 @@
  * A date or time outside what `Date` can represent is kept as delivered.
  */
 import { isJsonObject, type JsonObject, type JsonValue, toBigInt } from '../json.js';
-import { decimalNumber, decodeError, isDecimalText, put } from './kit.js';
+import { decimalNumber, decodeError, isDecimalText, lookup, put } from './kit.js';
 
 const DECIMAL = 'org.apache.kafka.connect.data.Decimal';
 const VARIABLE_SCALE_DECIMAL = 'io.debezium.data.VariableScaleDecimal';
@@ -142,8 +142,9 @@ export function formatTimeOfDay(count: bigint, unit: Unit): string {
 }
 
 function decodeTemporal(name: string, n: bigint): string | undefined {
-  const tsUnit = TIMESTAMPS[name];
-  const timeUnit = TIMES[name];
+  // Own entries only: a schema name such as "toString" is not a unit.
+  const tsUnit = lookup(TIMESTAMPS, name);
+  const timeUnit = lookup(TIMES, name);
   try {
     if (tsUnit) return formatEpoch(n, tsUnit);
     if (timeUnit) return formatTimeOfDay(n, timeUnit);

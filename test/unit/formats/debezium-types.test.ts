@@ -79,6 +79,12 @@ describe('debezium decimals', () => {
 });
 
 describe('debezium time types', () => {
+  it('keeps a number whose schema name is an Object.prototype member ("toString", "constructor") as delivered (found by the mutation fuzz)', () => {
+    for (const name of ['toString', 'constructor', 'hasOwnProperty', '__proto__', 'valueOf']) {
+      assert.equal(decodeValue(1735732800123, { type: 'int64', name }), 1735732800123, name);
+    }
+  });
+
   it('formats epoch ms, µs and ns timestamps as ISO-8601 UTC with the unit\'s full precision', () => {
     assert.equal(formatEpoch(1735732800123n, 'ms'), '2025-01-01T12:00:00.123Z');
     assert.equal(formatEpoch(1735732800123456n, 'us'), '2025-01-01T12:00:00.123456Z');
