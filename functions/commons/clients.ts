@@ -10,6 +10,7 @@
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
+import { directPath } from './dynamodb-direct.js';
 
 /** The clients the ingest path uses. */
 export interface RuntimeClients {
@@ -70,6 +71,16 @@ export const DYNAMODB_REMOVALS = ['recursionDetectionMiddleware'] as const;
 /** The SDK's signer option: returns the SigV4 signer for a request's auth scheme. */
 type SignerProvider = (authScheme?: unknown) => Promise<unknown>;
 
+/** Options of `lean`. */
+export interface LeanOptions {
+  /**
+   * DynamoDB: send PutItem, UpdateItem, GetItem and BatchGetItem on the direct path
+   * (`dynamodb-direct.ts`). Off only to measure the difference.
+   * @default true
+   */
+  readonly direct?: boolean;
+}
+
 interface Tunable {
   middlewareStack: { remove(name: string): boolean };
   config: object;
@@ -95,18 +106,23 @@ interface Tunable {
  *   later ones reuse it. Every request is still signed afresh, with the signing region and service
  *   passed per request and the credentials read from the client's (refreshing) provider.
  *
+ * - the direct path (`directPath`): the ingest's per-record requests (PutItem, UpdateItem, GetItem,
+ *   BatchGetItem) skip the middleware stack, the per-request endpoint rules and the schema serde,
+ *   and keep the SDK's retry middleware, signer, HTTP handler and error deserialization.
+ *
  * Unchanged, on purpose: SigV4 signing, the standard retry strategy with backoff (throttling needs
  * it; the adaptive one costs more per request), the SDK's keep-alive HTTP handler (a custom agent
  * measured the same, the fetch handler about twice the CPU), serialization and the host and
  * content-length headers that signing covers.
  */
-export function lean<C extends Tunable>(client: C): C {
+export function lean<C extends Tunable>(client: C, options: LeanOptions = {}): C {
   for (const name of LEAN_REMOVALS) client.middlewareStack.remove(name);
   if (client instanceof DynamoDBClient) {
     for (const name of DYNAMODB_REMOVALS) client.middlewareStack.remove(name);
     const config = client.config as { cacheMiddleware?: boolean; signer: SignerProvider };
     config.cacheMiddleware = true;
     config.signer = reuseSigner(config.signer);
+    if (options.direct !== false) directPath(client);
   }
   return client;
 }

@@ -118,6 +118,13 @@ export const defaultVariant = dynamodbVariant('default SDK client', (endpoint) =
 /** The DynamoDB client tidemark's Lambda uses: `createRuntimeClients` builds exactly this, with the Lambda's region and credentials. */
 export const tidemarkVariant = dynamodbVariant('tidemark: lean() = every change marked applied', (endpoint) => lean(new DynamoDBClient(where(endpoint))));
 
+/** The same without the direct path (dynamodb-direct.ts): the configuration changes alone. */
+export const middlewareOnlyVariant = dynamodbVariant(
+  'lean() without the direct path (configuration only)',
+  (endpoint) => lean(new DynamoDBClient(where(endpoint)), { direct: false }),
+  'applied (all of lean but the direct path)',
+);
+
 /**
  * Every configuration measured, each against the default client, one change at a time, then the
  * applied ones stacked up in the order `lean` applies them.
@@ -148,6 +155,7 @@ export const dynamodbVariants: readonly ClientVariant[] = [
     (endpoint) => without(new DynamoDBClient({ ...where(endpoint), cacheMiddleware: true }), [...LEAN_REMOVALS, ...DYNAMODB_REMOVALS]),
     'applied',
   ),
+  middlewareOnlyVariant,
 ];
 
 /**
@@ -272,6 +280,7 @@ export async function measureClients(endpoint: string, variants: readonly Client
  * else the kernel time of the socket calls.
  */
 const PHASES: readonly [RegExp, string][] = [
+  [/dynamodb-direct/, 'direct path (JSON.stringify / JSON.parse, routing)'],
   [/signature-v4|httpAuthSchemes|submodules\/checksum/, 'SigV4 signing (incl. SHA-256, HMAC)'],
   [/submodules\/endpoints\//, 'endpoint resolution'],
   [/submodules\/retry\//, 'retry middleware'],
