@@ -120,6 +120,8 @@ export const BUNDLE_REPLACEMENTS: readonly BundleReplacement[] = [
     request: '../config-resolver/regionConfig/getInstanceMetadataRegion',
     shim: shim('no-imds-region.ts'),
   },
+  // The multi-region (SigV4a) signer around S3's SigV4 one: tidemark never signs for a multi-region access point.
+  { importer: '@aws-sdk/signature-v4-multi-region/dist-es/index.js', request: './SignatureV4MultiRegion', shim: shim('no-sigv4a.ts') },
   // The XML request serializer: no S3 operation tidemark sends has an XML request body.
   { importer: '@aws-sdk/core/dist-es/submodules/protocols/xml/XmlCodec.js', request: './XmlShapeSerializer', shim: shim('no-xml-serializer.ts') },
 ];

@@ -10,12 +10,16 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { getUserAgentMiddlewareOptions, getUserAgentPlugin, loggerMiddlewareOptions } from '@aws-sdk/core/client';
+import { SignatureV4MultiRegion as OriginalMultiRegion } from '@aws-sdk/signature-v4-multi-region';
+import { Sha256 } from '@smithy/core/checksum';
 import { constructStack } from '@smithy/core/client';
+import { HttpRequest } from '@smithy/core/protocols';
 import { SDK_PARTITIONS_FILE, trimPartitionDescriptions } from '../../../lib/bundler/plugins.mjs';
 import * as leanRemoved from '../../../lib/bundle-shims/lean-removed-middleware.js';
 import { getInstanceMetadataRegion } from '../../../lib/bundle-shims/no-imds-region.js';
 import { HeaderFormatter } from '../../../lib/bundle-shims/no-event-signing.js';
 import { S3ExpressIdentityProviderImpl } from '../../../lib/bundle-shims/no-s3-express.js';
+import { SignatureV4MultiRegion } from '../../../lib/bundle-shims/no-sigv4a.js';
 import { createBufferedReadable, getAwsChunkedEncodingStream } from '../../../lib/bundle-shims/no-streaming-checksums.js';
 import { Crc32cJs, Crc64NvmeJs } from '../../../lib/bundle-shims/no-unused-crcs.js';
 import { createChecksumStream, sdkStreamMixin } from '../../../lib/bundle-shims/no-web-streams.js';
@@ -24,6 +28,9 @@ import { Crc32Js } from '../../../lib/bundle-shims/no-js-hashes.js';
 import { PACKAGE_ROOT } from '../../../lib/defaults.js';
 
 const BUNDLE = /Lambda bundle carries no/;
+const credentials = { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY', sessionToken: 'token' };
+const s3Request = () =>
+  new HttpRequest({ method: 'PUT', protocol: 'https:', hostname: 'raw-bucket.s3.eu-west-2.amazonaws.com', path: '/raw/table=a/b.jsonl.gz', headers: { host: 'raw-bucket.s3.eu-west-2.amazonaws.com', 'content-type': 'application/x-ndjson' }, body: 'x' });
 
 describe('the middleware lean removes', () => {
   it('is added under the very options of the SDK, so lean finds it', () => {
@@ -62,6 +69,17 @@ describe('the stand-ins of code the Lambda never runs', () => {
     assert.ok(new HeaderFormatter());
   });
 
+  it('the multi-region signer signs and presigns every other request exactly as SigV4 does', async () => {
+    const options = { credentials, region: 'eu-west-2', service: 's3', sha256: Sha256, uriEscapePath: false };
+    const signingDate = new Date('2026-01-02T03:04:05Z');
+    const shim = new SignatureV4MultiRegion(options);
+    const real = new OriginalMultiRegion(options);
+    for (const opts of [{ signingDate }, { signingDate, signingRegion: 'us-west-2', signingService: 's3' }]) {
+      assert.deepEqual(await shim.sign(s3Request() as never, opts as never), await real.sign(s3Request(), opts));
+      assert.deepEqual(await shim.presign(s3Request() as never, { ...opts, expiresIn: 300 } as never), await real.presign(s3Request(), { ...opts, expiresIn: 300 }));
+    }
+  });
+
   it('fail with a message naming the bundle when reached', async () => {
     for (const reach of [
       () => new XmlShapeSerializer({}).write(),
@@ -78,6 +96,9 @@ describe('the stand-ins of code the Lambda never runs', () => {
       assert.throws(reach, BUNDLE, String(reach));
     }
     await assert.rejects(new S3ExpressIdentityProviderImpl(undefined).getS3ExpressIdentity(), BUNDLE);
+    const multiRegion = new SignatureV4MultiRegion({ credentials, region: 'us-east-1', service: 's3', sha256: Sha256 });
+    await assert.rejects(multiRegion.sign(s3Request() as never, { signingRegion: '*' } as never), /Lambda bundle carries no SigV4a/);
+    await assert.rejects(multiRegion.presign(s3Request() as never, { signingRegion: '*' } as never), /Lambda bundle carries no SigV4a/);
     await assert.rejects(getInstanceMetadataRegion(), /Region is missing.*Lambda bundle carries no/);
   });
 });
