@@ -36,6 +36,9 @@ export function replayTables(config: TidemarkConfig, sources: readonly string[],
   if (target.kind === 'fresh' && config.tables.some((t) => t.target === target.target)) {
     throw new SelectionError(`fresh:${target.target} is a live target table; name a new table`);
   }
+  if (target.kind === 'fresh' && target.target === config.statusTable) {
+    throw new SelectionError(`fresh:${target.target} is the pipeline's status table; name a new table`);
+  }
   return out;
 }
 

@@ -39,6 +39,8 @@ import type { RawStore } from '../raw-store.js';
 import { ERASE_FUNCTION, eraseDefinition, REPLAY_FUNCTION, replayDefinition } from './definitions.js';
 
 /** What replay does to the items of a live or fresh table: guarded writes (with their pre-reads) and the diff's scan. */
+/** What the replay role may not do to the status table, although its name matches the fresh-table pattern: all but the watermark and ledger calls. */
+export const STATUS_TABLE_DENIED = ['dynamodb:PutItem', 'dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:Scan', 'dynamodb:CreateTable', 'dynamodb:DescribeTable', 'dynamodb:DescribeTimeToLive', 'dynamodb:UpdateTimeToLive'];
 const REPLAY_ITEM_ACTIONS = ['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Scan', 'dynamodb:DeleteItem'];
 
 /**
@@ -115,6 +117,9 @@ export class ReplayJobs extends Construct {
       ...tableStatements(this, 'GuardedReplayWrites', [...REPLAY_ITEM_ACTIONS, 'dynamodb:DescribeTable'], targetNames),
       statement('CreateFreshTables', [...REPLAY_ITEM_ACTIONS, 'dynamodb:CreateTable', 'dynamodb:DescribeTable', 'dynamodb:DescribeTimeToLive', 'dynamodb:UpdateTimeToLive'], [freshTables]),
       statement('WatermarksAndLedger', ['dynamodb:BatchGetItem', 'dynamodb:UpdateItem', 'dynamodb:Query'], [currentState.statusTable.tableArn]),
+      // The status table matches `<name>-*` too: a fresh replay must never create, fill, scan or
+      // empty it, whatever table name it is given (the job refuses it as well).
+      new iam.PolicyStatement({ sid: 'NotTheStatusTable', effect: iam.Effect.DENY, actions: STATUS_TABLE_DENIED, resources: [currentState.statusTable.tableArn] }),
     ]);
     const erase = this.jobFunction('Erase', `${config.name}-erase`, 'erase', props.entries?.erase, jobProps, [
       statement('RewriteRawAndQuarantine', ['s3:GetObject', 's3:PutObject', 's3:DeleteObject', 's3:DeleteObjectVersion'], [rawStore.objectsUnder(raw.prefix), rawStore.objectsUnder(raw.quarantinePrefix), rawStore.objectsUnder(jobs)]),

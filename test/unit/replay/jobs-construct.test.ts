@@ -2,6 +2,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Match, type Template } from 'aws-cdk-lib/assertions';
+import { replayTables } from '../../../functions/replay/deps.js';
+import { STATUS_TABLE_DENIED } from '../../../lib/replay/jobs.js';
 import { templateOf, testConfig } from '../cdk/fixtures/stack.js';
 
 type Statement = { Action: string | string[]; Sid?: string; Resource: unknown };
@@ -38,6 +40,26 @@ describe('ReplayJobs construct', () => {
     for (const a of ['dynamodb:CreateTable', 'dynamodb:DeleteTable', 'dynamodb:Scan']) assert.equal(erase.has(a), false, a);
     const fresh = statementsOf(template, 'PipelineReplayReplayRole').find((s) => s.Sid === 'CreateFreshTables');
     assert.match(JSON.stringify(fresh?.Resource), /table\/shop-\*/);
+  });
+
+  it('denies replay every call on the status table (which matches shop-*) but the watermark and ledger ones', () => {
+    const statements = statementsOf(template, 'PipelineReplayReplayRole');
+    const deny = statements.find((s) => s.Sid === 'NotTheStatusTable') as (Statement & { Effect?: string }) | undefined;
+    assert.equal(deny?.Effect, 'Deny');
+    assert.deepEqual(new Set(deny?.Action as string[]), new Set(STATUS_TABLE_DENIED));
+    assert.match(JSON.stringify(deny?.Resource), /StatusTable/);
+    const allowedOnStatus = statements.find((s) => s.Sid === 'WatermarksAndLedger');
+    assert.ok(allowedOnStatus, 'the watermark and ledger statement');
+    for (const a of allowedOnStatus.Action as string[]) assert.equal(STATUS_TABLE_DENIED.includes(a), false, `${a} stays allowed on the status table`);
+    for (const a of ['dynamodb:PutItem', 'dynamodb:Scan', 'dynamodb:CreateTable', 'dynamodb:DeleteItem']) assert.ok(STATUS_TABLE_DENIED.includes(a), a);
+  });
+
+  it('refuses a fresh replay into the status table or a live target, whatever the IAM policy allows', () => {
+    const config = testConfig();
+    const source = config.tables[0]?.source as string;
+    assert.throws(() => replayTables(config, [source], { kind: 'fresh', target: config.statusTable }), /status table; name a new table/);
+    assert.throws(() => replayTables(config, [source], { kind: 'fresh', target: config.tables[0]?.target as string }), /live target table/);
+    assert.equal(replayTables(config, [source], { kind: 'fresh', target: `${config.name}-rebuild` }).get(source)?.target, `${config.name}-rebuild`);
   });
 
   it('with a Secrets Manager ledger key: GetSecretValue on that one secret, no extension layer', () => {
