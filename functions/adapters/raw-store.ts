@@ -21,10 +21,12 @@ import { keyFilterMetadata } from '../erase/key-filter.js';
 
 const gzipAsync = promisify(gzip);
 /**
- * Level 3 costs about half the CPU of zlib's default 6 for about 3% larger objects
- * (`npm run bench`, goal 2; docs/performance.md): raw landing then costs no more than decoding.
+ * Level 1: about 40% of the CPU of zlib's default 6 for objects about 15% larger, and 3% larger than
+ * level 3's (`npm run bench`, goal 2; docs/performance.md). With batches of 3,000 records only
+ * level 1 keeps raw landing within the cost of decoding; the extra storage is a thousandth of a
+ * cent per million records.
  */
-const GZIP = { level: 3 } as const;
+const GZIP = { level: 1 } as const;
 
 export interface BatchCoordinates {
   readonly shard: string;
@@ -84,23 +86,30 @@ function datePath(ms: number): string {
 export const contentDigest = (ndjson: string | Uint8Array): string => createHash('sha256').update(ndjson).digest('hex').slice(0, 16);
 
 /**
- * The lines as NDJSON bytes: each line's JSON encoded as UTF-8 straight into one buffer, each
- * followed by a newline. Byte for byte what `Buffer.from(lines.map(JSON.stringify).join('\n') + '\n')`
- * gives, without building and then re-encoding the joined string (a third of the landing CPU).
+ * The lines as NDJSON bytes: each line's JSON encoded as UTF-8 straight into one growing buffer as
+ * soon as it is made, each followed by a newline. Byte for byte what
+ * `Buffer.from(lines.map(JSON.stringify).join('\n') + '\n')` gives, without the joined string and
+ * without holding every line's text until the end: a batch of 3,000 wide lines is about 7 MB of
+ * text, and keeping it all alive until it is encoded moved it to the old generation, which doubled
+ * the serialization cost (test/bench goal 2).
  */
 export function ndjsonBytes(lines: readonly unknown[]): Buffer {
   // The joined text of no lines is the final newline alone.
   if (lines.length === 0) return Buffer.from('\n');
-  const texts = lines.map((l) => JSON.stringify(l) ?? '');
-  const lengths = texts.map((t) => Buffer.byteLength(t, 'utf8'));
-  const out = Buffer.allocUnsafe(lengths.reduce((n, l) => n + l + 1, 0));
+  let out = Buffer.allocUnsafe(Math.max(4096, lines.length * 512));
   let at = 0;
-  texts.forEach((t, i) => {
-    at += out.write(t, at, lengths[i], 'utf8');
+  for (const line of lines) {
+    const text = JSON.stringify(line) ?? '';
+    const need = Buffer.byteLength(text, 'utf8') + 1;
+    if (at + need > out.length) {
+      const grown = Buffer.allocUnsafe(Math.max(out.length * 2, at + need));
+      out.copy(grown, 0, 0, at);
+      out = grown;
+    }
+    at += out.write(text, at, 'utf8');
     out[at++] = 0x0a;
-  });
-  if (at !== out.length) throw new Error(`NDJSON encoding wrote ${at} of ${out.length} bytes`);
-  return out;
+  }
+  return out.subarray(0, at);
 }
 
 const objectName = (batch: BatchCoordinates, digest: string) =>

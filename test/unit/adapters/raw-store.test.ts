@@ -102,7 +102,13 @@ describe('raw-store', () => {
 describe('ndjsonBytes', () => {
   it('is byte for byte the joined JSON Lines text encoded as UTF-8, and hashes to the same digest', () => {
     // Strings of every kind: multi-byte characters, astral pairs, lone surrogates (escaped by JSON.stringify), controls.
-    const text = fc.oneof(fc.string({ unit: 'binary' }), fc.string({ unit: 'grapheme' }), fc.constantFrom('café', '𝄞', '\uD800', 'a\u0000b', '"quoted"\n'));
+    // Long ones too, so the buffer has to grow (it starts at 4 KiB or 512 bytes a line).
+    const text = fc.oneof(
+      fc.string({ unit: 'binary' }),
+      fc.string({ unit: 'grapheme' }),
+      fc.constantFrom('café', '𝄞', '\uD800', 'a\u0000b', '"quoted"\n'),
+      fc.string({ unit: 'grapheme', minLength: 1_000, maxLength: 6_000 }),
+    );
     const value = fc.letrec((tie) => ({
       v: fc.oneof({ depthSize: 'small' }, text, fc.integer(), fc.double(), fc.boolean(), fc.constant(null), fc.array(tie('v'), { maxLength: 4 }), fc.dictionary(text, tie('v'), { maxKeys: 4 })),
     })).v;
