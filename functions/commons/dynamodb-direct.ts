@@ -25,6 +25,8 @@
  *   client's protocol.
  *
  * Any other command, or a call with options or a callback, goes through the SDK's `send` unchanged.
+ * Middleware added to the client's stack does not see the direct requests (tidemark adds none; to
+ * observe every call, wrap `send`, as the bench's request counter does).
  * `npm run bench` (goal 6) measures it; test/unit/commons/dynamodb-direct.test.ts holds it to the
  * SDK's wire requests and outputs, and the whole integration suite runs on it against DynamoDB Local.
  */
