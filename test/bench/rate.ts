@@ -25,6 +25,7 @@ import type { Target } from '../helpers/target.js';
 import { uniqueConfig } from '../helpers/target.js';
 import { checkState, expectedState } from './state.js';
 import type { Workload } from './workload.js';
+import { countSends } from './count-sends.js';
 
 /** A BatchSize and batching window to run with. */
 export interface BatchingSetting {
@@ -72,28 +73,12 @@ const READ_COMMANDS = new Set(['GetItemCommand', 'BatchGetItemCommand', 'QueryCo
 const PUT_RECORDS_MAX = 500;
 const TICK_MS = 50;
 
-/** The middleware-stack slice the per-table counter needs. */
-interface CountableStack {
-  add(
-    middleware: (next: (args: { input: unknown }) => Promise<unknown>, context: { commandName?: string }) => (args: { input: unknown }) => Promise<unknown>,
-    options: { step: 'initialize'; name: string },
-  ): void;
-}
-
 /** Counts every command a DynamoDB client sends by `<command> <table>` (BatchGetItem counts once per call). */
-function countByTable(client: { middlewareStack: unknown }): Map<string, number> {
-  const counts = new Map<string, number>();
-  (client.middlewareStack as CountableStack).add(
-    (next, context) => (args) => {
-      const input = (args.input ?? {}) as { TableName?: string; RequestItems?: Record<string, unknown> };
-      const table = input.TableName ?? Object.keys(input.RequestItems ?? {}).join('+');
-      const key = `${context.commandName ?? 'unknown'} ${table}`;
-      counts.set(key, (counts.get(key) ?? 0) + 1);
-      return next(args);
-    },
-    { step: 'initialize', name: 'benchRateCounter' },
-  );
-  return counts;
+function countByTable(client: { send(command: object, ...rest: unknown[]): unknown }): Map<string, number> {
+  return countSends(client, (name, raw) => {
+    const input = (raw ?? {}) as { TableName?: string; RequestItems?: Record<string, unknown> };
+    return `${name} ${input.TableName ?? Object.keys(input.RequestItems ?? {}).join('+')}`;
+  });
 }
 
 const sumWhere = (counts: Map<string, number>, pred: (command: string, table: string) => boolean): number => {

@@ -31,6 +31,7 @@ import { replayBench } from './replay.js';
 import { reportGoals } from './goals.js';
 import { payloadLines, RATE_HEADER, rateBench } from './rate.js';
 import { measureRedelivery } from './redelivery.js';
+import { countSends } from './count-sends.js';
 import { comparisonTable, measurePlanning } from './report.js';
 import { checkState, expectedState } from './state.js';
 import { generateWorkload, type Workload } from './workload.js';
@@ -56,22 +57,6 @@ const positiveInt = (value: string): number => {
   if (!Number.isSafeInteger(n) || n <= 0) throw new InvalidArgumentError('must be a positive integer');
   return n;
 };
-
-/**
- * Counts every command a client sends (SDK retries not included), by command name. It wraps
- * `send` rather than adding middleware: the DynamoDB client's direct path (dynamodb-direct.ts)
- * sends PutItem, UpdateItem, GetItem and BatchGetItem without entering the middleware stack.
- */
-function countCommands(client: { send(command: object, ...rest: unknown[]): unknown }): Map<string, number> {
-  const counts = new Map<string, number>();
-  const send = client.send.bind(client);
-  client.send = (command, ...rest) => {
-    const name = command.constructor.name;
-    counts.set(name, (counts.get(name) ?? 0) + 1);
-    return send(command, ...rest);
-  };
-  return counts;
-}
 
 const total = (counts: Map<string, number>): number => [...counts.values()].reduce((a, b) => a + b, 0);
 const describeCounts = (counts: Map<string, number>): string => [...counts].map(([k, v]) => `${k.replace(/Command$/, '')} ${v}`).join(', ');
@@ -166,8 +151,8 @@ async function main(): Promise<number> {
     console.log(`target: ${target.name} (${network}), opened in ${Math.round(performance.now() - openStarted)} ms`);
     await target.setup(configA);
     await target.setup(configB);
-    const dynamoCounts = countCommands(target.clients.dynamodb);
-    const s3Counts = countCommands(target.clients.s3);
+    const dynamoCounts = countSends(target.clients.dynamodb);
+    const s3Counts = countSends(target.clients.s3);
 
     // Run A: tidemark.
     const metrics = new CollectingMetricSink();

@@ -1,0 +1,19 @@
+/**
+ * Counts the commands an SDK client sends (SDK retries not included) by a key made from the
+ * command's class name and input. It wraps `send` rather than adding middleware: the DynamoDB
+ * client's direct path (functions/commons/dynamodb-direct.ts) sends PutItem, UpdateItem, GetItem
+ * and BatchGetItem without entering the middleware stack, so a counting middleware would miss them.
+ */
+export function countSends(
+  client: { send(command: object, ...rest: unknown[]): unknown },
+  keyOf: (commandName: string, input: unknown) => string = (name) => name,
+): Map<string, number> {
+  const counts = new Map<string, number>();
+  const send = client.send.bind(client);
+  client.send = (command, ...rest) => {
+    const key = keyOf(command.constructor.name, (command as { input?: unknown }).input);
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+    return send(command, ...rest);
+  };
+  return counts;
+}
