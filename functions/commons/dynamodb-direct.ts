@@ -52,6 +52,7 @@ type Output = Record<string, unknown> & { $metadata: Record<string, unknown> };
 interface Attempt {
   readonly input: DirectCommand;
   readonly request: HttpRequest;
+  readonly route: Route;
 }
 type Handler = (args: Attempt) => Promise<{ response: HttpResponse; output: Output }>;
 
@@ -69,6 +70,19 @@ interface Endpoint {
   readonly url: URL;
   readonly properties?: { authSchemes?: { signingRegion?: string; signingName?: string }[] };
   readonly headers?: Record<string, string[]>;
+}
+
+/** Where and how every direct request of a client goes: the same for all of them, so resolved once. */
+interface Route {
+  readonly endpoint: Endpoint;
+  readonly protocol: string;
+  readonly hostname: string;
+  readonly port: number | undefined;
+  readonly path: string;
+  /** The endpoint's own headers and `host`, as the SDK's host-header middleware sets it. */
+  readonly headers: Readonly<Record<string, string>>;
+  readonly signingName: string;
+  readonly signingRegion: string;
 }
 
 /** True when `value` holds bytes anywhere (a `B` or `BS` attribute): those go the SDK's way. */
@@ -96,7 +110,7 @@ const utf8 = (bytes: Uint8Array): string => Buffer.from(bytes.buffer, bytes.byte
 class DirectPath {
   private readonly config: ClientConfig;
   private readonly signer = new AwsSdkSigV4Signer();
-  private endpoint: Promise<Endpoint> | undefined;
+  private resolved: Promise<Route> | undefined;
   private readonly handler: Handler;
 
   constructor(private readonly client: DynamoDBClient) {
@@ -118,48 +132,57 @@ class DirectPath {
   }
 
   private async send(command: DirectCommand): Promise<unknown> {
-    const endpoint = await this.resolveEndpoint();
+    const route = await this.resolveRoute();
     const body = JSON.stringify(command.input);
-    const { url } = endpoint;
-    const headers: Record<string, string> = {
-      'content-type': 'application/x-amz-json-1.0',
-      'x-amz-target': `DynamoDB_20120810.${command.schema[2]}`,
-      host: url.host,
-      'content-length': String(Buffer.byteLength(body)),
-    };
-    for (const [name, values] of Object.entries(endpoint.headers ?? {})) headers[name] = values.join(',');
     const request = new HttpRequest({
       method: 'POST',
-      protocol: url.protocol,
-      hostname: url.hostname,
-      ...(url.port !== '' ? { port: Number(url.port) } : {}),
-      path: url.pathname.endsWith('/') ? url.pathname : `${url.pathname}/`,
-      headers,
+      protocol: route.protocol,
+      hostname: route.hostname,
+      ...(route.port !== undefined ? { port: route.port } : {}),
+      path: route.path,
+      headers: {
+        ...route.headers,
+        'content-type': 'application/x-amz-json-1.0',
+        'x-amz-target': `DynamoDB_20120810.${command.schema[2]}`,
+        'content-length': String(Buffer.byteLength(body)),
+      },
       body,
     });
-    const { output } = await this.handler({ input: command, request });
+    const { output } = await this.handler({ input: command, request, route });
     return output;
   }
 
-  /** The client's endpoint, by the SDK's rules, once (a failure is not kept). */
-  private resolveEndpoint(): Promise<Endpoint> {
-    this.endpoint ??= (getEndpointFromInstructions({ TableName: 'tidemark' }, PutItemCommand, this.client.config as never) as Promise<Endpoint>).catch((err: unknown) => {
-      this.endpoint = undefined;
+  /** The client's endpoint by the SDK's rules, and its signing name and region, once (a failure is not kept). */
+  private resolveRoute(): Promise<Route> {
+    this.resolved ??= this.routeOf().catch((err: unknown) => {
+      this.resolved = undefined;
       throw err;
     });
-    return this.endpoint;
+    return this.resolved;
   }
 
-  /** One attempt: sign (clock skew corrected), send, read. What `httpSigningMiddleware` and the deserializer do. */
-  private async attempt({ input: command, request }: Attempt): Promise<{ response: HttpResponse; output: Output }> {
-    const endpoint = await this.resolveEndpoint();
+  private async routeOf(): Promise<Route> {
+    const endpoint = (await getEndpointFromInstructions({ TableName: 'tidemark' }, PutItemCommand, this.client.config as never)) as Endpoint;
+    const { url } = endpoint;
     const scheme = endpoint.properties?.authSchemes?.[0];
-    const signingProperties = {
-      config: this.config,
-      context: { endpointV2: endpoint },
+    const headers: Record<string, string> = {};
+    for (const [name, values] of Object.entries(endpoint.headers ?? {})) headers[name] = values.join(',');
+    headers.host = url.host;
+    return {
+      endpoint,
+      protocol: url.protocol,
+      hostname: url.hostname,
+      port: url.port !== '' ? Number(url.port) : undefined,
+      path: url.pathname.endsWith('/') ? url.pathname : `${url.pathname}/`,
+      headers,
       signingName: scheme?.signingName ?? 'dynamodb',
       signingRegion: scheme?.signingRegion ?? (await this.config.region()),
     };
+  }
+
+  /** One attempt: sign (clock skew corrected), send, read. What `httpSigningMiddleware` and the deserializer do. */
+  private async attempt({ input: command, request, route }: Attempt): Promise<{ response: HttpResponse; output: Output }> {
+    const signingProperties = { config: this.config, context: { endpointV2: route.endpoint }, signingName: route.signingName, signingRegion: route.signingRegion };
     // The identity argument is unused: the client's signer reads its own (refreshing) credentials.
     const signed = (await this.signer.sign(request, {} as never, signingProperties)) as HttpRequest;
     try {

@@ -280,6 +280,35 @@ describe('the direct path of the DynamoDB client', () => {
     }
   });
 
+  it('resolves its endpoint once, and tries again after a failure instead of keeping it', async () => {
+    let calls = 0;
+    const rec = recorder(() => ({ status: 200, body: '{}' }));
+    const c = lean(
+      new DynamoDBClient({
+        credentials,
+        requestHandler: rec.handler,
+        region: async () => {
+          calls++;
+          if (calls === 1) throw new Error('region not there yet');
+          return 'eu-west-2';
+        },
+      }),
+    );
+    try {
+      const put = () => c.send(new PutItemCommand({ TableName: 't', Item: { id: { S: '1' } } }));
+      await assert.rejects(put(), /region not there yet/);
+      await put();
+      await put();
+      assert.equal(rec.requests.length, 2);
+      for (const r of rec.requests) {
+        assert.equal(r.hostname, 'dynamodb.eu-west-2.amazonaws.com');
+        assert.equal(r.headers.authorization, await resign(r));
+      }
+    } finally {
+      c.destroy();
+    }
+  });
+
   it('leaves bytes in an input, a table ARN, other commands and calls with options to the SDK', async () => {
     const rec = recorder(() => ({ status: 200, body: '{}' }));
     const { c, stack } = client(rec.handler, true);
