@@ -195,13 +195,7 @@ class DirectPath {
         return { response, output: (await this.deserialize(command, response)) as Output };
       }
       const output = (text.length > 0 ? JSON.parse(text) : {}) as Output;
-      const h = response.headers;
-      output.$metadata = {
-        httpStatusCode: response.statusCode,
-        requestId: h['x-amzn-requestid'] ?? h['x-amzn-request-id'] ?? h['x-amz-request-id'],
-        extendedRequestId: h['x-amz-id-2'],
-        cfId: h['x-amz-cf-id'],
-      };
+      output.$metadata = metadataOf(response);
       this.signer.successHandler(response, signingProperties);
       return { response, output };
     } catch (err) {
@@ -219,10 +213,26 @@ class DirectPath {
     try {
       return await this.config.protocol.deserializeResponse(operation(ns, name, traits as never, input as never, output as never), this.config, response);
     } catch (err) {
-      if (err && typeof err === 'object') Object.defineProperty(err, '$response', { value: response, enumerable: false, writable: false, configurable: false });
+      if (err && typeof err === 'object') {
+        Object.defineProperty(err, '$response', { value: response, enumerable: false, writable: false, configurable: false });
+        // A body the protocol cannot read (a 503 page from a load balancer) still carries its
+        // status, so the retry strategy classifies it as the SDK does (a 5xx is retried).
+        if (!('$metadata' in err)) Object.assign(err, { $metadata: metadataOf(response) });
+      }
       throw err;
     }
   }
+}
+
+/** The `$metadata` the SDK gives an output, or an error without one. */
+function metadataOf(response: HttpResponse): Record<string, unknown> {
+  const h = response.headers;
+  return {
+    httpStatusCode: response.statusCode,
+    requestId: h['x-amzn-requestid'] ?? h['x-amzn-request-id'] ?? h['x-amz-request-id'],
+    extendedRequestId: h['x-amz-id-2'],
+    cfId: h['x-amz-cf-id'],
+  };
 }
 
 /**

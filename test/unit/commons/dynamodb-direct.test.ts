@@ -259,6 +259,25 @@ describe('the direct path of the DynamoDB client', () => {
     }
   });
 
+  it('retries a 5xx whose body is not JSON (a load balancer page) as the SDK does, and fails with its status', async () => {
+    const outcome = async (direct: boolean) => {
+      const rec = recorder(() => ({ status: 503, body: '<html><body>Service Unavailable</body></html>', headers: { 'content-type': 'text/html' } }));
+      const { c } = client(rec.handler, direct, { maxAttempts: 2 });
+      try {
+        const err = (await c.send(new PutItemCommand({ TableName: 't', Item: { id: { S: '1' } } })).then(
+          () => assert.fail('must fail'),
+          (e: unknown) => e,
+        )) as { $metadata?: { httpStatusCode?: number; attempts?: number } };
+        return { status: err.$metadata?.httpStatusCode, attempts: err.$metadata?.attempts, requests: rec.requests.length };
+      } finally {
+        c.destroy();
+      }
+    };
+    const sdk = await outcome(false);
+    assert.deepEqual(sdk, { status: 503, attempts: 2, requests: 2 });
+    assert.deepEqual(await outcome(true), sdk);
+  });
+
   it('corrects its clock from the server, as the SDK does, and signs the retry with the corrected time', async () => {
     const serverNow = Date.now() + 30 * 60_000;
     const skewed = recorder((_req, n) =>
