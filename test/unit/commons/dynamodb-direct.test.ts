@@ -278,6 +278,29 @@ describe('the direct path of the DynamoDB client', () => {
     assert.deepEqual(await outcome(true), sdk);
   });
 
+  it('retries a connection reset as the SDK does', async () => {
+    const outcome = async (direct: boolean) => {
+      let n = 0;
+      const handler = {
+        handle: async (req: HttpRequest) => {
+          n++;
+          if (n === 1) throw Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+          return recorder(() => ({ status: 200, body: '{"ConsumedCapacity":{"TableName":"t","CapacityUnits":1}}' })).handler.handle(req);
+        },
+      };
+      const { c } = client(handler, direct);
+      try {
+        const out = await c.send(new PutItemCommand({ TableName: 't', Item: { id: { S: '1' } }, ReturnConsumedCapacity: 'TOTAL' }));
+        return { attempts: out.$metadata.attempts, units: out.ConsumedCapacity?.CapacityUnits, calls: n };
+      } finally {
+        c.destroy();
+      }
+    };
+    const sdk = await outcome(false);
+    assert.deepEqual(sdk, { attempts: 2, units: 1, calls: 2 });
+    assert.deepEqual(await outcome(true), sdk);
+  });
+
   it('corrects its clock from the server, as the SDK does, and signs the retry with the corrected time', async () => {
     const serverNow = Date.now() + 30 * 60_000;
     const skewed = recorder((_req, n) =>
