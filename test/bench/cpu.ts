@@ -7,7 +7,7 @@
  * are what to compare, not absolute times.
  */
 import { gzipSync } from 'node:zlib';
-import { ndjsonBytes } from '../../functions/adapters/raw-store.js';
+import { ndjsonBytes, RAW_GZIP } from '../../functions/adapters/raw-store.js';
 import type { Normalizer, RawRecord } from '../../functions/core/normalize.js';
 import { planBatch } from '../../functions/core/plan.js';
 import type { ChangeEvent } from '../../functions/core/types.js';
@@ -160,12 +160,13 @@ export function measureGzipLevels<B>(
   // serialized as NDJSON (raw-store's ndjsonBytes), then gzipped.
   const body = (batch: B) => ndjsonBytes(buildLines(batch));
   const serializeOnly = batches.map((batch) => () => void body(batch));
-  const sides = levels.map((level) => batches.map((batch) => () => void gzipSync(body(batch), { level })));
+  // Each level with the Lambda's other settings (memory level, chunk size).
+  const sides = levels.map((level) => batches.map((batch) => () => void gzipSync(body(batch), { ...RAW_GZIP, level })));
   const [decodePlanMs, serializeMs, ...times] = interleaved([decodePlan, serializeOnly, ...sides], rounds) as [number, number, ...number[]];
   const lineBatches = batches.map(buildLines);
   const plain = lineBatches.reduce((n, lines) => n + ndjsonBytes(lines).length, 0);
   return levels.map((level, i) => {
-    const compressed = lineBatches.reduce((n, lines) => n + gzipSync(ndjsonBytes(lines), { level }).length, 0);
+    const compressed = lineBatches.reduce((n, lines) => n + gzipSync(ndjsonBytes(lines), { ...RAW_GZIP, level }).length, 0);
     const micros = ((times[i] as number) * 1000) / records;
     const serializeMicros = (serializeMs * 1000) / records;
     const decodePlanMicros = (decodePlanMs * 1000) / records;
