@@ -35,6 +35,17 @@ export interface Accepted {
   readonly events: readonly NormalizedEvent[];
   /** The format that decoded the message. */
   readonly format: string;
+  /**
+   * The record's value and key as the text they were parsed from, when they are valid UTF-8 (null:
+   * absent or not UTF-8). The raw line reuses them instead of decoding the bytes a second time.
+   */
+  readonly texts: RecordTexts;
+}
+
+/** A record's value and key decoded as UTF-8 (fatal), or null. */
+export interface RecordTexts {
+  readonly value: string | null;
+  readonly key: string | null;
 }
 
 export interface Rejection {
@@ -51,7 +62,13 @@ export interface Rejection {
 export type Normalized = Accepted | Rejection;
 
 const RESERVED = '__';
-const utf8 = new TextDecoder('utf-8', { fatal: true });
+/**
+ * UTF-8 with errors refused and a leading byte-order mark kept (as U+FEFF): the texts are the
+ * record's exact bytes, which the raw line stores. Parsing skips the mark.
+ */
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+const BOM = '\uFEFF';
+const withoutBom = (text: string): string => (text.startsWith(BOM) ? text.slice(1) : text);
 /** DynamoDB numbers hold 38 significant digits exactly; longer decimals are stored as their text. */
 const DYNAMO_NUMBER_DIGITS = 38;
 
@@ -70,28 +87,49 @@ export function unwrapSchema(value: JsonValue | null): { payload: JsonValue | nu
   return { payload: value, schema: null };
 }
 
-function parseBytes(bytes: Uint8Array, what: string): JsonValue {
-  let text: string;
+function parseText(text: string, what: string): JsonValue {
   try {
-    text = utf8.decode(bytes);
-  } catch (err) {
-    throw decodeError('invalid-utf8', `${what} is not valid UTF-8`, { cause: err });
-  }
-  try {
-    return parseJson(text);
+    return parseJson(withoutBom(text));
   } catch (err) {
     throw decodeError('invalid-json', `${what} is not valid JSON: ${errorMessage(err)}`, { cause: err });
   }
 }
 
-function parseKey(bytes: Uint8Array | null): JsonValue | null {
+function decodeText(bytes: Uint8Array, what: string): string {
+  try {
+    return utf8.decode(bytes);
+  } catch (err) {
+    throw decodeError('invalid-utf8', `${what} is not valid UTF-8`, { cause: err });
+  }
+}
+
+/** The key as UTF-8 text, or null when it is absent or not valid UTF-8. */
+function keyText(bytes: Uint8Array | null): string | null {
   if (!bytes || bytes.length === 0) return null;
   try {
-    return parseJson(utf8.decode(bytes));
+    return utf8.decode(bytes);
+  } catch {
+    return null;
+  }
+}
+
+function parseKey(bytes: Uint8Array | null, text: string | null): JsonValue | null {
+  if (!bytes || bytes.length === 0) return null;
+  try {
+    if (text === null) throw new Error('not UTF-8');
+    return parseJson(withoutBom(text));
   } catch {
     // A Kinesis partition key is often a plain string, not JSON: keep it as text.
-    return new TextDecoder().decode(bytes);
+    return text !== null ? withoutBom(text) : new TextDecoder().decode(bytes);
   }
+}
+
+/**
+ * The value and key of a record as UTF-8 text: a value that is not valid UTF-8 is refused
+ * (`invalid-utf8`); a key that is not is null (it is kept as bytes in raw, and parsed leniently).
+ */
+export function recordTexts(record: RawRecord): RecordTexts {
+  return { value: record.value && record.value.length > 0 ? decodeText(record.value, 'message value') : null, key: keyText(record.key) };
 }
 
 export class Normalizer {
@@ -125,10 +163,10 @@ export class Normalizer {
   }
 
   /** Builds the inbound message for a record: parsed, unwrapped, not yet interpreted. */
-  inbound(record: RawRecord): InboundMessage {
-    const rawValue = record.value && record.value.length > 0 ? parseBytes(record.value, 'message value') : null;
+  inbound(record: RawRecord, texts: RecordTexts = recordTexts(record)): InboundMessage {
+    const rawValue = texts.value !== null ? parseText(texts.value, 'message value') : null;
     const value = unwrapSchema(rawValue);
-    const key = unwrapSchema(parseKey(record.key));
+    const key = unwrapSchema(parseKey(record.key, texts.key));
     return {
       key: key.payload,
       keySchema: key.schema,
@@ -144,11 +182,12 @@ export class Normalizer {
   normalize(record: RawRecord): Normalized {
     let message: InboundMessage | null = null;
     try {
-      message = this.inbound(record);
-      if (message.value === null) return this.tombstone(message);
+      const texts = recordTexts(record);
+      message = this.inbound(record, texts);
+      if (message.value === null) return this.tombstone(message, texts);
       const decoder = this.detect(message);
       const events = decoder.decode(message, this.ctx).flatMap((e): NormalizedEvent[] => (e.kind === 'change' ? this.validate(e) : [e]));
-      return { ok: true, message, events, format: decoder.name };
+      return { ok: true, message, events, format: decoder.name, texts };
     } catch (err) {
       if (err instanceof DecodeError && isQuarantineReason(err.reason)) {
         const table = err.context.table;
@@ -160,13 +199,13 @@ export class Normalizer {
   }
 
   /** A Kafka tombstone: a control event, or a delete of the record key, as `kafkaTombstones` says. */
-  private tombstone(message: InboundMessage): Normalized {
+  private tombstone(message: InboundMessage, texts: RecordTexts): Normalized {
     const table = tombstoneTable(message.topic, (t) => this.tables.has(t), this.ctx.onlyTable);
     const mode = (table === null ? undefined : this.tables.get(table)?.kafkaTombstones) ?? this.tombstones;
-    if (mode === 'ignore') return { ok: true, message, events: [ignoredTombstone(message, table)], format: 'kafka' };
+    if (mode === 'ignore') return { ok: true, message, events: [ignoredTombstone(message, table)], format: 'kafka', texts };
     if (table === null) unknownTombstoneTable(message, [...this.tables.keys()]);
     const keyColumns = this.tables.get(table)?.key ?? [];
-    return { ok: true, message, events: this.validate(tombstoneDelete(message, table, keyColumns)), format: 'kafka' };
+    return { ok: true, message, events: this.validate(tombstoneDelete(message, table, keyColumns)), format: 'kafka', texts };
   }
 
   private detect(message: InboundMessage): FormatDecoder {

@@ -8,7 +8,7 @@
  */
 import type { TidemarkConfig } from '../commons/config.js';
 import { UNKNOWN_TABLE } from '../commons/telemetry-contract.js';
-import type { Normalizer, RawRecord } from '../core/normalize.js';
+import type { Normalizer, RawRecord, RecordTexts } from '../core/normalize.js';
 import type { ChangeEvent, NormalizedEvent } from '../core/types.js';
 import type { QuarantineLine, RawLine } from '../adapters/raw-store.js';
 import type { Log } from '../adapters/telemetry.js';
@@ -52,7 +52,7 @@ export function decode(records: readonly RawRecord[], deps: DecodeDeps, tally: B
     }
     // Accepted with nothing to apply: still landed in raw and counted once, as a control message.
     const events = result.events.length > 0 ? result.events : [emptyControl(result.format)];
-    lines.addRecord(index, record, events);
+    lines.addRecord(index, record, events, result.texts);
     for (const e of events) {
       tally.summary.events++;
       if (e.kind === 'control') {
@@ -97,8 +97,8 @@ class RawLineCollector {
   readonly byTable = new Map<string, RawLine[]>();
   private readonly lastRecord = new Map<string, number>();
 
-  addRecord(index: number, record: RawRecord, events: readonly NormalizedEvent[]): void {
-    const part = recordPart(record);
+  addRecord(index: number, record: RawRecord, events: readonly NormalizedEvent[], texts: RecordTexts): void {
+    const part = recordPart(record, texts);
     for (const e of events) {
       const table = rawTableOf(e);
       const list = this.byTable.get(table) ?? [];

@@ -7,15 +7,20 @@
  */
 import { stringifyJson } from '../core/json.js';
 import { encodePosition } from '../core/position.js';
-import type { Normalized, RawRecord } from '../core/normalize.js';
+import type { Normalized, RawRecord, RecordTexts } from '../core/normalize.js';
 import type { NormalizedEvent } from '../core/types.js';
 import { CONTROL_TABLE, type QuarantineLine, type RawLine } from '../adapters/raw-store.js';
 
-const utf8 = new TextDecoder('utf-8', { fatal: true });
+/** A leading byte-order mark is kept (as U+FEFF), so the text is exactly the bytes. */
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
-/** Bytes as delivered: UTF-8 text, or base64 when they are not valid UTF-8. Empty or absent → neither. */
-export function exactBytes(bytes: Uint8Array | null): { text: string | null; base64?: string } {
+/**
+ * Bytes as delivered: UTF-8 text, or base64 when they are not valid UTF-8. Empty or absent → neither.
+ * `text`, when given, is the bytes already decoded the same way (the normalizer's `texts`).
+ */
+export function exactBytes(bytes: Uint8Array | null, text?: string | null): { text: string | null; base64?: string } {
   if (!bytes || bytes.length === 0) return { text: null };
+  if (typeof text === 'string') return { text };
   try {
     return { text: utf8.decode(bytes) };
   } catch {
@@ -39,9 +44,9 @@ export interface RecordPart {
   readonly messageBase64?: string;
 }
 
-export function recordPart(record: RawRecord): RecordPart {
-  const key = exactBytes(record.key);
-  const value = exactBytes(record.value);
+export function recordPart(record: RawRecord, texts?: RecordTexts): RecordPart {
+  const key = exactBytes(record.key, texts?.key);
+  const value = exactBytes(record.value, texts?.value);
   return {
     transport: record.transport,
     topic: record.topic,

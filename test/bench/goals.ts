@@ -143,7 +143,7 @@ export async function reportGoals(narrow: Workload, o: GoalOptions, print: (line
     const buildLines = (b: (typeof normalized)[number]) =>
       b.flatMap(({ r, res }) => {
         if (!res.ok) return [];
-        const part = recordPart(r);
+        const part = recordPart(r, res.texts);
         return res.events.map((e, i) => rawLineFor(part, e, i === 0));
       });
     const records = batches.reduce((n, b) => n + b.length, 0);

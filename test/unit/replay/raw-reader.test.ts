@@ -19,8 +19,8 @@ import {
 } from '../../../functions/adapters/raw-reader.js';
 import { CONTROL_TABLE, RawStore, type RawLine } from '../../../functions/adapters/raw-store.js';
 import { parseConfig } from '../../../functions/commons/config.js';
-import { Normalizer, type RawRecord } from '../../../functions/core/normalize.js';
-import { rawLineFor, recordPart } from '../../../functions/ingest/raw-lines.js';
+import { Normalizer, type RawRecord, recordTexts } from '../../../functions/core/normalize.js';
+import { exactBytes, rawLineFor, recordPart } from '../../../functions/ingest/raw-lines.js';
 import { readFixture } from '../../helpers/messages.js';
 import { pgMessage } from '../../helpers/debezium.js';
 import { fakeS3 } from './fake-s3.js';
@@ -61,7 +61,7 @@ function linesOf(records: readonly RawRecord[]): Map<string, RawLine[]> {
     const seen = new Set<string>();
     for (const e of n.events) {
       const table = e.kind === 'change' ? e.table : CONTROL_TABLE;
-      out.set(table, [...(out.get(table) ?? []), rawLineFor(recordPart(r), e, !seen.has(table))]);
+      out.set(table, [...(out.get(table) ?? []), rawLineFor(recordPart(r, n.texts), e, !seen.has(table))]);
       seen.add(table);
     }
   }
@@ -96,6 +96,45 @@ describe('raw reader', () => {
       assert.ok(again.ok && first.ok);
       assert.deepEqual(again.events, first.events);
     });
+  });
+
+  it('keeps a leading byte-order mark of a value and a key: raw gives the exact bytes back, and the message decodes as without it', async () => {
+    const bom = Buffer.from([0xef, 0xbb, 0xbf]);
+    const plain = record(customer(5, 20, 'Bo'), 7, { key: Buffer.from('{"id":5}') });
+    const marked = record(Buffer.concat([bom, Buffer.from(customer(5, 20, 'Bo'))]), 7, { key: Buffer.concat([bom, Buffer.from('{"id":5}')]) });
+    const [n, m] = [normalizer.normalize(plain), normalizer.normalize(marked)];
+    assert.ok(n.ok && m.ok);
+    assert.deepEqual(m.events, n.events);
+    assert.ok(m.texts.value?.startsWith('\uFEFF'), 'the text keeps the mark');
+    const store = new RawStore(s3.client, 'rr-raw', 'bom/', 'quarantine/');
+    await store.land({ shard: '0', firstSequence: '7', lastSequence: '7', firstArrival: T0 }, linesOf([marked]), []);
+    const [object] = await listRawObjects(s3.client, { bucket: 'rr-raw', prefix: 'bom/', table: 'public.customers' });
+    const parsed = parseRawObject(await readRawObject(s3.client, 'rr-raw', object?.key ?? ''), object?.key ?? '');
+    assert.deepEqual(Buffer.from(parsed.records[0]?.record.value ?? []), marked.value);
+    assert.deepEqual(Buffer.from(parsed.records[0]?.record.key ?? []), marked.key);
+  });
+
+  it("builds the same raw line part from the normalizer's texts as from the bytes, for any bytes", () => {
+    const bytes = fc.oneof(
+      fc.uint8Array({ maxLength: 40 }),
+      fc.string({ unit: 'grapheme' }).map((t) => Buffer.from(t)),
+      fc.string().map((t) => Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(t)])),
+    );
+    fc.assert(
+      fc.property(bytes, fc.option(bytes), (value, key) => {
+        const r = record(value, 1, { key: key ?? null });
+        let texts: ReturnType<typeof recordTexts>;
+        try {
+          texts = recordTexts(r);
+        } catch {
+          return; // not UTF-8: refused before any raw line (invalid-utf8)
+        }
+        assert.deepEqual(recordPart(r, texts), recordPart(r));
+        const exact = exactBytes(r.value);
+        if (exact.text !== null) assert.deepEqual(Buffer.from(exact.text, 'utf8'), Buffer.from(r.value ?? []));
+      }),
+      { numRuns: 500 },
+    );
   });
 
   it('reads the compact layout: base64 bytes, digest names, percent-encoded tables, messageRef rows', () => {
