@@ -36,6 +36,7 @@ import { getEndpointFromInstructions } from '@smithy/core/endpoints';
 import { HttpRequest, type HttpResponse } from '@smithy/core/protocols';
 import { retryMiddleware } from '@smithy/core/retry';
 import { operation } from '@smithy/core/schema';
+import { asError } from '../core/errors.js';
 
 /** The commands sent on the direct path, by class. */
 const DIRECT: ReadonlySet<unknown> = new Set([PutItemCommand, UpdateItemCommand, GetItemCommand, BatchGetItemCommand]);
@@ -190,16 +191,18 @@ class DirectPath {
       if (response.statusCode >= 300) await this.deserialize(command, response);
       const bytes = await this.config.streamCollector(response.body);
       const text = utf8(bytes);
+      let output: Output;
       if (MAY_HOLD_BYTES.test(text)) {
         response.body = bytes;
-        return { response, output: (await this.deserialize(command, response)) as Output };
+        output = (await this.deserialize(command, response)) as Output;
+      } else {
+        output = (text.length > 0 ? JSON.parse(text) : {}) as Output;
+        output.$metadata = metadataOf(response);
       }
-      const output = (text.length > 0 ? JSON.parse(text) : {}) as Output;
-      output.$metadata = metadataOf(response);
       this.signer.successHandler(response, signingProperties);
       return { response, output };
     } catch (err) {
-      return this.signer.errorHandler(signingProperties)(err as Error);
+      return this.signer.errorHandler(signingProperties)(asError(err));
     }
   }
 
