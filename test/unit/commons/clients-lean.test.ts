@@ -6,52 +6,20 @@
  * (re-signed independently here) and each get their own response, and throttling is still retried.
  */
 import assert from 'node:assert/strict';
-import { Readable } from 'node:stream';
 import { describe, it } from 'node:test';
 import { DynamoDBClient, PutItemCommand } from '@aws-sdk/client-dynamodb';
-import { Sha256 } from '@smithy/core/checksum';
-import { HttpRequest, HttpResponse } from '@smithy/core/protocols';
+import type { HttpRequest } from '@smithy/core/protocols';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { createClients, destroyClients } from '../../../bin/local/clients.js';
 import { createRuntimeClients, DYNAMODB_REMOVALS, LEAN_REMOVALS, lean, S3_CHECKSUMS } from '../../../functions/commons/clients.js';
+import { bodyText, recordingHandler, resign as resignWith } from '../../helpers/recording-handler.js';
 
 const credentials = { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY' };
 const KEPT = ['serializerMiddleware', 'deserializerMiddleware', 'contentLengthMiddleware', 'hostHeaderMiddleware', 'retryMiddleware', 'httpSigningMiddleware'];
 
-/** The request body as text (the SDK hands the handler bytes). */
-const text = (body: unknown): string => (body instanceof Uint8Array ? Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8') : String(body));
-
 const names = (client: { middlewareStack: { identify(): string[] } }): string[] => client.middlewareStack.identify().map((n) => n.split(' ')[0] as string);
-
-/** A request handler that records each (signed) request and answers like DynamoDB. */
-function fakeDynamoDB(answer: (req: HttpRequest, n: number) => { status: number; body: string; headers?: Record<string, string> }) {
-  const requests: HttpRequest[] = [];
-  return {
-    requests,
-    handler: {
-      handle: async (req: HttpRequest) => {
-        requests.push(req);
-        await new Promise((r) => setTimeout(r, requests.length % 3));
-        const a = answer(req, requests.length);
-        const body = Readable.from([Buffer.from(a.body)]);
-        return { response: new HttpResponse({ statusCode: a.status, headers: { 'content-type': 'application/x-amz-json-1.0', ...a.headers }, body }) };
-      },
-    },
-  };
-}
-
-/** Signs a copy of `req` (without its Authorization) at the same instant, independently of the SDK client. */
-async function resign(req: HttpRequest): Promise<string | undefined> {
-  const { authorization: _dropped, ...headers } = req.headers;
-  const copy = new HttpRequest({ ...req, headers });
-  const date = /^(\d{4})(\d\d)(\d\d)T(\d\d)(\d\d)(\d\d)Z$/.exec(req.headers['x-amz-date'] ?? '');
-  assert.ok(date, 'x-amz-date set');
-  const signingDate = new Date(Date.UTC(Number(date[1]), Number(date[2]) - 1, Number(date[3]), Number(date[4]), Number(date[5]), Number(date[6])));
-  const signer = new SignatureV4({ credentials, region: 'us-east-1', service: 'dynamodb', sha256: Sha256, uriEscapePath: true });
-  const signed = await signer.sign(copy, { signingDate });
-  return (signed as HttpRequest).headers.authorization;
-}
+const resign = (req: HttpRequest) => resignWith(req, credentials, 'us-east-1');
 
 describe('lean clients', () => {
   it('createRuntimeClients: DynamoDB without user-agent, logger and recursion detection, with cached middleware; S3 without user-agent and logger, checksums when required', async () => {
@@ -122,8 +90,8 @@ describe('lean clients', () => {
   });
 
   it('signs every request correctly and gives each caller its own response, 24 concurrent writes to 4 tables', async () => {
-    const fake = fakeDynamoDB((req) => {
-      const table = (JSON.parse(text(req.body)) as { TableName: string }).TableName;
+    const fake = recordingHandler((req) => {
+      const table = (JSON.parse(bodyText(req.body)) as { TableName: string }).TableName;
       return { status: 200, body: JSON.stringify({ ConsumedCapacity: { TableName: table, CapacityUnits: 1 } }) };
     });
     const client = lean(new DynamoDBClient({ region: 'us-east-1', credentials, requestHandler: fake.handler }));
@@ -147,7 +115,7 @@ describe('lean clients', () => {
       assert.equal(fake.requests.length, 24);
       const seen = new Set<string>();
       for (const req of fake.requests) {
-        const body = JSON.parse(text(req.body)) as { TableName: string; Item: { id: { N: string } } };
+        const body = JSON.parse(bodyText(req.body)) as { TableName: string; Item: { id: { N: string } } };
         assert.equal(body.TableName, `t${Number(body.Item.id.N) % 4}`);
         seen.add(body.Item.id.N);
         assert.equal(req.headers.host, 'dynamodb.us-east-1.amazonaws.com');
@@ -164,7 +132,7 @@ describe('lean clients', () => {
   });
 
   it('still retries throttling, with the standard strategy', async () => {
-    const fake = fakeDynamoDB((_req, n) =>
+    const fake = recordingHandler((_req, n) =>
       n === 1
         ? { status: 400, body: JSON.stringify({ __type: 'com.amazonaws.dynamodb.v20120810#ThrottlingException', message: 'slow down' }), headers: { 'x-amzn-errortype': 'ThrottlingException' } }
         : { status: 200, body: '{}' },

@@ -5,7 +5,6 @@
  * recording request handler that answers like DynamoDB, and compares.
  */
 import assert from 'node:assert/strict';
-import { Readable } from 'node:stream';
 import { describe, it } from 'node:test';
 import {
   type AttributeValue,
@@ -18,40 +17,16 @@ import {
   QueryCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import { Sha256 } from '@smithy/core/checksum';
-import { HttpRequest, HttpResponse } from '@smithy/core/protocols';
-import { SignatureV4 } from '@smithy/signature-v4';
+import { type HttpRequest, HttpResponse } from '@smithy/core/protocols';
 import fc from 'fast-check';
 import { lean } from '../../../functions/commons/clients.js';
 import { holdsBytes } from '../../../functions/commons/dynamodb-direct.js';
+import { bodyText, recordingHandler, rejectionOf, resign as resignWith } from '../../helpers/recording-handler.js';
 
 const credentials = { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY', sessionToken: 'session-token' };
 
-interface Answer {
-  status: number;
-  body: string;
-  headers?: Record<string, string>;
-}
-
-/** A request handler that records each signed request and answers with `answer`. */
-function recorder(answer: (req: HttpRequest, n: number) => Answer) {
-  const requests: HttpRequest[] = [];
-  return {
-    requests,
-    handler: {
-      handle: async (req: HttpRequest) => {
-        requests.push(req);
-        const a = answer(req, requests.length);
-        return { response: new HttpResponse({ statusCode: a.status, headers: { 'content-type': 'application/x-amz-json-1.0', 'x-amzn-requestid': `req-${requests.length}`, ...a.headers }, body: Readable.from([Buffer.from(a.body)]) }) };
-      },
-    },
-  };
-}
-
-const text = (body: unknown): string => (body instanceof Uint8Array ? Buffer.from(body).toString('utf8') : String(body));
-
-/** A lean client on `handler`, with (`direct`) or without the direct path; `middleware` counts the requests that went through the SDK's stack. */
-function client(handler: ReturnType<typeof recorder>['handler'], direct: boolean, extra: object = {}) {
+/** A lean client on `handler`, with (`direct`) or without the direct path; `stack` counts the requests that went through the SDK's stack. */
+function client(handler: ReturnType<typeof recordingHandler>['handler'], direct: boolean, extra: object = {}) {
   const c = lean(new DynamoDBClient({ region: 'eu-west-2', credentials, requestHandler: handler, ...extra }), { direct });
   const stack = { count: 0 };
   c.middlewareStack.add(
@@ -64,15 +39,7 @@ function client(handler: ReturnType<typeof recorder>['handler'], direct: boolean
   return { c, stack };
 }
 
-/** Re-signs a copy of `req` at its own instant, independently of any client. */
-async function resign(req: HttpRequest): Promise<string | undefined> {
-  const { authorization: _dropped, ...headers } = req.headers;
-  const m = /^(\d{4})(\d\d)(\d\d)T(\d\d)(\d\d)(\d\d)Z$/.exec(req.headers['x-amz-date'] ?? '');
-  assert.ok(m, 'x-amz-date set');
-  const signingDate = new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]), Number(m[4]), Number(m[5]), Number(m[6])));
-  const signer = new SignatureV4({ credentials, region: 'eu-west-2', service: 'dynamodb', sha256: Sha256, uriEscapePath: true });
-  return ((await signer.sign(new HttpRequest({ ...req, headers }), { signingDate })) as HttpRequest).headers.authorization;
-}
+const resign = (req: HttpRequest) => resignWith(req, credentials, 'eu-west-2');
 
 /** DynamoDB attribute values without bytes (what the direct path sends), nested two levels. */
 const scalar: fc.Arbitrary<AttributeValue> = fc.oneof(
@@ -142,8 +109,8 @@ describe('the direct path of the DynamoDB client', () => {
   it('sends what the SDK sends (body, target, host, signature) for PutItem, UpdateItem, GetItem and BatchGetItem', async () => {
     await fc.assert(
       fc.asyncProperty(commands, async (command) => {
-        const sdk = recorder(() => ({ status: 200, body: '{}' }));
-        const direct = recorder(() => ({ status: 200, body: '{}' }));
+        const sdk = recordingHandler(() => ({ status: 200, body: '{}' }));
+        const direct = recordingHandler(() => ({ status: 200, body: '{}' }));
         const a = client(sdk.handler, false);
         const b = client(direct.handler, true);
         try {
@@ -152,9 +119,9 @@ describe('the direct path of the DynamoDB client', () => {
           assert.equal(a.stack.count, 1);
           assert.equal(b.stack.count, 0, 'the direct path does not enter the SDK stack');
           const [x, y] = [sdk.requests[0], direct.requests[0]] as [HttpRequest, HttpRequest];
-          assert.deepEqual(JSON.parse(text(y.body)), JSON.parse(text(x.body)));
+          assert.deepEqual(JSON.parse(bodyText(y.body)), JSON.parse(bodyText(x.body)));
           for (const h of ['content-type', 'x-amz-target', 'host', 'x-amz-security-token', 'amz-sdk-request']) assert.equal(y.headers[h], x.headers[h], h);
-          assert.equal(y.headers['content-length'], String(Buffer.byteLength(text(y.body))));
+          assert.equal(y.headers['content-length'], String(Buffer.byteLength(bodyText(y.body))));
           assert.match(y.headers['amz-sdk-invocation-id'] ?? '', /^[0-9a-f-]{36}$/);
           assert.equal(`${y.protocol}//${y.hostname}${y.path}`, `${x.protocol}//${x.hostname}${x.path}`);
           assert.equal(y.headers.authorization, await resign(y));
@@ -181,8 +148,8 @@ describe('the direct path of the DynamoDB client', () => {
           ],
         ];
         for (const [command, body] of answers) {
-          const a = client(recorder(() => ({ status: 200, body })).handler, false);
-          const b = client(recorder(() => ({ status: 200, body })).handler, true);
+          const a = client(recordingHandler(() => ({ status: 200, body })).handler, false);
+          const b = client(recordingHandler(() => ({ status: 200, body })).handler, true);
           try {
             const expected = await a.c.send(command as GetItemCommand);
             const got = await b.c.send(command as GetItemCommand);
@@ -200,7 +167,7 @@ describe('the direct path of the DynamoDB client', () => {
 
   it('raises the SDK exception of an error response: a failed condition with its item, an unknown error, after the retries of a 500', async () => {
     const old = { id: { S: '7' }, __pos: { S: 'a9' }, blob: { B: Buffer.from([0, 255, 1]).toString('base64') } };
-    const ccf = recorder(() => ({
+    const ccf = recordingHandler(() => ({
       status: 400,
       body: JSON.stringify({ __type: 'com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException', message: 'The conditional request failed', Item: old }),
       headers: { 'x-amzn-errortype': 'ConditionalCheckFailedException:http://internal.amazon.com/coral/com.amazonaws.dynamodb.v20120810/' },
@@ -208,10 +175,7 @@ describe('the direct path of the DynamoDB client', () => {
     const { c } = client(ccf.handler, true);
     const put = new PutItemCommand({ TableName: 't', Item: { id: { S: '7' } }, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' });
     try {
-      const err = await c.send(put).then(
-        () => assert.fail('must fail'),
-        (e: unknown) => e,
-      );
+      const err = await rejectionOf(c.send(put));
       assert.ok(err instanceof ConditionalCheckFailedException);
       assert.equal(err.message, 'The conditional request failed');
       assert.deepEqual(err.Item, { id: { S: '7' }, __pos: { S: 'a9' }, blob: { B: new Uint8Array([0, 255, 1]) } });
@@ -224,13 +188,10 @@ describe('the direct path of the DynamoDB client', () => {
       c.destroy();
     }
 
-    const unknown = recorder(() => ({ status: 400, body: JSON.stringify({ __type: 'com.amazon.coral.validate#ValidationException', message: 'Item size has exceeded the maximum allowed size' }) }));
+    const unknown = recordingHandler(() => ({ status: 400, body: JSON.stringify({ __type: 'com.amazon.coral.validate#ValidationException', message: 'Item size has exceeded the maximum allowed size' }) }));
     const u = client(unknown.handler, true);
     try {
-      const err = await u.c.send(put).then(
-        () => assert.fail('must fail'),
-        (e: unknown) => e,
-      );
+      const err = await rejectionOf(u.c.send(put));
       assert.ok(err instanceof DynamoDBServiceException);
       assert.equal(err.name, 'ValidationException');
       assert.match(err.message, /maximum allowed size/);
@@ -239,13 +200,10 @@ describe('the direct path of the DynamoDB client', () => {
       u.c.destroy();
     }
 
-    const down = recorder(() => ({ status: 500, body: JSON.stringify({ __type: 'com.amazonaws.dynamodb.v20120810#InternalServerError', message: 'oops' }) }));
+    const down = recordingHandler(() => ({ status: 500, body: JSON.stringify({ __type: 'com.amazonaws.dynamodb.v20120810#InternalServerError', message: 'oops' }) }));
     const d = client(down.handler, true, { maxAttempts: 3, retryStrategy: undefined });
     try {
-      const err = await d.c.send(put).then(
-        () => assert.fail('must fail'),
-        (e: unknown) => e,
-      );
+      const err = await rejectionOf(d.c.send(put));
       assert.ok(err instanceof DynamoDBServiceException);
       assert.equal(err.name, 'InternalServerError');
       assert.equal(err.$metadata.attempts, 3);
@@ -261,13 +219,10 @@ describe('the direct path of the DynamoDB client', () => {
 
   it('retries a 5xx whose body is not JSON (a load balancer page) as the SDK does, and fails with its status', async () => {
     const outcome = async (direct: boolean) => {
-      const rec = recorder(() => ({ status: 503, body: '<html><body>Service Unavailable</body></html>', headers: { 'content-type': 'text/html' } }));
+      const rec = recordingHandler(() => ({ status: 503, body: '<html><body>Service Unavailable</body></html>', headers: { 'content-type': 'text/html' } }));
       const { c } = client(rec.handler, direct, { maxAttempts: 2 });
       try {
-        const err = (await c.send(new PutItemCommand({ TableName: 't', Item: { id: { S: '1' } } })).then(
-          () => assert.fail('must fail'),
-          (e: unknown) => e,
-        )) as { $metadata?: { httpStatusCode?: number; attempts?: number } };
+        const err = (await rejectionOf(c.send(new PutItemCommand({ TableName: 't', Item: { id: { S: '1' } } })))) as { $metadata?: { httpStatusCode?: number; attempts?: number } };
         return { status: err.$metadata?.httpStatusCode, attempts: err.$metadata?.attempts, requests: rec.requests.length };
       } finally {
         c.destroy();
@@ -285,7 +240,7 @@ describe('the direct path of the DynamoDB client', () => {
         handle: async (req: HttpRequest) => {
           n++;
           if (n === 1) throw Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
-          return recorder(() => ({ status: 200, body: '{"ConsumedCapacity":{"TableName":"t","CapacityUnits":1}}' })).handler.handle(req);
+          return recordingHandler(() => ({ status: 200, body: '{"ConsumedCapacity":{"TableName":"t","CapacityUnits":1}}' })).handler.handle(req);
         },
       };
       const { c } = client(handler, direct);
@@ -303,7 +258,7 @@ describe('the direct path of the DynamoDB client', () => {
 
   it('corrects its clock from the server, as the SDK does, and signs the retry with the corrected time', async () => {
     const serverNow = Date.now() + 30 * 60_000;
-    const skewed = recorder((_req, n) =>
+    const skewed = recordingHandler((_req, n) =>
       n === 1
         ? { status: 400, body: JSON.stringify({ __type: 'com.amazon.coral.service#InvalidSignatureException', message: 'Signature expired' }), headers: { date: new Date(serverNow).toUTCString() } }
         : { status: 200, body: '{}', headers: { date: new Date(serverNow).toUTCString() } },
@@ -324,7 +279,7 @@ describe('the direct path of the DynamoDB client', () => {
 
   it('resolves its endpoint once, and tries again after a failure instead of keeping it', async () => {
     let calls = 0;
-    const rec = recorder(() => ({ status: 200, body: '{}' }));
+    const rec = recordingHandler(() => ({ status: 200, body: '{}' }));
     const c = lean(
       new DynamoDBClient({
         credentials,
@@ -352,7 +307,7 @@ describe('the direct path of the DynamoDB client', () => {
   });
 
   it('leaves bytes in an input, a table ARN, other commands and calls with options to the SDK', async () => {
-    const rec = recorder(() => ({ status: 200, body: '{}' }));
+    const rec = recordingHandler(() => ({ status: 200, body: '{}' }));
     const { c, stack } = client(rec.handler, true);
     try {
       await c.send(new PutItemCommand({ TableName: 't', Item: { id: { S: '1' }, b: { B: new Uint8Array([1, 2]) } } }));
@@ -360,13 +315,13 @@ describe('the direct path of the DynamoDB client', () => {
       await c.send(new QueryCommand({ TableName: 't', KeyConditionExpression: 'id = :id', ExpressionAttributeValues: { ':id': { S: '1' } } }));
       await c.send(new PutItemCommand({ TableName: 't', Item: { id: { S: '1' } } }), { requestTimeout: 1_000 });
       assert.equal(stack.count, 4);
-      assert.equal(JSON.parse(text(rec.requests[0]?.body)).Item.b.B, 'AQI=');
+      assert.equal(JSON.parse(bodyText(rec.requests[0]?.body)).Item.b.B, 'AQI=');
       await c.send(new PutItemCommand({ TableName: 't', Item: { id: { S: '1' } } }));
       assert.equal(stack.count, 4, 'a plain PutItem takes the direct path');
     } finally {
       c.destroy();
     }
-    const odd = recorder(() => ({ status: 200, body: '{"Item":{"__proto__":{"S":"x"},"a":{"S":"y"}}}' }));
+    const odd = recordingHandler(() => ({ status: 200, body: '{"Item":{"__proto__":{"S":"x"},"a":{"S":"y"}}}' }));
     const o = client(odd.handler, true);
     try {
       const out = await o.c.send(new GetItemCommand({ TableName: 't', Key: { a: { S: 'y' } } }));
