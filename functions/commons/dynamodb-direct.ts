@@ -62,7 +62,11 @@ interface ClientConfig {
   region: () => Promise<string>;
   requestHandler: { handle(request: HttpRequest, options?: object): Promise<{ response: HttpResponse }> };
   streamCollector: (body: unknown) => Promise<Uint8Array>;
-  protocol: { deserializeResponse(operation: unknown, context: object, response: HttpResponse): Promise<unknown> };
+  protocol: {
+    deserializeResponse(operation: unknown, context: object, response: HttpResponse): Promise<unknown>;
+    /** The `$metadata` the SDK gives an output (status, request ids). */
+    deserializeMetadata(response: HttpResponse): Record<string, unknown>;
+  };
   retryStrategy: () => Promise<unknown>;
   maxAttempts: () => Promise<number>;
 }
@@ -197,7 +201,7 @@ class DirectPath {
         output = (await this.deserialize(command, response)) as Output;
       } else {
         output = (text.length > 0 ? JSON.parse(text) : {}) as Output;
-        output.$metadata = metadataOf(response);
+        output.$metadata = this.config.protocol.deserializeMetadata(response);
       }
       this.signer.successHandler(response, signingProperties);
       return { response, output };
@@ -220,22 +224,11 @@ class DirectPath {
         Object.defineProperty(err, '$response', { value: response, enumerable: false, writable: false, configurable: false });
         // A body the protocol cannot read (a 503 page from a load balancer) still carries its
         // status, so the retry strategy classifies it as the SDK does (a 5xx is retried).
-        if (!('$metadata' in err)) Object.assign(err, { $metadata: metadataOf(response) });
+        if (!('$metadata' in err)) Object.assign(err, { $metadata: this.config.protocol.deserializeMetadata(response) });
       }
       throw err;
     }
   }
-}
-
-/** The `$metadata` the SDK gives an output, or an error without one. */
-function metadataOf(response: HttpResponse): Record<string, unknown> {
-  const h = response.headers;
-  return {
-    httpStatusCode: response.statusCode,
-    requestId: h['x-amzn-requestid'] ?? h['x-amzn-request-id'] ?? h['x-amz-request-id'],
-    extendedRequestId: h['x-amz-id-2'],
-    cfId: h['x-amz-cf-id'],
-  };
 }
 
 /**
