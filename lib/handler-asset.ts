@@ -11,7 +11,6 @@
  *
  *   const { code } = handlerCode({ name: 'ingest', config });   // lambda.Code, handler "index.handler"
  */
-import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -51,85 +50,21 @@ export interface HandlerCode {
   readonly bundleBytes: number;
 }
 
-const shim = (file: string): string => path.join(PACKAGE_ROOT, 'lib', 'bundle-shims', file);
-
 /**
- * Modules replaced in Lambda bundles by lean stand-ins (`lib/bundle-shims/`), each one the Lambda
- * never runs, or runs only to its first branch. Each shim throws a clear error if reached, except
- * the endpoint cache, a smaller implementation of the same class; the CLI and tests keep the real
- * modules, and test/unit/cdk/bundle.test.ts runs the bundle against S3 and DynamoDB stand-ins.
+ * esbuild aliases of every Lambda bundle. One only, a documented bloat of the SDK's default chain:
+ * `@aws-sdk/credential-provider-node` becomes the environment provider (lib/bundle-aliases/), which
+ * Lambda always satisfies with the role's credentials. Every other SDK module is bundled as
+ * published: no SDK file is replaced, trimmed or bypassed, so an SDK upgrade is a bundle-time
+ * question, never a runtime error.
  */
 export const BUNDLE_ALIASES: Readonly<Record<string, string>> = {
-  // The environment provider, which Lambda always satisfies, instead of the whole credential chain.
-  '@aws-sdk/credential-provider-node': shim('credentials-from-env.ts'),
-  // The Lambda never calls Kinesis: its records come from the event source mapping.
-  '@aws-sdk/client-kinesis': shim('no-kinesis.ts'),
-  // The event-stream codec of S3 SelectObjectContent, which the Lambda never sends.
-  '@smithy/core/event-streams': shim('no-event-streams.ts'),
-  // DynamoDB's endpoint-discovery cache, consulted on every request: the same class over a Map, not mnemonist.
-  '@aws-sdk/endpoint-cache': shim('endpoint-cache.ts'),
+  '@aws-sdk/credential-provider-node': path.join(PACKAGE_ROOT, 'lib', 'bundle-aliases', 'credentials-from-env.ts'),
 };
 
-/** A relative import inside a dependency resolved to a shim: for files no package entry point exposes. */
-export interface BundleReplacement {
-  /** The importing file, from `node_modules/`. */
-  readonly importer: string;
-  /** The import specifier as written in that file. */
-  readonly request: string;
-  /** The stand-in's absolute path. */
-  readonly shim: string;
-}
-
-const STREAM_HELPERS = '@smithy/core/dist-es/submodules/serde/util-stream';
-
-/** Files inside SDK packages replaced in Lambda bundles, each for the reason in its shim's header. */
-export const BUNDLE_REPLACEMENTS: readonly BundleReplacement[] = [
-  // Pure-JavaScript hashes: the node hashes' fallback for a `node:crypto` without the algorithm.
-  { importer: '@smithy/core/dist-es/submodules/checksum/sha256/Sha256Node.js', request: './Sha256Js', shim: shim('no-js-hashes.ts') },
-  { importer: '@aws-sdk/checksums/dist-es/submodules/sha/sha1/Sha1Node.js', request: './Sha1Js', shim: shim('no-js-hashes.ts') },
-  { importer: '@smithy/core/dist-es/submodules/checksum/md5/Md5Node.js', request: './Md5Js', shim: shim('no-js-hashes.ts') },
-  { importer: '@smithy/core/dist-es/submodules/checksum/crc32/Crc32Node.js', request: './Crc32Js', shim: shim('no-js-hashes.ts') },
-  // CRC64-NVME and CRC32C, in pure JavaScript: no request or validation of the runtime selects them.
-  { importer: '@aws-sdk/checksums/dist-es/submodules/crc/crc64-nvme/Crc64Nvme.js', request: './Crc64NvmeJs', shim: shim('no-unused-crcs.ts') },
-  { importer: '@aws-sdk/checksums/dist-es/submodules/crc/crc32c/Crc32cNode.js', request: './Crc32cJs', shim: shim('no-unused-crcs.ts') },
-  // The user-agent and logger middleware, which `lean` (functions/commons/clients.ts) removes from every client.
-  { importer: '@aws-sdk/core/dist-es/submodules/client/index.js', request: './middleware-user-agent/user-agent-middleware', shim: shim('lean-removed-middleware.ts') },
-  { importer: '@aws-sdk/core/dist-es/submodules/client/index.js', request: './middleware-logger/loggerMiddleware', shim: shim('lean-removed-middleware.ts') },
-  // The S3 Express session provider: tidemark's bucket is a general purpose bucket, never a directory bucket.
-  {
-    importer: '@aws-sdk/middleware-sdk-s3/dist-es/submodules/s3/middleware-s3-configuration/s3Configuration.js',
-    request: '../middleware-s3-express/classes/S3ExpressIdentityProviderImpl',
-    shim: shim('no-s3-express.ts'),
-  },
-  // The header encoder of event-stream message signing: the Lambda signs no event stream.
-  { importer: '@smithy/signature-v4/dist-es/SignatureV4.js', request: './HeaderFormatter', shim: shim('no-event-signing.ts') },
-  // Web-stream twins of the stream helpers: the Lambda's bodies are node streams, strings or Buffers.
-  { importer: `${STREAM_HELPERS}/sdk-stream-mixin.js`, request: './sdk-stream-mixin.browser', shim: shim('no-web-streams.ts') },
-  { importer: `${STREAM_HELPERS}/checksum/createChecksumStream.js`, request: './createChecksumStream.browser', shim: shim('no-web-streams.ts') },
-  // The streaming-body checksum helpers: the Lambda computes no checksum over a streaming request body.
-  { importer: '@smithy/core/dist-es/submodules/serde/index.js', request: './util-stream/getAwsChunkedEncodingStream', shim: shim('no-streaming-checksums.ts') },
-  { importer: '@smithy/core/dist-es/submodules/serde/index.js', request: './util-stream/createBufferedReadable', shim: shim('no-streaming-checksums.ts') },
-  // The instance-metadata region lookup: Lambda always sets AWS_REGION and AWS_EXECUTION_ENV.
-  {
-    importer: '@smithy/core/dist-es/submodules/config/config-resolver/regionConfig/config.js',
-    request: './getInstanceMetadataRegion',
-    shim: shim('no-imds-region.ts'),
-  },
-  {
-    importer: '@smithy/core/dist-es/submodules/config/defaults-mode/resolveDefaultsModeConfig.js',
-    request: '../config-resolver/regionConfig/getInstanceMetadataRegion',
-    shim: shim('no-imds-region.ts'),
-  },
-  // The multi-region (SigV4a) signer around S3's SigV4 one: tidemark never signs for a multi-region access point.
-  { importer: '@aws-sdk/signature-v4-multi-region/dist-es/index.js', request: './SignatureV4MultiRegion', shim: shim('no-sigv4a.ts') },
-  // The XML request serializer: no S3 operation tidemark sends has an XML request body.
-  { importer: '@aws-sdk/core/dist-es/submodules/protocols/xml/XmlCodec.js', request: './XmlShapeSerializer', shim: shim('no-xml-serializer.ts') },
-];
-
 /**
- * esbuild options of a handler bundle: one minified ESM file for node22 with the pinned AWS SDK
- * inside (no reliance on the runtime's copy), the aliases above, no legal comments. `bundleHandler`
- * adds the plugins of lib/bundler/ (the replacements above, the SDK schema and package.json trims).
+ * esbuild options of a handler bundle (documented esbuild options only): one minified ESM file for
+ * node22 with the pinned AWS SDK inside (no reliance on the runtime's copy), `module` before `main`
+ * so the SDK's ES modules tree-shake, no source map unless asked, no legal comments.
  */
 export function bundleOptions(entry: string, outfile: string, sourceMap: boolean) {
   return {
@@ -156,33 +91,26 @@ export interface BundleMetafile {
   readonly outputs: Record<string, { readonly bytes: number; readonly inputs: Record<string, { readonly bytesInOutput: number }> }>;
 }
 
-/** The script that bundles in a child process (esbuild runs plugins only in its asynchronous API). */
-export const BUNDLER_SCRIPT = path.join(PACKAGE_ROOT, 'lib', 'bundler', 'bundle-handler.mjs');
+type Esbuild = { buildSync(options: ReturnType<typeof bundleOptions>): { metafile?: BundleMetafile } };
 
 /**
- * Bundles `entry` into `outDir/index.mjs` with esbuild (a devDependency: present in a clone).
- * Synchronous, as the CDK synthesizes: the build runs in a child node process
- * (lib/bundler/bundle-handler.mjs) that adds the plugins: `BUNDLE_REPLACEMENTS`, the SDK schemas
- * the handler never uses dropped (lib/bundler/sdk-schema-keys.mjs), and the SDK clients'
- * package.json cut to name and version (lib/bundler/plugins.mjs).
+ * Bundles `entry` into `outDir/index.mjs` with esbuild's synchronous API, as the CDK synthesizes
+ * (esbuild is a devDependency: present in a clone; the installed package ships prebuilt bundles).
  */
 export function bundleHandler(entry: string, outDir: string, sourceMap = false): { metafile: BundleMetafile } {
+  let esbuild: Esbuild;
   try {
-    createRequire(path.join(PACKAGE_ROOT, 'package.json')).resolve('esbuild');
+    esbuild = createRequire(path.join(PACKAGE_ROOT, 'package.json'))('esbuild') as Esbuild;
   } catch {
     throw new Error(`bundling ${entry} needs esbuild (npm install --save-dev esbuild), or use the prebuilt handler of the published package`);
   }
-  const options = bundleOptions(entry, path.join(outDir, BUNDLE_FILE), sourceMap);
-  const child = spawnSync(process.execPath, [BUNDLER_SCRIPT], {
-    input: JSON.stringify({ options, replacements: BUNDLE_REPLACEMENTS }),
-    encoding: 'utf8',
-    maxBuffer: 256 * 1024 * 1024,
-    // Only the bundler's own flags: not a loader or inspector of the parent.
-    env: { ...process.env, NODE_OPTIONS: '' },
-  });
-  if (child.error !== undefined) throw new Error(`bundling ${entry}: ${errorMessage(child.error)}`);
-  if (child.status !== 0) throw new Error(`bundling ${entry} failed (exit ${child.status ?? child.signal}):\n${child.stderr.trim()}`);
-  return { metafile: JSON.parse(child.stdout) as BundleMetafile };
+  try {
+    const result = esbuild.buildSync(bundleOptions(entry, path.join(outDir, BUNDLE_FILE), sourceMap));
+    if (!result.metafile) throw new Error('esbuild returned no metafile');
+    return { metafile: result.metafile };
+  } catch (err) {
+    throw new Error(`bundling ${entry} failed: ${errorMessage(err)}`);
+  }
 }
 
 const stagingRoot = ((): (() => string) => {

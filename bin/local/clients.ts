@@ -7,9 +7,8 @@ import { Agent as HttpAgent } from 'node:http';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { KinesisClient } from '@aws-sdk/client-kinesis';
 import { S3Client } from '@aws-sdk/client-s3';
-import { lean } from '../../functions/commons/clients.js';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
-import type { RuntimeClients } from '../../functions/commons/clients.js';
+import { DYNAMODB_OPTIONS, type RuntimeClients, S3_CHECKSUMS } from '../../functions/commons/clients.js';
 
 /** Where the three services answer, with the credentials and region to use there. */
 export interface Endpoints {
@@ -68,7 +67,7 @@ export function createClients(endpoints: Partial<Endpoints> & { region?: string 
   };
 
   const dynamodbEndpoint = endpointOf('dynamodb');
-  const dynamodb = lean(new DynamoDBClient({ ...common, ...(dynamodbEndpoint !== undefined ? { endpoint: dynamodbEndpoint } : {}) }));
+  const dynamodb = new DynamoDBClient({ ...common, ...DYNAMODB_OPTIONS, ...(dynamodbEndpoint !== undefined ? { endpoint: dynamodbEndpoint } : {}) });
 
   const kinesisEndpoint = endpointOf('kinesis');
   const kinesis = new KinesisClient({
@@ -80,14 +79,7 @@ export function createClients(endpoints: Partial<Endpoints> & { region?: string 
   });
 
   const s3Endpoint = endpointOf('s3');
-  const s3 = lean(
-    new S3Client({
-      ...common,
-      ...(s3Endpoint !== undefined ? { endpoint: s3Endpoint, forcePathStyle: true } : {}),
-      requestChecksumCalculation: 'WHEN_REQUIRED',
-      responseChecksumValidation: 'WHEN_REQUIRED',
-    }),
-  );
+  const s3 = new S3Client({ ...common, ...S3_CHECKSUMS, ...(s3Endpoint !== undefined ? { endpoint: s3Endpoint, forcePathStyle: true } : {}) });
 
   return { dynamodb, kinesis, s3 };
 }

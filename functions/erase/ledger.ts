@@ -14,7 +14,6 @@
 import { createHmac } from 'node:crypto';
 import { type AttributeValue, ConditionalCheckFailedException, type DynamoDBClient, PutItemCommand, QueryCommand } from '@aws-sdk/client-dynamodb';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
-import { lean } from '../commons/clients.js';
 import { errorMessage, TidemarkError } from '../core/errors.js';
 
 export interface LedgerEntry {
@@ -47,7 +46,7 @@ export type SecretReader = (id: string) => Promise<string | undefined>;
 
 /** GetSecretValue with the SDK, in the function's (or the operator's) region and credentials. */
 const sdkSecretReader: SecretReader = async (id) => {
-  const client = lean(new SecretsManagerClient({}));
+  const client = new SecretsManagerClient({});
   try {
     return (await client.send(new GetSecretValueCommand({ SecretId: id }))).SecretString;
   } finally {

@@ -1,8 +1,6 @@
 /**
  * Counts the commands an SDK client sends (SDK retries not included) by a key made from the
- * command's class name and input. It wraps `send` rather than adding middleware: the DynamoDB
- * client's direct path (functions/commons/dynamodb-direct.ts) sends PutItem, UpdateItem, GetItem
- * and BatchGetItem without entering the middleware stack, so a counting middleware would miss them.
+ * command's class name and input, by wrapping `send`.
  */
 export function countSends(
   client: { send(command: object, ...rest: unknown[]): unknown },

@@ -1,22 +1,19 @@
 /**
- * Goal 6: node CPU per DynamoDB write, the default SDK client against each configuration measured
- * and against tidemark's (`lean`), all sending the same guarded PutItem to a stub HTTP server on
+ * Node CPU per DynamoDB write: the default SDK client against each documented client option
+ * measured and against tidemark's runtime client (`createRuntimeClients`: the same client with
+ * `cacheMiddleware`), all sending the same guarded PutItem to a stub HTTP server on
  * 127.0.0.1 (a child process, so its CPU is not counted) that answers a POST with `{}` like
  * DynamoDB does for a successful write, and a PUT with an ETag like S3 does for PutObject.
  * A CPU profile of each client shows where the time goes, by phase of the request path.
  */
 import { spawn } from 'node:child_process';
-import { Agent as HttpAgent, request as httpRequest } from 'node:http';
+import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { Session } from 'node:inspector/promises';
 import { DynamoDBClient, type DynamoDBClientConfig, PutItemCommand, type PutItemCommandInput } from '@aws-sdk/client-dynamodb';
 import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { Sha256 } from '@smithy/core/checksum';
-import { HttpRequest } from '@smithy/core/protocols';
-import { FetchHttpHandler } from '@smithy/fetch-http-handler';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
-import { SignatureV4 } from '@smithy/signature-v4';
-import { DYNAMODB_REMOVALS, LEAN_REMOVALS, lean, S3_CHECKSUMS } from '../../functions/commons/clients.js';
+import { DYNAMODB_OPTIONS, S3_CHECKSUMS } from '../../functions/commons/clients.js';
 import { mapLimit } from '../../functions/ingest/concurrency.js';
 import { median } from './cpu.js';
 
@@ -106,29 +103,13 @@ function dynamodbVariant(name: string, build: (endpoint: string) => DynamoDBClie
   };
 }
 
-/** The same client with some middleware taken out (no other change). */
-const without = (client: DynamoDBClient, names: readonly string[]): DynamoDBClient => {
-  for (const name of names) client.middlewareStack.remove(name);
-  return client;
-};
-
 /** The SDK client as constructed with no options beyond where and who. */
 export const defaultVariant = dynamodbVariant('default SDK client', (endpoint) => new DynamoDBClient(where(endpoint)));
 
 /** The DynamoDB client tidemark's Lambda uses: `createRuntimeClients` builds exactly this, with the Lambda's region and credentials. */
-export const tidemarkVariant = dynamodbVariant('tidemark: lean() = every change marked applied', (endpoint) => lean(new DynamoDBClient(where(endpoint))));
+export const tidemarkVariant = dynamodbVariant('tidemark: default + cacheMiddleware', (endpoint) => new DynamoDBClient({ ...where(endpoint), ...DYNAMODB_OPTIONS }));
 
-/** The same without the direct path (dynamodb-direct.ts): the configuration changes alone. */
-export const middlewareOnlyVariant = dynamodbVariant(
-  'lean() without the direct path (configuration only)',
-  (endpoint) => lean(new DynamoDBClient(where(endpoint)), { direct: false }),
-  'applied (all of lean but the direct path)',
-);
-
-/**
- * Every configuration measured, each against the default client, one change at a time, then the
- * applied ones stacked up in the order `lean` applies them.
- */
+/** Every documented option measured, each against the default client, one change at a time. */
 export const dynamodbVariants: readonly ClientVariant[] = [
   dynamodbVariant(
     'HTTP: own keep-alive agent, 64 sockets',
@@ -139,7 +120,6 @@ export const dynamodbVariants: readonly ClientVariant[] = [
       }),
     'not applied: the default handler already reuses connections (keep-alive, 50 sockets)',
   ),
-  dynamodbVariant('HTTP: fetch handler (keep-alive)', (endpoint) => new DynamoDBClient({ ...where(endpoint), requestHandler: new FetchHttpHandler({ keepAlive: true }) }), 'not applied: costlier'),
   dynamodbVariant('retry: adaptive strategy', (endpoint) => new DynamoDBClient({ ...where(endpoint), retryMode: 'adaptive' }), 'not applied: costlier (standard kept)'),
   dynamodbVariant('retry: maxAttempts 1', (endpoint) => new DynamoDBClient({ ...where(endpoint), maxAttempts: 1 }), 'not applied: throttling needs retries'),
   dynamodbVariant(
@@ -147,53 +127,8 @@ export const dynamodbVariants: readonly ClientVariant[] = [
     (endpoint) => new DynamoDBClient({ ...where(endpoint), requestChecksumCalculation: 'WHEN_REQUIRED', responseChecksumValidation: 'WHEN_REQUIRED' } as DynamoDBClientConfig),
     'no checksum middleware on DynamoDB (S3 gets it)',
   ),
-  dynamodbVariant('− user-agent, logger middleware', (endpoint) => without(new DynamoDBClient(where(endpoint)), LEAN_REMOVALS), 'applied'),
-  dynamodbVariant('− user-agent, logger, recursion detection', (endpoint) => without(new DynamoDBClient(where(endpoint)), [...LEAN_REMOVALS, ...DYNAMODB_REMOVALS]), 'applied'),
-  dynamodbVariant('cacheMiddleware only', (endpoint) => new DynamoDBClient({ ...where(endpoint), cacheMiddleware: true }), 'applied'),
-  dynamodbVariant(
-    '− 3 middleware + cacheMiddleware',
-    (endpoint) => without(new DynamoDBClient({ ...where(endpoint), cacheMiddleware: true }), [...LEAN_REMOVALS, ...DYNAMODB_REMOVALS]),
-    'applied',
-  ),
-  middlewareOnlyVariant,
+  tidemarkVariant,
 ];
-
-/**
- * Not clients (no retries, no error parsing): the same PutItem as the shortest path that still
- * does what the SDK must do per request, for the floor under any configuration. `sign` false
- * leaves out SigV4, so the two rows split the floor into signing and transport.
- */
-function referenceVariant(name: string, sign: boolean): ClientVariant {
-  return {
-    name,
-    note: 'reference, not a client: JSON.stringify + node:http keep-alive, no SDK pipeline',
-    make: (endpoint) => {
-      const url = new URL(endpoint);
-      const agent = new HttpAgent({ keepAlive: true, maxSockets: 50 });
-      const signer = new SignatureV4({ credentials, region: 'us-east-1', service: 'dynamodb', sha256: Sha256 });
-      const send = async (i: number): Promise<unknown> => {
-        const body = JSON.stringify(sampleWrite(i));
-        const headers = { host: url.host, 'content-type': 'application/x-amz-json-1.0', 'x-amz-target': 'DynamoDB_20120810.PutItem', 'content-length': String(Buffer.byteLength(body)) };
-        const unsigned = new HttpRequest({ method: 'POST', protocol: url.protocol, hostname: url.hostname, port: Number(url.port), path: '/', headers, body });
-        const request = sign ? ((await signer.sign(unsigned)) as HttpRequest) : unsigned;
-        return new Promise((resolve, reject) => {
-          const req = httpRequest({ host: url.hostname, port: url.port, method: 'POST', path: '/', headers: request.headers, agent }, (res) => {
-            const chunks: Buffer[] = [];
-            res.on('data', (chunk: Buffer) => chunks.push(chunk));
-            res.on('end', () => (res.statusCode === 200 ? resolve(JSON.parse(Buffer.concat(chunks).toString('utf8'))) : reject(new Error(`stub answered ${res.statusCode}`))));
-            res.on('error', reject);
-          });
-          req.on('error', reject);
-          req.end(body);
-        });
-      };
-      return { send, close: () => agent.destroy() };
-    },
-  };
-}
-
-/** The floor: what any client of this request must spend (serialize, sign, HTTP), and the same without signing. */
-export const referenceVariants: readonly ClientVariant[] = [referenceVariant('reference: JSON + SigV4 + node:http', true), referenceVariant('reference: JSON + node:http (unsigned)', false)];
 
 /** The S3 PutObject the ingest Lambda sends per batch: a gzip raw object (here 64 KiB of incompressible bytes). */
 const rawBody = Buffer.from(Array.from({ length: 64 * 1024 }, (_, i) => (i * 2654435761) >>> 24));
@@ -218,7 +153,6 @@ const s3Where = (endpoint: string) => ({ ...where(endpoint), forcePathStyle: tru
 export const s3Variants: readonly ClientVariant[] = [
   s3Variant('S3 default SDK client', (endpoint) => new S3Client(s3Where(endpoint))),
   s3Variant('S3 checksums WHEN_REQUIRED', (endpoint) => new S3Client({ ...s3Where(endpoint), ...S3_CHECKSUMS }), 'applied'),
-  s3Variant('S3 tidemark (lean + WHEN_REQUIRED)', (endpoint) => lean(new S3Client({ ...s3Where(endpoint), ...S3_CHECKSUMS }))),
 ];
 
 export interface WriteCost {
@@ -280,7 +214,6 @@ export async function measureClients(endpoint: string, variants: readonly Client
  * else the kernel time of the socket calls.
  */
 const PHASES: readonly [RegExp, string][] = [
-  [/dynamodb-direct/, 'direct path (JSON.stringify / JSON.parse, routing)'],
   [/signature-v4|httpAuthSchemes|submodules\/checksum/, 'SigV4 signing (incl. SHA-256, HMAC)'],
   [/submodules\/endpoints\//, 'endpoint resolution'],
   [/submodules\/retry\//, 'retry middleware'],
