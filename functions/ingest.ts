@@ -10,12 +10,12 @@
  */
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { Context, KinesisStreamBatchResponse, KinesisStreamEvent, MSKEvent } from 'aws-lambda';
-import { createRuntimeClients } from './commons/clients.js';
-import { loadRuntimeConfig as configFromEnv } from './commons/runtime-config.js';
-import { SERVICE_NAME } from './commons/telemetry-contract.js';
+import { createRuntimeClients } from './adapters/clients.js';
+import { loadRuntimeConfig as configFromEnv } from './config/runtime.js';
+import { SERVICE_NAME } from './telemetry/contract.js';
 import { mskPartitions, recordsFromKinesis } from './adapters/records.js';
-import { logFromPowertools, PowertoolsMetricSink } from './adapters/telemetry.js';
-import { buildIngestDeps } from './ingest/deps.js';
+import { logFromPowertools, PowertoolsMetricSink } from './telemetry/sinks.js';
+import { ingestDeps } from './composition.js';
 import { type IngestDeps, type Invocation, processBatch } from './ingest/process-batch.js';
 
 const log = logFromPowertools(new Logger({ serviceName: SERVICE_NAME }));
@@ -24,7 +24,7 @@ let deps: IngestDeps | undefined;
 function coldStart(): IngestDeps {
   const config = configFromEnv();
   const clients = createRuntimeClients({ maxAttempts: config.apply.maxRetries + 1 });
-  return buildIngestDeps(config, clients, { metrics: new PowertoolsMetricSink(config.name), log });
+  return ingestDeps(config, clients, { metrics: new PowertoolsMetricSink(config.name), log });
 }
 
 const isMsk = (event: KinesisStreamEvent | MSKEvent): event is MSKEvent => (event as MSKEvent).eventSource === 'aws:kafka' || 'records' in event;

@@ -8,13 +8,13 @@ import { NestedStack, RemovalPolicy } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type * as kms from 'aws-cdk-lib/aws-kms';
 import { Construct } from 'constructs';
-import type { TableConfig, TidemarkConfig } from '../functions/commons/config.js';
+import type { TableConfig, TidemarkConfig } from './config/config.js';
 import { type KeyAttribute, keyLayout } from '../functions/core/keys.js';
-import { EXPIRES_AT_ATTRIBUTE } from '../functions/commons/telemetry-contract.js';
+import { EXPIRES_AT_ATTRIBUTE } from '../functions/telemetry/contract.js';
 import { INLINE_RESOURCE_LIMIT, RESOURCES_PER_NESTED_STACK } from './defaults.js';
 
 /** TTL attribute of tombstones and per-hour status rows: from the telemetry contract. */
-export { EXPIRES_AT_ATTRIBUTE } from '../functions/commons/telemetry-contract.js';
+export { EXPIRES_AT_ATTRIBUTE } from '../functions/telemetry/contract.js';
 
 export interface CurrentStateProps {
   /** The resolved tables: target name and key layout of each. */

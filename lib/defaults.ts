@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { Duration } from 'aws-cdk-lib';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { OutputFormat, type BundlingOptions } from 'aws-cdk-lib/aws-lambda-nodejs';
-import type { TidemarkConfig } from '../functions/commons/config.js';
+import type { TidemarkConfig } from './config/config.js';
 
 /** The package root: the nearest folder above this file holding `package.json` (the repo, or the installed package). */
 export const PACKAGE_ROOT = ((): string => {
@@ -33,7 +33,7 @@ export const DEFAULT_INGEST_ENTRY = path.join(PACKAGE_ROOT, 'functions', 'ingest
 export const PREBUILT_HANDLERS_DIR = path.join(PACKAGE_ROOT, 'dist', 'handlers');
 
 /** Namespace and service name of every tidemark metric, and the unknown-table row: from the telemetry contract. */
-export { METRICS_NAMESPACE as METRIC_NAMESPACE, SERVICE_NAME, UNKNOWN_TABLE as UNKNOWN_TABLE_DIMENSION } from '../functions/commons/telemetry-contract.js';
+export { METRICS_NAMESPACE as METRIC_NAMESPACE, SERVICE_NAME, UNKNOWN_TABLE as UNKNOWN_TABLE_DIMENSION } from '../functions/telemetry/contract.js';
 
 /** How long the failed-batch queue keeps its notifications. */
 export const DLQ_RETENTION = Duration.days(14);

@@ -1,7 +1,7 @@
 /**
  * The code asset of a tidemark function: the handler bundle plus the validated, resolved config as
  * `tidemark.config.json` beside it. The runtime reads that file at cold start
- * (`functions/commons/runtime-config.ts`), so the config never travels in the environment (4 KB cap)
+ * (`functions/config/runtime.ts`), so the config never travels in the environment (4 KB cap)
  * and the bundle needs no zod.
  *
  * The bundle comes from one of two places:
@@ -17,9 +17,9 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import type { TidemarkConfig } from '../functions/commons/config.js';
+import type { TidemarkConfig } from './config/config.js';
 import { errorMessage } from '../functions/core/errors.js';
-import { RUNTIME_CONFIG_FILE } from '../functions/commons/runtime-config.js';
+import { RUNTIME_CONFIG_FILE } from '../functions/config/runtime.js';
 import { ESM_REQUIRE_BANNER, PACKAGE_ROOT, PREBUILT_HANDLERS_DIR } from './defaults.js';
 
 /** File name of every handler bundle; the Lambda handler is `index.handler`. */

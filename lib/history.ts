@@ -13,6 +13,7 @@ import { Stack } from 'aws-cdk-lib';
 import * as glue from 'aws-cdk-lib/aws-glue';
 import type * as s3 from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
+import { rawLocationTemplate } from '../functions/adapters/raw-layout.js';
 export interface HistoryProps {
   /** Pipeline name (`config.name`): names the database. */
   readonly pipelineName: string;
@@ -109,7 +110,7 @@ export class History extends Construct {
           'projection.hr.type': 'integer',
           'projection.hr.range': '0,23',
           'projection.hr.digits': '2',
-          'storage.location.template': `${root}table=\${source_table}/dt=\${dt}/hr=\${hr}/`,
+          'storage.location.template': rawLocationTemplate(root),
         },
         storageDescriptor: {
           location: root,

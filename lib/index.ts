@@ -24,7 +24,7 @@ export {
   type TableConfig,
   tableBySource,
   type TidemarkConfig,
-} from '../functions/commons/config.js';
+} from './config/config.js';
 export { ConfigError, TidemarkError } from '../functions/core/errors.js';
 export { CurrentState, type CurrentStateProps, EXPIRES_AT_ATTRIBUTE } from './current-state.js';
 export {
@@ -41,7 +41,7 @@ export { allowServiceUse, createPipelineKey } from './encryption.js';
 export { BUNDLE_FILE, type HandlerCode, type HandlerCodeProps, handlerCode } from './handler-asset.js';
 export { History, type HistoryProps, RAW_COLUMNS, RAW_PARTITION_KEYS } from './history.js';
 export { IngestFunction, type IngestFunctionProps, KEY_ACTIONS, STATUS_TABLE_ACTIONS, TARGET_TABLE_ACTIONS } from './ingest-function.js';
-export type { MetricName as TidemarkMetricName } from '../functions/commons/telemetry-contract.js';
+export type { MetricName as TidemarkMetricName } from '../functions/telemetry/contract.js';
 export { type MetricFactoryProps, TidemarkMetricFactory } from './metrics.js';
 export { Monitoring, type MonitoringProps } from './monitoring.js';
 export { suppressJustifiedFindings } from './nag.js';

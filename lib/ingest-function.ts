@@ -10,7 +10,7 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as s3 from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
-import type { TidemarkConfig } from '../functions/commons/config.js';
+import type { TidemarkConfig } from './config/config.js';
 import { INGEST_RUNTIME, MAX_ENVIRONMENT_BYTES, METRIC_NAMESPACE, SERVICE_NAME } from './defaults.js';
 import { handlerCode } from './handler-asset.js';
 

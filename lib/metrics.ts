@@ -1,10 +1,10 @@
 /**
  * Metric definitions, kept apart from the alarms and widgets that use them (the
  * cdk-monitoring-constructs `MetricFactory` split). Every tidemark metric is named once, in the
- * telemetry contract (`functions/commons/telemetry-contract.ts`); this factory only turns a
+ * telemetry contract (`functions/telemetry/contract.ts`); this factory only turns a
  * contract entry into a `cloudwatch.Metric`.
  *
- * The runtime emits each value twice (`functions/adapters/telemetry.ts`): with dimensions
+ * The runtime emits each value twice (`functions/telemetry/sinks.ts`): with dimensions
  * `{service, pipeline}` — what alarms read, one metric however many tables — and with
  * `{service, pipeline, table}` — what per-table SEARCH widgets read. Counters are emitted only when
  * non-zero, so graphs and alarms treat missing points as 0 unless silence itself is the signal.
@@ -13,7 +13,7 @@ import { Duration } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
-import { type Counter, COUNTERS, DIMENSIONS, DISTRIBUTIONS, type MetricName, METRICS_NAMESPACE, SERVICE_NAME } from '../functions/commons/telemetry-contract.js';
+import { type Counter, COUNTERS, DIMENSIONS, DISTRIBUTIONS, type MetricName, METRICS_NAMESPACE, SERVICE_NAME } from '../functions/telemetry/contract.js';
 
 /** Default aggregation window of alarms and widgets. */
 export const DEFAULT_PERIOD = Duration.minutes(5);

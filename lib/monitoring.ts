@@ -18,8 +18,8 @@ import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import type { TidemarkConfig } from '../functions/commons/config.js';
-import { COUNTER_NAMES, COUNTERS, type Counter, DISTRIBUTIONS, type Panel } from '../functions/commons/telemetry-contract.js';
+import type { TidemarkConfig } from './config/config.js';
+import { COUNTER_NAMES, COUNTERS, type Counter, DISTRIBUTIONS, type Panel } from '../functions/telemetry/contract.js';
 import type { TidemarkMetricFactory } from './metrics.js';
 
 export interface MonitoringProps {

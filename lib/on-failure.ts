@@ -10,7 +10,7 @@
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as s3 from 'aws-cdk-lib/aws-s3';
-import { ON_FAILURE_PREFIX } from '../functions/commons/config.js';
+import { ON_FAILURE_PREFIX } from './config/config.js';
 
 export class S3OnFailure implements lambda.IEventSourceDlq {
   /** Where the failed batches land. */

@@ -12,7 +12,7 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import * as cxapi from 'aws-cdk-lib/cx-api';
 import { Construct } from 'constructs';
-import { MSK_CLUSTER_ARN, type MskSourceConfig, ON_FAILURE_PREFIX, type TidemarkConfig } from '../functions/commons/config.js';
+import { MSK_CLUSTER_ARN, type MskSourceConfig, ON_FAILURE_PREFIX, type TidemarkConfig } from './config/config.js';
 import { ConfigError } from '../functions/core/errors.js';
 import { CurrentState } from './current-state.js';
 import {
@@ -38,7 +38,7 @@ import { ReplayJobs } from './replay/jobs.js';
 export type MappingOverrides = Partial<Omit<lambda.EventSourceMappingOptions, 'eventSourceArn' | 'kafkaTopic' | 'kafkaConsumerGroupId'>>;
 
 export interface TidemarkPipelineProps {
-  /** The resolved pipeline config (`loadConfigFile` / `parseConfig` from `functions/commons/config.ts`). */
+  /** The resolved pipeline config (`loadConfigFile` / `parseConfig` from `lib/config/config.ts`). */
   readonly config: TidemarkConfig;
   /**
    * Bring your own Kinesis stream; it replaces `config.source`.

@@ -14,7 +14,7 @@ import type * as kms from 'aws-cdk-lib/aws-kms';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { ON_FAILURE_PREFIX, type TidemarkConfig } from '../functions/commons/config.js';
+import { ON_FAILURE_PREFIX, type TidemarkConfig } from './config/config.js';
 
 export interface RawStoreProps {
   /** The resolved `raw` section: bucket name, prefixes and lifecycle. */

@@ -5,7 +5,7 @@
 import path from 'node:path';
 import { RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
-import { loadConfigFile, type TidemarkConfig } from '../functions/commons/config.js';
+import { loadConfigFile, type TidemarkConfig } from './config/config.js';
 import { suppressJustifiedFindings } from './nag.js';
 import { TidemarkPipeline, type TidemarkPipelineProps } from './pipeline.js';
 

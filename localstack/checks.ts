@@ -9,7 +9,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import { newRunId } from '../bin/cli/replay.js';
 import { getRow } from '../bin/cli/state.js';
-import type { TidemarkConfig } from '../functions/commons/config.js';
+import type { TidemarkConfig } from '../lib/config/config.js';
 import { type JsonObject, stringifyJson } from '../functions/core/json.js';
 import { normalizeKey } from '../functions/core/keys.js';
 import { submitErase } from '../functions/erase/erase.js';

@@ -22,7 +22,7 @@ import { DescribeExecutionCommand, SFNClient, StartExecutionCommand } from '@aws
 import { runPlan } from '../bin/cli/plan.js';
 import { getRow, statusRows } from '../bin/cli/state.js';
 import { createClients, destroyClients } from '../bin/local/clients.js';
-import { loadConfigFile } from '../functions/commons/config.js';
+import { loadConfigFile } from '../lib/config/config.js';
 import { checkErase, checkReconcile, checkReplay, checkSnapshot, type Execute, type Expected, gunzipObject, listKeys, rawLines, type TestState } from './checks.js';
 import { deployedJobs, deployedTemplates, eraseBlocker } from './jobs.js';
 

@@ -1,6 +1,6 @@
 /**
  * The jobs' state machines as `e2e.ts` finds and starts them on the deployed stack, kept pure so
- * that test/unit/cdk/localstack.test.ts checks the very same lookups and inputs offline.
+ * that test/unit/lib/localstack.test.ts checks the very same lookups and inputs offline.
  *
  * Nothing here writes a job input of its own: the scheduled inputs are read from the Scheduler
  * targets of the deployed template (lib/jobs/jobs.ts writes them), the replay request is the
@@ -9,8 +9,8 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { TidemarkConfig } from '../functions/commons/config.js';
-import { ledgerKeySecretName } from '../functions/commons/replay-config.js';
+import type { TidemarkConfig } from '../lib/config/config.js';
+import { ledgerKeySecretName } from '../lib/config/replay.js';
 import { TidemarkError } from '../functions/core/errors.js';
 import type { JsonObject } from '../functions/core/json.js';
 import type { ReconcileRequest } from '../functions/jobs/reconcile/types.js';

@@ -20,17 +20,18 @@ import { runPlan } from '../bin/cli/plan.js';
 import { runReconcile } from '../bin/cli/reconcile.js';
 import { runReplayLocally } from '../bin/cli/replay.js';
 import { runSnapshotCheck } from '../bin/cli/snapshot-check.js';
-import { loadConfigFile } from '../functions/commons/config.js';
+import { loadConfigFile } from '../lib/config/config.js';
 import type { RawRecord } from '../functions/core/normalize.js';
 import type { ReconcileRequest } from '../functions/jobs/reconcile/types.js';
 import type { SnapshotRequest } from '../functions/jobs/snapshot/tasks.js';
 import { processBatch } from '../functions/ingest/process-batch.js';
 import type { ReplayRequest } from '../functions/replay/job.js';
 import { TidemarkStack } from '../lib/stack.js';
-import { FIXTURE_HANDLER } from '../test/unit/cdk/fixtures/stack.js';
+import { FIXTURE_HANDLER } from '../test/unit/lib/fixtures/stack.js';
 import { openTarget, uniqueConfig } from '../test/helpers/target.js';
 import { checkErase, checkReconcile, checkReplay, checkSnapshot, type Expected, type TestState } from './checks.js';
 import { type CfnTemplate, deployedJobs, type JobName } from './jobs.js';
+import { replayContext } from '../functions/composition.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const FIXTURE = path.join(ROOT, 'test', 'fixtures', 'plan', 'mixed.jsonl');
@@ -73,7 +74,7 @@ try {
     rawRecords: lines.length - plan.problems.length,
     since,
   };
-  const ctx = { config, clients: target.clients, log: quiet };
+  const ctx = replayContext(config, target.clients, quiet);
   const ran = (label: string, output: unknown) => {
     console.log(`${label}: done`);
     return output;

@@ -3,9 +3,9 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { type Clients, createClients } from '../local/clients.js';
-import { loadConfigFile, type TidemarkConfig } from '../../functions/commons/config.js';
-import { CollectingMetricSink, type Log, logFromPowertools } from '../../functions/adapters/telemetry.js';
-import { buildIngestDeps } from '../../functions/ingest/deps.js';
+import { loadConfigFile, type TidemarkConfig } from '../../lib/config/config.js';
+import { CollectingMetricSink, type Log, logFromPowertools } from '../../functions/telemetry/sinks.js';
+import { ingestDeps } from '../../functions/composition.js';
 import type { IngestDeps } from '../../functions/ingest/process-batch.js';
 import { endpointsFromEnv, localStatus } from '../local/emulators.js';
 
@@ -36,5 +36,5 @@ export function cliLog(): Log {
 }
 
 export function localDeps(config: TidemarkConfig, c: Clients): IngestDeps {
-  return buildIngestDeps(config, c, { metrics: new CollectingMetricSink(), log: cliLog() });
+  return ingestDeps(config, c, { metrics: new CollectingMetricSink(), log: cliLog() });
 }

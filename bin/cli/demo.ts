@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { PutRecordsCommand } from '@aws-sdk/client-kinesis';
 import { Presets, SingleBar } from 'cli-progress';
 import { createClients } from '../local/clients.js';
-import { parseConfig } from '../../functions/commons/config.js';
+import { parseConfig } from '../../lib/config/config.js';
 import { TidemarkError } from '../../functions/core/errors.js';
 import { canonicalJson } from '../../functions/core/json.js';
 import { startEmulators } from '../local/emulators.js';

@@ -13,11 +13,11 @@
  */
 import { SFNClient } from '@aws-sdk/client-sfn';
 import type { Command } from 'commander';
-import type { TidemarkConfig } from '../../functions/commons/config.js';
+import type { TidemarkConfig } from '../../lib/config/config.js';
 import { isJsonObject, type JsonValue, parseJson } from '../../functions/core/json.js';
 import { type EraseContext, submitErase } from '../../functions/erase/erase.js';
 import { eraseStep } from '../../functions/erase/handler.js';
-import { EraseLedger } from '../../functions/erase/ledger.js';
+import { EraseLedger } from '../../functions/adapters/erase-ledger.js';
 import { SelectionError } from '../../functions/replay/selection.js';
 import { ERASE_FUNCTION, eraseDefinition } from '../../lib/replay/definitions.js';
 import { runLocalStateMachine } from '../local/stepfunctions.js';

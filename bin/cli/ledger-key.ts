@@ -1,10 +1,10 @@
 /**
  * The erase ledger key missing or unreadable in a CLI run (erase, replay), with where to get it.
  */
-import type { TidemarkConfig } from '../../functions/commons/config.js';
-import { ledgerKeySecretName } from '../../functions/commons/replay-config.js';
+import type { TidemarkConfig } from '../../lib/config/config.js';
+import { ledgerKeySecretName } from '../../lib/config/replay.js';
 import { asError, errorMessage } from '../../functions/core/errors.js';
-import { EraseSecretError } from '../../functions/erase/ledger.js';
+import { EraseSecretError } from '../../functions/adapters/erase-ledger.js';
 import { LocalStateMachineError } from '../local/stepfunctions.js';
 
 /**

@@ -2,7 +2,7 @@
  * `tidemark plan`: a dry run. Plans the whole input as one batch against empty state and prints,
  * per key, the state current state must hold. No AWS calls.
  */
-import type { TidemarkConfig } from '../../functions/commons/config.js';
+import type { TidemarkConfig } from '../../lib/config/config.js';
 import { TidemarkError } from '../../functions/core/errors.js';
 import { stringifyJson } from '../../functions/core/json.js';
 import { MemoryStore } from '../../functions/core/memory-store.js';

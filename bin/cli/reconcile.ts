@@ -11,11 +11,12 @@ import { basename } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { type Command, Option } from 'commander';
-import type { RuntimeClients as Clients } from '../../functions/commons/clients.js';
-import type { TidemarkConfig } from '../../functions/commons/config.js';
+import type { RuntimeClients as Clients } from '../../functions/adapters/clients.js';
+import type { TidemarkConfig } from '../../lib/config/config.js';
 import type { JsonValue } from '../../functions/core/json.js';
-import { CollectingMetricSink, type Log, type MetricSink } from '../../functions/adapters/telemetry.js';
-import { buildJobDeps, type JobDeps } from '../../functions/jobs/deps.js';
+import { CollectingMetricSink, type Log, type MetricSink } from '../../functions/telemetry/sinks.js';
+import type { JobDeps } from '../../functions/jobs/deps.js';
+import { jobDeps } from '../../functions/composition.js';
 import { planReconcile } from '../../functions/jobs/reconcile/plan.js';
 import { reducePartition } from '../../functions/jobs/reconcile/reduce.js';
 import { type ReconcileReport, reportReconcile } from '../../functions/jobs/reconcile/report.js';
@@ -26,6 +27,7 @@ import { errorMessage } from '../../functions/core/errors.js';
 import { RECONCILE_TASKS, reconcileDefinition } from '../../lib/jobs/definitions.js';
 import { type LocalProgressEvent, type LocalTaskHandler, runLocalStateMachine } from '../local/stepfunctions.js';
 import { clients, cliLog, config } from './context.js';
+import { manifestUploadKey } from '../../functions/adapters/raw-layout.js';
 
 type Body = (input: never, deps: JobDeps) => Promise<unknown>;
 const handler =
@@ -53,7 +55,7 @@ export interface LocalJobOptions {
 
 /** Runs reconcile through the state machine locally and returns its report. */
 export async function runReconcile(cfg: TidemarkConfig, c: Pick<Clients, 's3' | 'dynamodb'>, request: ReconcileRequest, options: LocalJobOptions = {}): Promise<ReconcileReport> {
-  const deps = buildJobDeps(cfg, c, { metrics: options.metrics ?? new CollectingMetricSink(), log: options.log ?? cliLog(), ...(options.now ? { now: options.now } : {}) });
+  const deps = jobDeps(cfg, c, { metrics: options.metrics ?? new CollectingMetricSink(), log: options.log ?? cliLog(), ...(options.now ? { now: options.now } : {}) });
   const output = await runLocalStateMachine(reconcileDefinition(), request as JsonValue, {
     handlers: reconcileHandlers(deps),
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),
@@ -125,7 +127,7 @@ export function progressPrinter(write: (line: string) => void): (e: LocalProgres
 
 async function manifestUri(cfg: TidemarkConfig, c: Pick<Clients, 's3'>, manifest: string | undefined): Promise<string | undefined> {
   if (manifest === undefined || manifest.startsWith('s3://')) return manifest;
-  const key = `${cfg.jobs.reportPrefix}manifests/${Date.now()}-${basename(manifest)}`;
+  const key = manifestUploadKey(cfg.jobs.reportPrefix, basename(manifest), Date.now());
   await c.s3.send(new PutObjectCommand({ Bucket: cfg.raw.bucket, Key: key, Body: readFileSync(manifest) }));
   return `s3://${cfg.raw.bucket}/${key}`;
 }

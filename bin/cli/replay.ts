@@ -19,11 +19,11 @@ import { DescribeExecutionCommand, ListStateMachinesCommand, SFNClient, StartExe
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { Presets, SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
-import type { TidemarkConfig } from '../../functions/commons/config.js';
+import type { TidemarkConfig } from '../../lib/config/config.js';
 import type { JsonValue } from '../../functions/core/json.js';
 import { listRawObjects, parseRawObject, RawRecordSet, readRawObject } from '../../functions/adapters/raw-reader.js';
-import { buildIngestDeps } from '../../functions/ingest/deps.js';
-import { CollectingMetricSink } from '../../functions/adapters/telemetry.js';
+import { ingestDeps } from '../../functions/composition.js';
+import { CollectingMetricSink } from '../../functions/telemetry/sinks.js';
 import { addTally, type DryRunLine, emptyTally } from '../../functions/replay/engine.js';
 import { buildReplayEngine, ledgerViewFor, replayTables } from '../../functions/replay/deps.js';
 import type { DlqProblem } from '../../functions/replay/dlq.js';
@@ -37,6 +37,8 @@ import { REPLAY_FUNCTION, replayDefinition } from '../../lib/replay/definitions.
 import { type LocalProgressEvent, runLocalStateMachine } from '../local/stepfunctions.js';
 import { cliLog, clients, config as loadConfig, STATE_DIR } from './context.js';
 import { withLedgerKeyHint } from './ledger-key.js';
+import { replayContext } from '../../functions/composition.js';
+import { buildStorage } from '../../functions/adapters/storage.js';
 
 const out = (line: string) => process.stdout.write(`${line}\n`);
 const err = (line: string) => process.stderr.write(`${line}\n`);
@@ -130,7 +132,7 @@ async function requestOf(cfg: TidemarkConfig, o: ReplayCliOptions, ctx: JobConte
 
 async function jobContext(cfg: TidemarkConfig): Promise<JobContext> {
   const c = await clients(cfg);
-  return { config: cfg, clients: c, log: cliLog() };
+  return replayContext(cfg, c, cliLog());
 }
 
 function printSummary(o: ReplayCliOptions, summary: Record<string, unknown>, human: string[]): void {
@@ -252,7 +254,7 @@ async function dryRun(cfg: TidemarkConfig, o: ReplayCliOptions): Promise<void> {
   const ledger = await ledgerViewFor(cfg, ctx.clients.dynamodb, tables).catch((err: unknown) => {
     throw withLedgerKeyHint(cfg, err);
   });
-  const engine = buildReplayEngine(cfg, ctx.clients, { tables: replayTables(cfg, tables, { kind: 'live' }), target: { kind: 'live' }, ledger, log: ctx.log });
+  const engine = buildReplayEngine(ctx.storage, { tables: replayTables(cfg, tables, { kind: 'live' }), target: { kind: 'live' }, ledger, log: ctx.log });
   const tally = emptyTally();
   const lines: DryRunLine[] = [];
   for (const batch of batchObjects(objects, cfg.replay.objectsPerBatch)) {
@@ -293,8 +295,8 @@ async function fromDlq(cfg: TidemarkConfig, o: ReplayCliOptions): Promise<void> 
   const ledger = await ledgerViewFor(cfg, c.dynamodb, tables).catch((err: unknown) => {
     throw withLedgerKeyHint(cfg, err);
   });
-  const engine = buildReplayEngine(cfg, c, { tables: replayTables(cfg, tables, { kind: 'live' }), target: { kind: 'live' }, ledger, log });
-  const ingest = buildIngestDeps(cfg, c, { metrics: new CollectingMetricSink(), log });
+  const engine = buildReplayEngine(buildStorage(cfg, c), { tables: replayTables(cfg, tables, { kind: 'live' }), target: { kind: 'live' }, ledger, log });
+  const ingest = ingestDeps(cfg, c, { metrics: new CollectingMetricSink(), log });
   const bar = new SingleBar({ format: 'replay --from-dlq [{bar}] {value}/{total} failed batches', stream: process.stderr, hideCursor: true }, Presets.shades_classic);
   if (items.length > 0) bar.start(items.length, 0);
   const report = await replayFailedBatches(items, { config: cfg, s3: c.s3, ingest, engine, kinesis: c.kinesis, onBatch: (d) => bar.update(d) });

@@ -14,7 +14,7 @@ import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { GetRecordsCommand, GetShardIteratorCommand, type KinesisClient, ListShardsCommand, type _Record } from '@aws-sdk/client-kinesis';
 import type { KinesisStreamBatchResponse, KinesisStreamEvent, KinesisStreamRecord } from 'aws-lambda';
-import { DEFAULT_BATCHING_WINDOW_SECONDS } from '../../functions/commons/config.js';
+import { DEFAULT_BATCHING_WINDOW_SECONDS } from '../../lib/config/config.js';
 import { errorMessage } from '../../functions/core/errors.js';
 import { handleEvent } from '../../functions/ingest.js';
 import { addSummary, type BatchSummary, emptySummary, type IngestDeps } from '../../functions/ingest/process-batch.js';

@@ -8,11 +8,12 @@
  * with the key and what `--apply` did), then a last line `{"summary":{…}}`.
  */
 import { type Command, Option } from 'commander';
-import type { RuntimeClients as Clients } from '../../functions/commons/clients.js';
-import type { TidemarkConfig } from '../../functions/commons/config.js';
+import type { RuntimeClients as Clients } from '../../functions/adapters/clients.js';
+import type { TidemarkConfig } from '../../lib/config/config.js';
 import type { JsonValue } from '../../functions/core/json.js';
-import { CollectingMetricSink } from '../../functions/adapters/telemetry.js';
-import { buildJobDeps, type JobDeps } from '../../functions/jobs/deps.js';
+import { CollectingMetricSink } from '../../functions/telemetry/sinks.js';
+import type { JobDeps } from '../../functions/jobs/deps.js';
+import { jobDeps } from '../../functions/composition.js';
 import { detectTable, planSnapshot, reportSnapshot, type SnapshotReport, type SnapshotRequest } from '../../functions/jobs/snapshot/tasks.js';
 import { SNAPSHOT_TASKS, snapshotDefinition } from '../../lib/jobs/definitions.js';
 import { type LocalTaskHandler, runLocalStateMachine } from '../local/stepfunctions.js';
@@ -30,7 +31,7 @@ export function snapshotHandlers(deps: JobDeps): Record<string, LocalTaskHandler
 }
 
 export async function runSnapshotCheck(cfg: TidemarkConfig, c: Pick<Clients, 's3' | 'dynamodb'>, request: SnapshotRequest, options: LocalJobOptions = {}): Promise<SnapshotReport> {
-  const deps = buildJobDeps(cfg, c, { metrics: options.metrics ?? new CollectingMetricSink(), log: options.log ?? cliLog(), ...(options.now ? { now: options.now } : {}) });
+  const deps = jobDeps(cfg, c, { metrics: options.metrics ?? new CollectingMetricSink(), log: options.log ?? cliLog(), ...(options.now ? { now: options.now } : {}) });
   const output = await runLocalStateMachine(snapshotDefinition(), request as JsonValue, {
     handlers: snapshotHandlers(deps),
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),

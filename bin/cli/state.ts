@@ -1,11 +1,11 @@
 /** Reading current state back: `scan`, `get` and `status`. Tombstones are excluded unless asked for. */
 import { type AttributeValue, GetItemCommand, type DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
-import type { TableConfig, TidemarkConfig } from '../../functions/commons/config.js';
+import type { TableConfig, TidemarkConfig } from '../../lib/config/config.js';
 import { stringifyJson, type JsonObject } from '../../functions/core/json.js';
 import { normalizeKey } from '../../functions/core/keys.js';
 import { decodeItem, keyAttributes } from '../../functions/adapters/item-codec.js';
-import { StatusStore } from '../../functions/adapters/status-store.js';
-import { COUNTER_NAMES, COUNTERS, EXPIRES_AT_ATTRIBUTE } from '../../functions/commons/telemetry-contract.js';
+import { StatusReader } from '../../functions/adapters/status-reader.js';
+import { COUNTER_NAMES, COUNTERS, EXPIRES_AT_ATTRIBUTE } from '../../functions/telemetry/contract.js';
 
 export function tableOrThrow(config: TidemarkConfig, source: string): TableConfig {
   const t = config.tables.find((x) => x.source === source);
@@ -47,7 +47,7 @@ export async function getRow(client: DynamoDBClient, table: TableConfig, key: Js
 export const STATUS_COLUMNS: readonly string[] = ['table', 'state', 'phase', ...COUNTER_NAMES.filter((c) => COUNTERS[c].column), 'lagMs', 'ordering', 'lastPosition'];
 
 export async function statusRows(client: DynamoDBClient, config: TidemarkConfig): Promise<JsonObject[]> {
-  const rows = await new StatusStore(client, config.statusTable, config.name).list();
+  const rows = await new StatusReader(client, config.statusTable, config.name).list();
   return rows.map((r) => JSON.parse(stringifyJson(r)) as JsonObject);
 }
 

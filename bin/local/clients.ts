@@ -1,14 +1,14 @@
 /**
  * AWS SDK clients for the CLI, local runs and tests: DynamoDB, S3 and Kinesis, against real AWS or
  * local emulators (DynamoDB Local, kinesalite, s3rver, LocalStack). The emulator workarounds live
- * here, not in the Lambda runtime (`functions/commons/clients.ts`).
+ * here, not in the Lambda runtime (`functions/adapters/clients.ts`).
  */
 import { Agent as HttpAgent } from 'node:http';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { KinesisClient } from '@aws-sdk/client-kinesis';
 import { S3Client } from '@aws-sdk/client-s3';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
-import { DYNAMODB_OPTIONS, type RuntimeClients, S3_CHECKSUMS } from '../../functions/commons/clients.js';
+import { DYNAMODB_OPTIONS, type RuntimeClients, S3_CHECKSUMS } from '../../functions/adapters/clients.js';
 
 /** Where the three services answer, with the credentials and region to use there. */
 export interface Endpoints {

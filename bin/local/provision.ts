@@ -22,10 +22,10 @@ import {
   ListObjectsV2Command,
 } from '@aws-sdk/client-s3';
 import type { Clients } from './clients.js';
-import type { TidemarkConfig } from '../../functions/commons/config.js';
+import type { TidemarkConfig } from '../../lib/config/config.js';
 import { type KeyAttribute, keyLayout } from '../../functions/core/keys.js';
 
-import { EXPIRES_AT_ATTRIBUTE } from '../../functions/commons/telemetry-contract.js';
+import { EXPIRES_AT_ATTRIBUTE } from '../../functions/telemetry/contract.js';
 
 /** The TTL attribute of every table (tombstones, per-hour status rows; epoch seconds). */
 export { EXPIRES_AT_ATTRIBUTE };

@@ -27,7 +27,7 @@ import {
   UpdateItemCommand,
   type UpdateItemCommandInput,
 } from '@aws-sdk/client-dynamodb';
-import type { TableConfig } from '../commons/config.js';
+import type { TableConfig } from '../config/types.js';
 import { type PatchEffect, patchMissing } from '../core/effect.js';
 import { asError, WriteError } from '../core/errors.js';
 import type { PlannedWrite } from '../core/plan.js';

@@ -10,7 +10,7 @@
  * `storedIs` (the exact position it read) or `keyAbsent` alone, so nothing written in between is lost.
  */
 import type { AttributeValue, PutItemCommandInput, UpdateItemCommandInput } from '@aws-sdk/client-dynamodb';
-import type { TableConfig } from '../commons/config.js';
+import type { TableConfig } from '../config/types.js';
 import type { PatchEffect } from '../core/effect.js';
 import { keyLayout } from '../core/keys.js';
 import type { PlannedWrite } from '../core/plan.js';

@@ -4,7 +4,7 @@
  */
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { NumberValueImpl as NumberValue, unmarshall } from '@aws-sdk/util-dynamodb';
-import type { TableConfig } from '../commons/config.js';
+import type { TableConfig } from '../config/types.js';
 import { isLosslessNumber, type JsonObject, type JsonValue, LosslessNumber, toPlainNumber } from '../core/json.js';
 import { COMPOSITE_KEY_ATTRIBUTE, keyId, keyLayout } from '../core/keys.js';
 import type { Key, Row, RowOp } from '../core/types.js';

@@ -29,50 +29,13 @@ import { gunzip } from 'node:zlib';
 import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import type { RawRecord } from '../core/normalize.js';
 import type { TransportMeta } from '../core/types.js';
+import { dayPath, parseRawObjectKey, type RawObjectKeyParts, rawTablePrefix, rawTablesPrefix, segmentNames } from './raw-layout.js';
 
 const gunzipAsync = promisify(gunzip);
 const HOUR_MS = 3_600_000;
 
-/** The first, lossy table segment: kept so objects landed before the injective encoding are found. */
-export const legacyTableSegment = (table: string): string => table.replace(/[^A-Za-z0-9._=-]/g, '_');
-
-/**
- * Decodes a percent-encoded table segment: `%XX` UTF-8 bytes, and `%uXXXX` for a lone UTF-16
- * surrogate (which has no UTF-8 form). A segment that is not such an encoding decodes to itself.
- */
-export function decodeTableSegment(segment: string): string {
-  if (!segment.includes('%')) return segment;
-  try {
-    return segment
-      .split(/(%u[0-9A-Fa-f]{4})/)
-      .map((part) => (/^%u[0-9A-Fa-f]{4}$/.test(part) ? String.fromCharCode(Number.parseInt(part.slice(2), 16)) : decodeURIComponent(part)))
-      .join('');
-  } catch {
-    return segment;
-  }
-}
-
-/** Where an object sits in the layout, read from its key. */
-export interface RawObjectKeyParts {
-  readonly tableSegment: string;
-  /** Epoch ms of the partition hour (the batch's first arrival, truncated to the hour). */
-  readonly hourStart: number;
-  /** The file name without `.jsonl.gz`. */
-  readonly name: string;
-}
-
-const KEY_PATTERN = /^table=([^/]+)\/dt=(\d{4}-\d{2}-\d{2})\/hr=(\d{2})\/([^/]+)\.jsonl\.gz$/;
-
-/** Parses `<prefix>table=…/dt=…/hr=…/<name>.jsonl.gz`; null for anything else (spill objects, stray files). */
-export function parseRawObjectKey(prefix: string, key: string): RawObjectKeyParts | null {
-  if (!key.startsWith(prefix)) return null;
-  const m = KEY_PATTERN.exec(key.slice(prefix.length));
-  if (!m) return null;
-  const [, tableSegment = '', dt = '', hr = '', name = ''] = m;
-  const hourStart = Date.parse(`${dt}T${hr}:00:00.000Z`);
-  if (Number.isNaN(hourStart)) return null;
-  return { tableSegment, hourStart, name };
-}
+export type { RawObjectKeyParts } from './raw-layout.js';
+export { parseRawObjectKey } from './raw-layout.js';
 
 export interface RawObjectRef extends RawObjectKeyParts {
   readonly key: string;
@@ -129,7 +92,7 @@ interface RawObjectRefLike {
  * the keys (names only) and taking their first path segment.
  */
 export async function allTableSegments(s3: S3Client, bucket: string, prefix: string): Promise<string[]> {
-  const base = `${prefix}table=`;
+  const base = rawTablesPrefix(prefix);
   const { prefixes, keys } = await listAll(s3, bucket, base, '/');
   if (prefixes.length > 0 || keys.length > 0) return prefixes.map((p) => p.slice(base.length, -1));
   const segments = new Set<string>();
@@ -142,15 +105,14 @@ export async function allTableSegments(s3: S3Client, bucket: string, prefix: str
 
 /** The table segments that may hold the table's objects (both encodings). */
 export async function tableSegments(s3: S3Client, bucket: string, prefix: string, table: string): Promise<string[]> {
-  const legacy = legacyTableSegment(table);
-  return (await allTableSegments(s3, bucket, prefix)).filter((seg) => seg === legacy || decodeTableSegment(seg) === table);
+  return (await allTableSegments(s3, bucket, prefix)).filter((seg) => segmentNames(seg, table));
 }
 
 /** Lists a table's raw objects whose partition hour overlaps the landing-time range, oldest first. */
 export async function listRawObjects(s3: S3Client, options: ListRawOptions): Promise<RawObjectRef[]> {
   const out: RawObjectRef[] = [];
   for (const segment of await tableSegments(s3, options.bucket, options.prefix, options.table)) {
-    const base = `${options.prefix}table=${segment}/`;
+    const base = rawTablePrefix(options.prefix, segment);
     for (const listPrefix of dayPrefixes(base, options)) {
       const { keys } = await listAll(s3, options.bucket, listPrefix);
       for (const k of keys) {
@@ -170,7 +132,7 @@ function dayPrefixes(base: string, range: RawRange): string[] {
   const last = Math.floor(end / (24 * HOUR_MS));
   if (last - first > 31) return [base];
   const out: string[] = [];
-  for (let d = first; d <= last; d++) out.push(`${base}dt=${new Date(d * 24 * HOUR_MS).toISOString().slice(0, 10)}/`);
+  for (let d = first; d <= last; d++) out.push(`${base}${dayPath(d * 24 * HOUR_MS)}/`);
   return out;
 }
 

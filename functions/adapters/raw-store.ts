@@ -1,23 +1,20 @@
 /**
- * Raw in S3: every delivered record lands here before its batch is applied.
- *
- * Layout (Hive-style, queried by Athena through the Glue table with partition projection):
- *   <raw prefix>table=<encoded table>/dt=<YYYY-MM-DD>/hr=<HH>/<shard>-<first seq>-<last seq>-<digest>.jsonl.gz
- *   <quarantine prefix>dt=<YYYY-MM-DD>/hr=<HH>/<shard>-<first seq>-<last seq>-<digest>.jsonl.gz
- * Date and hour are the batch's first arrival time (UTC). `<digest>` is the first 16 hex digits of
+ * Raw in S3: every delivered record lands here before its batch is applied. The key layout is
+ * raw-layout.ts's (Hive-style, queried by Athena through the Glue table with partition projection);
+ * date and hour are the batch's first arrival time (UTC). `<digest>` is the first 16 hex digits of
  * the SHA-256 of the object's uncompressed content: a retried batch has the same content and so
  * rewrites the same object, while a different batch with the same coordinates (two `tidemark apply`
  * runs in one hour) gets its own object instead of overwriting the first.
- *
- * Table names are percent-encoded (see {@link encodeSegment}): `public.orders` stays as it is,
- * `public.café` becomes `public.caf%C3%A9`, and no two names share a path.
  */
 import { createHash } from 'node:crypto';
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import { PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import type { TransportMeta } from '../core/types.js';
-import { keyFilterMetadata } from '../erase/key-filter.js';
+import { keyFilterMetadata } from '../core/key-filter.js';
+import { type BatchCoordinates, quarantineObjectKey, rawObjectKey, spillObjectKey } from './raw-layout.js';
+
+export type { BatchCoordinates } from './raw-layout.js';
 
 const gzipAsync = promisify(gzip);
 /**
@@ -30,60 +27,8 @@ const gzipAsync = promisify(gzip);
  */
 export const RAW_GZIP = { level: 1, memLevel: 9, chunkSize: 64 * 1024 } as const;
 
-export interface BatchCoordinates {
-  readonly shard: string;
-  readonly firstSequence: string;
-  readonly lastSequence: string;
-  /** Epoch ms of the batch's first record. */
-  readonly firstArrival: number;
-}
-
 export const CONTROL_TABLE = '_control';
 
-const PLAIN = /[A-Za-z0-9._-]/;
-
-/**
- * Injective path-segment encoding: ASCII letters, digits, `.`, `_` and `-` are kept; every other
- * character becomes `%XX` per UTF-8 byte (so `%` itself is `%25` and `/` is `%2F`); a lone UTF-16
- * surrogate, which has no UTF-8 form, becomes `%uXXXX`. Athena's `table=` partition (an injected
- * projection) reads the encoded form: query `source_table = 'public.caf%C3%A9'`.
- */
-export function encodeSegment(s: string): string {
-  let out = '';
-  for (let i = 0; i < s.length; i++) {
-    const ch = s[i] ?? '';
-    if (PLAIN.test(ch)) {
-      out += ch;
-      continue;
-    }
-    const code = s.charCodeAt(i);
-    const next = s.charCodeAt(i + 1);
-    const pair = code >= 0xd800 && code <= 0xdbff && next >= 0xdc00 && next <= 0xdfff;
-    const lone = !pair && code >= 0xd800 && code <= 0xdfff;
-    if (lone) {
-      out += `%u${code.toString(16).toUpperCase().padStart(4, '0')}`;
-      continue;
-    }
-    const text = pair ? s.slice(i, i + 2) : ch;
-    if (pair) i++;
-    for (const byte of Buffer.from(text, 'utf8')) out += `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
-  }
-  return out;
-}
-
-/** The inverse of {@link encodeSegment}. */
-export function decodeSegment(s: string): string {
-  return s.replace(/(?:%u[0-9A-F]{4})|(?:%[0-9A-F]{2})+/g, (m) =>
-    m.startsWith('%u') ? String.fromCharCode(Number.parseInt(m.slice(2), 16)) : Buffer.from(m.replace(/%/g, ''), 'hex').toString('utf8'),
-  );
-}
-
-function datePath(ms: number): string {
-  const iso = new Date(ms).toISOString();
-  return `dt=${iso.slice(0, 10)}/hr=${iso.slice(11, 13)}`;
-}
-
-/** First 16 hex digits of the SHA-256 of an object's uncompressed content. */
 /** First 16 hex characters of the SHA-256 of the object's NDJSON (its UTF-8 bytes, or the text, which hashes the same). */
 export const contentDigest = (ndjson: string | Uint8Array): string => createHash('sha256').update(ndjson).digest('hex').slice(0, 16);
 
@@ -112,17 +57,6 @@ export function ndjsonBytes(lines: readonly unknown[]): Buffer {
     out[at++] = 0x0a;
   }
   return out.subarray(0, at);
-}
-
-const objectName = (batch: BatchCoordinates, digest: string) =>
-  `${encodeSegment(batch.shard)}-${encodeSegment(batch.firstSequence)}-${encodeSegment(batch.lastSequence)}-${digest}.jsonl.gz`;
-
-export function rawObjectKey(prefix: string, table: string, batch: BatchCoordinates, digest: string): string {
-  return `${prefix}table=${encodeSegment(table)}/${datePath(batch.firstArrival)}/${objectName(batch, digest)}`;
-}
-
-export function quarantineObjectKey(prefix: string, batch: BatchCoordinates, digest: string): string {
-  return `${prefix}${datePath(batch.firstArrival)}/${objectName(batch, digest)}`;
 }
 
 /**
@@ -212,8 +146,7 @@ export class RawStore {
 
   /** Stores a row too large for DynamoDB; returns its s3:// URI. */
   async spill(table: string, keyId: string, position: string, body: string): Promise<string> {
-    const digest = Buffer.from(keyId).toString('base64url').slice(0, 200);
-    const key = `${this.rawPrefix}spill/table=${encodeSegment(table)}/${digest}/${position}.json.gz`;
+    const key = spillObjectKey(this.rawPrefix, table, keyId, position);
     const gz = await gzipAsync(Buffer.from(body, 'utf8'), RAW_GZIP);
     await this.s3.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: gz, ContentType: 'application/json', ContentEncoding: 'gzip' }));
     return `s3://${this.bucket}/${key}`;

@@ -4,7 +4,9 @@
  *
  * Next to each status row, the same counters are added to a per-hour row in the same table
  * (partition `pipeline`, sort key `hour#<YYYY-MM-DDTHH>#<source table>`, `__expiresAt` 35 days
- * out), which the anomaly-detection job compares hour by hour.
+ * out), which the anomaly-detection job compares hour by hour. The ingest only loads its tables'
+ * rows and updates them; listing and hour-row queries are the jobs' and the CLI's
+ * (status-reader.ts), so the ingest's role holds no `dynamodb:Query`.
  */
 import {
   type AttributeValue,
@@ -12,15 +14,14 @@ import {
   type BatchGetItemCommandOutput,
   ConditionalCheckFailedException,
   type DynamoDBClient,
-  QueryCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { type Counter, EXPIRES_AT_ATTRIBUTE, HOUR_ROW_PREFIX, HOUR_ROW_TTL_DAYS, hourRowKey, STATUS_KEY } from '../commons/telemetry-contract.js';
+import { type Counter, EXPIRES_AT_ATTRIBUTE, HOUR_ROW_TTL_DAYS, hourRowKey, STATUS_KEY } from '../telemetry/contract.js';
 
-export type { Counter } from '../commons/telemetry-contract.js';
+export type { Counter } from '../telemetry/contract.js';
 /** Status rows for records whose table is unknown or not configured. */
-export { UNKNOWN_TABLE } from '../commons/telemetry-contract.js';
+export { UNKNOWN_TABLE } from '../telemetry/contract.js';
 
 export interface StatusUpdate {
   readonly counters: Partial<Record<Counter, number>>;
@@ -61,14 +62,6 @@ export interface StatusRow {
   readonly [counter: string]: unknown;
 }
 
-/** A per-hour counter row, with its hour and source table read back from the sort key. */
-export interface HourRow extends StatusRow {
-  readonly hour: string;
-  readonly sourceTable: string;
-}
-
-/** Sorts just after every `hour#…` key: status rows of source tables live outside [hour#, hour$). */
-const HOUR_ROW_END = `${HOUR_ROW_PREFIX.slice(0, -1)}$`;
 
 export class StatusStore {
   constructor(
@@ -97,42 +90,6 @@ export class StatusStore {
       }
     }
     return out;
-  }
-
-  /** Every status row of the pipeline (per-hour rows excluded: they sort between `hour#` and `hour$`). */
-  async list(): Promise<StatusRow[]> {
-    const below = await this.query('#t < :a', { ':a': { S: HOUR_ROW_PREFIX } });
-    const above = await this.query('#t > :b', { ':b': { S: HOUR_ROW_END } });
-    return [...below, ...above];
-  }
-
-  /** Per-hour counter rows from `fromHour` to `toHour` inclusive (`YYYY-MM-DDTHH`), e.g. for anomaly detection. */
-  async hourRows(fromHour: string, toHour: string): Promise<HourRow[]> {
-    const rows = await this.query('#t BETWEEN :a AND :b', { ':a': { S: `${HOUR_ROW_PREFIX}${fromHour}` }, ':b': { S: `${HOUR_ROW_PREFIX}${toHour}#\uffff` } });
-    return rows.map((r) => {
-      const rest = r.table.slice(HOUR_ROW_PREFIX.length);
-      const cut = rest.indexOf('#');
-      return { ...r, hour: rest.slice(0, cut), sourceTable: rest.slice(cut + 1) };
-    });
-  }
-
-  private async query(range: string, values: Record<string, AttributeValue>): Promise<StatusRow[]> {
-    const rows: StatusRow[] = [];
-    let start: Record<string, AttributeValue> | undefined;
-    do {
-      const res = await this.client.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          KeyConditionExpression: `#p = :p AND ${range}`,
-          ExpressionAttributeNames: { '#p': STATUS_KEY.pipeline, '#t': STATUS_KEY.table },
-          ExpressionAttributeValues: { ':p': { S: this.pipeline }, ...values },
-          ExclusiveStartKey: start,
-        }),
-      );
-      for (const item of res.Items ?? []) rows.push(unmarshall(item) as StatusRow);
-      start = res.LastEvaluatedKey;
-    } while (start);
-    return rows;
   }
 
   /** Adds a batch's counters to the table's status row and its per-hour row, and sets the row's latest facts. */

@@ -15,7 +15,7 @@ import {
   type ConsumedCapacity,
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
-import type { TableConfig } from '../commons/config.js';
+import type { TableConfig } from '../config/types.js';
 import { asError, WriteError } from '../core/errors.js';
 import { type KeyAttribute, keyLayout } from '../core/keys.js';
 import type { Key } from '../core/types.js';

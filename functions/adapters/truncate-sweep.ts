@@ -4,7 +4,7 @@
  * The decision (which rows a truncate covers) is the watermark itself; this adapter only does the I/O.
  */
 import { type AttributeValue, ConditionalCheckFailedException, DeleteItemCommand, type DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
-import type { TableConfig } from '../commons/config.js';
+import type { TableConfig } from '../config/types.js';
 import { keyLayout } from '../core/keys.js';
 import { META } from './item-codec.js';
 

@@ -3,10 +3,21 @@
  * one column → partition key; two columns → partition + sort key; more → a canonical encoded
  * `__key` partition key, with the columns kept as ordinary attributes.
  */
-import type { KeyType, TableConfig } from '../commons/config.js';
 import { DecodeError } from './errors.js';
 import { isLosslessNumber, type JsonValue, LosslessNumber } from './json.js';
 import type { ChangeEvent, Key } from './types.js';
+
+/** The DynamoDB attribute type of a key column. */
+export const KEY_TYPES = ['string', 'number'] as const;
+export type KeyType = (typeof KEY_TYPES)[number];
+
+/** A table's key as core reads it (the config's table entries have this shape). */
+export interface KeyedTable {
+  /** Source primary-key columns, in order. */
+  readonly key: readonly string[];
+  /** DynamoDB type of each key column; a column not listed is a string. */
+  readonly keyTypes: Readonly<Record<string, KeyType>>;
+}
 
 export const COMPOSITE_KEY_ATTRIBUTE = '__key';
 
@@ -25,9 +36,9 @@ export interface KeyLayout {
 
 const dynamoType = (t: KeyType | undefined): 'S' | 'N' => (t === 'number' ? 'N' : 'S');
 /** The declared type of a key column; own properties only, so a column named `constructor` is not a function. */
-const declaredType = (table: Pick<TableConfig, 'keyTypes'>, col: string): KeyType | undefined => (Object.hasOwn(table.keyTypes, col) ? table.keyTypes[col] : undefined);
+const declaredType = (table: Pick<KeyedTable, 'keyTypes'>, col: string): KeyType | undefined => (Object.hasOwn(table.keyTypes, col) ? table.keyTypes[col] : undefined);
 
-export function keyLayout(table: Pick<TableConfig, 'key' | 'keyTypes'>): KeyLayout {
+export function keyLayout(table: KeyedTable): KeyLayout {
   const [first, second] = table.key;
   if (table.key.length === 1 && first !== undefined) return { partitionKey: { name: first, type: dynamoType(declaredType(table, first)) }, sortKey: null, composite: false };
   if (table.key.length === 2 && first !== undefined && second !== undefined) {
@@ -97,7 +108,7 @@ export function keySource(event: Pick<ChangeEvent, 'key' | 'after' | 'patch' | '
 }
 
 /** The key with every column coerced to its declared type, in configured column order (own properties only). */
-export function normalizeKey(table: Pick<TableConfig, 'key' | 'keyTypes'>, key: Key): Key {
+export function normalizeKey(table: KeyedTable, key: Key): Key {
   const out: Key = {};
   for (const col of table.key) out[col] = coerceKeyValue(col, ownValue(key, col), declaredType(table, col));
   return out;
@@ -110,6 +121,6 @@ const keyText = (v: JsonValue | undefined): string => (isLosslessNumber(v) ? v.v
  * attribute of composite keys: a JSON array of the values as text, in column order.
  * `{order_id: 7, line_no: 2, sku: "A"}` → `["7","2","A"]`.
  */
-export function keyId(table: Pick<TableConfig, 'key'>, key: Key): string {
+export function keyId(table: Pick<KeyedTable, 'key'>, key: Key): string {
   return JSON.stringify(table.key.map((col) => keyText(key[col])));
 }

@@ -6,11 +6,10 @@
  *
  * The rules and reasons are documented in docs/limits.md; keep the two in step.
  */
-import type { TableConfig } from '../commons/config.js';
 import { decodeError } from './formats/kit.js';
 import { isPlaceholderValue, placeholderForms } from './formats/debezium-placeholders.js';
 import { isLosslessNumber, type JsonObject, type JsonValue } from './json.js';
-import { COMPOSITE_KEY_ATTRIBUTE, keyId, keyLayout, keySource, normalizeKey } from './keys.js';
+import { COMPOSITE_KEY_ATTRIBUTE, type KeyedTable, keyId, keyLayout, keySource, normalizeKey } from './keys.js';
 import type { Position } from './position.js';
 import type { ChangeEvent, Key } from './types.js';
 
@@ -301,7 +300,7 @@ export function checkRow(row: Readonly<Record<string, JsonValue>>, what: string)
 }
 
 /** Checks a normalized key against DynamoDB's key limits (sizes, number range). */
-export function checkKeyLimits(table: Pick<TableConfig, 'key' | 'keyTypes'>, key: Key): void {
+export function checkKeyLimits(table: KeyedTable, key: Key): void {
   const layout = keyLayout(table);
   if (layout.composite) checkCompositeKeySize(table, key);
   for (const col of table.key) {
@@ -312,7 +311,7 @@ export function checkKeyLimits(table: Pick<TableConfig, 'key' | 'keyTypes'>, key
 }
 
 /** The one encoded partition key of a composite key fits DynamoDB's partition key size. */
-function checkCompositeKeySize(table: Pick<TableConfig, 'key' | 'keyTypes'>, key: Key): void {
+function checkCompositeKeySize(table: KeyedTable, key: Key): void {
   const bytes = utf8Bytes(keyId(table, key));
   if (bytes > DYNAMO.partitionKeyBytes) {
     throw decodeError('key-too-large', `the encoded ${COMPOSITE_KEY_ATTRIBUTE} of columns ${table.key.join(', ')} is ${bytes} bytes; a DynamoDB partition key holds at most ${DYNAMO.partitionKeyBytes}`);
@@ -348,7 +347,7 @@ function checkNumberKeyColumn(col: string, v: Key[string]): void {
  * specific reason. Runs before the key is merged, so it reads own properties only: a missing key
  * column named like a built-in (`constructor`) is `missing-key`, never a function.
  */
-export function checkChange(event: ChangeEvent, table: Pick<TableConfig, 'key' | 'keyTypes'>, placeholder: string): void {
+export function checkChange(event: ChangeEvent, table: KeyedTable, placeholder: string): void {
   checkPosition(event.format, event.position);
   checkCommitTs(event.commitTs);
   if (event.op === 't') return;

@@ -8,13 +8,12 @@
  * Nothing here throws: every failure is a {@link Rejection} with a reason from reasons.ts, which
  * the caller quarantines. Nothing is dropped silently.
  */
-import type { TableConfig, TidemarkConfig } from '../commons/config.js';
 import { DecodeError, errorMessage } from './errors.js';
 import { FORMATS, formatByName } from './formats/index.js';
 import { ignoredTombstone, type TombstoneMode, tombstoneDelete, tombstoneTable, unknownTombstoneTable } from './formats/kafka-tombstones.js';
 import { decodeError, own, put, significantDigits } from './formats/kit.js';
 import { isJsonObject, isLosslessNumber, type JsonObject, type JsonValue, parseJson } from './json.js';
-import { keyId, normalizeKey } from './keys.js';
+import { type KeyedTable, keyId, normalizeKey } from './keys.js';
 import { checkChange } from './limits.js';
 import { isQuarantineReason, type QuarantineReason } from './reasons.js';
 import type { ChangeEvent, DecodeContext, FormatDecoder, InboundMessage, Key, NormalizedEvent, Row, TransportMeta } from './types.js';
@@ -27,6 +26,26 @@ export interface RawRecord {
   readonly topic: string | null;
   readonly headers: Readonly<Record<string, string>>;
   readonly transport: TransportMeta;
+}
+
+/** A configured source table, as the Normalizer reads it. */
+export interface NormalizerTable extends KeyedTable {
+  /** Source table as the decoders name it, e.g. `public.orders`. */
+  readonly source: string;
+  /** What a Kafka tombstone means for this table; the pipeline's setting when absent. */
+  readonly kafkaTombstones?: TombstoneMode;
+}
+
+/** The parts of the pipeline config the Normalizer reads (the resolved config has this shape). */
+export interface NormalizerConfig {
+  /** `auto`, or the one format name every message must be. */
+  readonly format: string;
+  readonly tables: readonly NormalizerTable[];
+  /** What a Kafka tombstone means when its table does not say. @default delete for debezium-flattened, else ignore */
+  readonly kafkaTombstones?: TombstoneMode;
+  /** The unchanged-value marker, e.g. `__debezium_unavailable_value`. */
+  readonly placeholder: string;
+  readonly dms: { readonly beforeImageField: string };
 }
 
 export interface Accepted {
@@ -135,13 +154,13 @@ export function recordTexts(record: RawRecord): RecordTexts {
 export class Normalizer {
   private readonly decoders: readonly FormatDecoder[];
   private readonly ctx: DecodeContext;
-  private readonly tables: ReadonlyMap<string, TableConfig>;
+  private readonly tables: ReadonlyMap<string, NormalizerTable>;
   /** What a Kafka tombstone means when its table's config does not say. */
   private readonly tombstones: TombstoneMode;
   /** The context plain-row fallbacks see: under `auto` without `onlyTable`, so they need a named table. */
   private readonly fallbackCtx: DecodeContext;
 
-  constructor(private readonly config: TidemarkConfig) {
+  constructor(private readonly config: NormalizerConfig) {
     if (config.format === 'auto') this.decoders = FORMATS;
     else {
       const only = formatByName(config.format);
@@ -275,7 +294,7 @@ export class Normalizer {
  * carries as null) is unchanged. Debezium sends a key change as delete + create instead, which
  * needs nothing here.
  */
-export function splitKeyChange(table: Pick<TableConfig, 'key' | 'keyTypes'>, event: ChangeEvent): ChangeEvent[] {
+export function splitKeyChange(table: KeyedTable, event: ChangeEvent): ChangeEvent[] {
   const before = event.before;
   if (event.op !== 'u' || before === null || !table.key.some((col) => isPresent(own(before, col)))) return [event];
   const old: Key = {};

@@ -35,16 +35,17 @@ import {
 } from '@aws-sdk/client-s3';
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
-import type { TableConfig, TidemarkConfig } from '../commons/config.js';
+import type { TableConfig, TidemarkConfig } from '../config/types.js';
 import { asError, errorMessage, TidemarkError } from '../core/errors.js';
 import { type JsonObject, parseJson } from '../core/json.js';
 import { keyId, normalizeKey } from '../core/keys.js';
 import { keyAttributes, META } from '../adapters/item-codec.js';
+import { jobRunPrefix, spillPrefixes } from '../adapters/raw-layout.js';
 import { listRawObjects, readRawObject } from '../adapters/raw-reader.js';
-import type { Log } from '../adapters/telemetry.js';
-import { mapLimit } from '../ingest/concurrency.js';
-import { canonicalKeyText, keyFilterMetadata, mayContainKey } from './key-filter.js';
-import { EraseLedger, keyHash, loadLedgerSecret } from './ledger.js';
+import type { Log } from '../telemetry/sinks.js';
+import { mapLimit } from '../core/concurrency.js';
+import { canonicalKeyText, keyFilterMetadata, mayContainKey } from '../core/key-filter.js';
+import { EraseLedger, keyHash, loadLedgerSecret } from '../adapters/erase-ledger.js';
 
 const gzipAsync = promisify(gzip);
 const HEAD_CONCURRENCY = 16;
@@ -77,7 +78,7 @@ interface Resolved {
   readonly request: EraseRequest;
 }
 
-export const erasePrefix = (config: TidemarkConfig, runId: string) => `${config.replay.jobsPrefix}erase/${runId}/`;
+export const erasePrefix = (config: TidemarkConfig, runId: string) => jobRunPrefix(config.replay.jobsPrefix, 'erase', runId);
 
 async function putJson(s3: S3Client, bucket: string, key: string, value: unknown): Promise<void> {
   await s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: JSON.stringify(value), ContentType: 'application/json' }));
@@ -344,17 +345,23 @@ export async function deleteOlderVersions(s3: S3Client, bucket: string, key: str
   return deleted;
 }
 
-/** Spilled copies of the key's rows (RawStore.spill): deleted with every version. */
+/**
+ * Spilled copies of the key's rows (RawStore.spill), under either encoding of the table's name
+ * (raw-layout.ts): deleted with every version.
+ */
 async function deleteSpilled(ctx: EraseContext, r: Resolved): Promise<number> {
-  const digest = Buffer.from(r.canonical).toString('base64url').slice(0, 200);
-  const safe = r.table.source.replace(/[^A-Za-z0-9._=-]/g, '_');
-  const prefix = `${ctx.config.raw.prefix}spill/table=${safe}/${digest}/`;
-  const page = await ctx.clients.s3.send(new ListObjectsV2Command({ Bucket: ctx.config.raw.bucket, Prefix: prefix }));
   let n = 0;
-  for (const o of page.Contents ?? []) {
-    if (!o.Key) continue;
-    await ctx.clients.s3.send(new DeleteObjectCommand({ Bucket: ctx.config.raw.bucket, Key: o.Key }));
-    n += 1 + ((await deleteOlderVersions(ctx.clients.s3, ctx.config.raw.bucket, o.Key, undefined, true)) ?? 0);
+  for (const prefix of spillPrefixes(ctx.config.raw.prefix, r.table.source, r.canonical)) {
+    let token: string | undefined;
+    do {
+      const page = await ctx.clients.s3.send(new ListObjectsV2Command({ Bucket: ctx.config.raw.bucket, Prefix: prefix, ContinuationToken: token }));
+      for (const o of page.Contents ?? []) {
+        if (!o.Key) continue;
+        await ctx.clients.s3.send(new DeleteObjectCommand({ Bucket: ctx.config.raw.bucket, Key: o.Key }));
+        n += 1 + ((await deleteOlderVersions(ctx.clients.s3, ctx.config.raw.bucket, o.Key, undefined, true)) ?? 0);
+      }
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
   }
   return n;
 }

@@ -3,11 +3,12 @@
  * the step named in its input. The CLI calls `eraseStep` in-process for local runs.
  */
 import { Logger } from '@aws-lambda-powertools/logger';
-import { createRuntimeClients } from '../commons/clients.js';
-import { loadRuntimeConfig } from '../commons/runtime-config.js';
+import { createRuntimeClients } from '../adapters/clients.js';
+import { loadRuntimeConfig } from '../config/runtime.js';
+import { eraseContext } from '../composition.js';
 import type { JsonValue } from '../core/json.js';
 import { TidemarkError } from '../core/errors.js';
-import { type Log, logFromPowertools } from '../adapters/telemetry.js';
+import { type Log, logFromPowertools } from '../telemetry/sinks.js';
 import { type BeginOutput, beginErase, type EraseContext, type FindOutput, findEraseObjects, finishErase, rewriteEraseBatch } from './erase.js';
 
 export class UnknownEraseStepError extends TidemarkError {
@@ -53,7 +54,7 @@ let ctx: EraseContext | undefined;
 export async function handler(event: StepInput): Promise<JsonValue> {
   if (!ctx) {
     const config = loadRuntimeConfig();
-    ctx = { config, clients: createRuntimeClients({ maxAttempts: config.apply.maxRetries + 1 }), log };
+    ctx = eraseContext(config, createRuntimeClients({ maxAttempts: config.apply.maxRetries + 1 }), log);
   }
   return eraseStep(event, ctx);
 }

@@ -4,13 +4,13 @@
  * and conflicts; one outcome per truncate (`truncates` or `failed`) and per write (`applied`,
  * `stale`, `duplicates`, `conflicts`, `quarantined` or `failed`).
  */
-import type { TableConfig } from '../commons/config.js';
+import type { TableConfig } from '../config/types.js';
 import { errorMessage } from '../core/errors.js';
 import type { BatchPlan, PlannedWrite } from '../core/plan.js';
 import type { DynamoWriter, PreReadPolicy, WriteResult } from '../adapters/dynamo-writer.js';
 import type { RawStore } from '../adapters/raw-store.js';
 import type { StatusRow, StatusStore } from '../adapters/status-store.js';
-import type { Log } from '../adapters/telemetry.js';
+import type { Log } from '../telemetry/sinks.js';
 import type { TruncateSweeper } from '../adapters/truncate-sweep.js';
 import type { Decoded } from './decode.js';
 import { batchCoordinates } from './land.js';

@@ -6,12 +6,12 @@
  * Multi-row records: each row becomes one raw line, and only the record's first line in an object
  * carries the message (see `RawLine.messageRef`), so memory stays proportional to the input.
  */
-import type { TidemarkConfig } from '../commons/config.js';
-import { UNKNOWN_TABLE } from '../commons/telemetry-contract.js';
+import type { TidemarkConfig } from '../config/types.js';
+import { UNKNOWN_TABLE } from '../telemetry/contract.js';
 import type { Normalizer, RawRecord, RecordTexts } from '../core/normalize.js';
 import type { ChangeEvent, NormalizedEvent } from '../core/types.js';
 import type { QuarantineLine, RawLine } from '../adapters/raw-store.js';
-import type { Log } from '../adapters/telemetry.js';
+import type { Log } from '../telemetry/sinks.js';
 import { quarantineLineFor, rawLineFor, rawTableOf, recordPart } from './raw-lines.js';
 import { encodePosition } from '../core/position.js';
 import type { BatchTally } from './tally.js';

@@ -11,7 +11,7 @@ import { setTimeout as sleepFor } from 'node:timers/promises';
 import { errorMessage } from '../core/errors.js';
 import type { RawRecord } from '../core/normalize.js';
 import type { BatchCoordinates, RawStore } from '../adapters/raw-store.js';
-import type { Log } from '../adapters/telemetry.js';
+import type { Log } from '../telemetry/sinks.js';
 import type { Decoded } from './decode.js';
 import type { BatchTally } from './tally.js';
 

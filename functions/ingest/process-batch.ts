@@ -8,13 +8,13 @@
  * and returns `batchItemFailures` from the lowest failed record. Every received record (or row of a
  * multi-row record) is counted exactly once as an outcome of the telemetry contract.
  */
-import type { TableConfig, TidemarkConfig } from '../commons/config.js';
+import type { TableConfig, TidemarkConfig } from '../config/types.js';
 import type { Normalizer, RawRecord } from '../core/normalize.js';
 import { planBatch } from '../core/plan.js';
 import type { DynamoWriter } from '../adapters/dynamo-writer.js';
 import type { RawStore } from '../adapters/raw-store.js';
 import { type StatusStore, UNKNOWN_TABLE } from '../adapters/status-store.js';
-import type { Log, MetricSink } from '../adapters/telemetry.js';
+import type { Log, MetricSink } from '../telemetry/sinks.js';
 import type { TruncateSweeper } from '../adapters/truncate-sweep.js';
 import { applyTruncates, applyWrites, countPlan } from './apply.js';
 import { decode } from './decode.js';

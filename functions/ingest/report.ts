@@ -2,10 +2,10 @@
  * Step 5 of a batch: one status-row update per table (plus its per-hour row), then metrics. Both are
  * derived from the telemetry contract: every counter is a status attribute and a metric.
  */
-import { COUNTER_NAMES, COUNTERS, DISTRIBUTIONS, UNKNOWN_TABLE } from '../commons/telemetry-contract.js';
+import { COUNTER_NAMES, COUNTERS, DISTRIBUTIONS, UNKNOWN_TABLE } from '../telemetry/contract.js';
 import { errorMessage } from '../core/errors.js';
 import type { StatusRow, StatusStore } from '../adapters/status-store.js';
-import type { Log, MetricSink } from '../adapters/telemetry.js';
+import type { Log, MetricSink } from '../telemetry/sinks.js';
 import type { BatchTally, TableTally } from './tally.js';
 
 export interface ReportDeps {

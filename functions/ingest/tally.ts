@@ -9,7 +9,7 @@
  * one outcome of the telemetry contract.
  */
 import type { RawRecord } from '../core/normalize.js';
-import { type Counter, type CounterValues, OUTCOMES, zeroCounters } from '../commons/telemetry-contract.js';
+import { type Counter, type CounterValues, OUTCOMES, zeroCounters } from '../telemetry/contract.js';
 
 /** One batch's totals: every contract counter plus what only a batch has. */
 export interface BatchSummary extends CounterValues {

@@ -1,16 +1,14 @@
 /**
- * What every job task needs, wired once from the validated config and injected clients: the Lambda
- * handlers build it at cold start, the local runner and tests build it with emulator clients.
+ * What every job task needs (built by `jobDeps` in functions/composition.ts: the Lambda handlers at
+ * cold start, the local runner and tests with emulator clients), and the jobs' input errors.
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { S3Client } from '@aws-sdk/client-s3';
-import type { TableConfig, TidemarkConfig } from '../commons/config.js';
-import { stringifyJson } from '../core/json.js';
-import { Normalizer } from '../core/normalize.js';
-import { DynamoWriter } from '../adapters/dynamo-writer.js';
-import { RawStore } from '../adapters/raw-store.js';
-import { StatusStore } from '../adapters/status-store.js';
-import type { Log, MetricSink } from '../adapters/telemetry.js';
+import type { TableConfig, TidemarkConfig } from '../config/types.js';
+import type { Normalizer } from '../core/normalize.js';
+import type { DynamoWriter } from '../adapters/dynamo-writer.js';
+import type { StatusStore } from '../adapters/status-store.js';
+import type { Log, MetricSink } from '../telemetry/sinks.js';
 import { TidemarkError } from '../core/errors.js';
 
 export interface JobDeps {
@@ -24,32 +22,6 @@ export interface JobDeps {
   readonly metrics: MetricSink;
   readonly log: Log;
   readonly now: () => number;
-}
-
-export function buildJobDeps(
-  config: TidemarkConfig,
-  clients: { readonly s3: S3Client; readonly dynamodb: DynamoDBClient },
-  telemetry: { readonly metrics: MetricSink; readonly log: Log; readonly now?: () => number },
-): JobDeps {
-  const raw = new RawStore(clients.s3, config.raw.bucket, config.raw.prefix, config.raw.quarantinePrefix);
-  const now = telemetry.now ?? Date.now;
-  return {
-    config,
-    s3: clients.s3,
-    dynamodb: clients.dynamodb,
-    normalizer: new Normalizer(config),
-    writer: new DynamoWriter({
-      client: clients.dynamodb,
-      tables: config.tables,
-      maxItemBytes: config.apply.maxItemBytes,
-      spill: (w) => raw.spill(w.table, w.keyId, w.encodedPosition, stringifyJson(w.effect.kind === 'put' ? w.effect.row : {})),
-      now,
-    }),
-    status: new StatusStore(clients.dynamodb, config.statusTable, config.name),
-    metrics: telemetry.metrics,
-    log: telemetry.log,
-    now,
-  };
 }
 
 /** A job was asked for something the config does not allow (an unknown table, a bad window). */

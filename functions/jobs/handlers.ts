@@ -4,10 +4,11 @@
  * functions the local runner calls in-process.
  */
 import { Logger } from '@aws-lambda-powertools/logger';
-import { createRuntimeClients } from '../commons/clients.js';
-import { loadRuntimeConfig } from '../commons/runtime-config.js';
-import { logFromPowertools, PowertoolsMetricSink } from '../adapters/telemetry.js';
-import { buildJobDeps, type JobDeps } from './deps.js';
+import { createRuntimeClients } from '../adapters/clients.js';
+import { loadRuntimeConfig } from '../config/runtime.js';
+import { logFromPowertools, PowertoolsMetricSink } from '../telemetry/sinks.js';
+import type { JobDeps } from './deps.js';
+import { jobDeps } from '../composition.js';
 import { planReconcile } from './reconcile/plan.js';
 import { reducePartition } from './reconcile/reduce.js';
 import { reportReconcile } from './reconcile/report.js';
@@ -22,7 +23,7 @@ let deps: JobDeps | undefined;
 function coldStart(): JobDeps {
   const config = loadRuntimeConfig();
   const clients = createRuntimeClients({ maxAttempts: config.apply.maxRetries + 1 });
-  return buildJobDeps(config, clients, {
+  return jobDeps(config, clients, {
     metrics: new PowertoolsMetricSink(config.name),
     log: logFromPowertools(logger),
   });

@@ -4,8 +4,8 @@
  * object into delivered records with their lines, and list any prefix (the jobs' scratch space).
  */
 import { ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
-import { decodeTableSegment, hourOverlaps, legacyTableSegment, type ParsedRawObject, parseRawObject, parseRawObjectKey, readRawObject } from '../adapters/raw-reader.js';
-import { rawObjectKey } from '../adapters/raw-store.js';
+import { hourOverlaps, type ParsedRawObject, parseRawObject, readRawObject } from '../adapters/raw-reader.js';
+import { hoursBetween, parseRawObjectKey, rawTableHourPrefix, rawTablePrefix, segmentNames, tableSegments } from '../adapters/raw-layout.js';
 
 const HOUR_MS = 3_600_000;
 
@@ -30,37 +30,20 @@ export async function listObjects(s3: S3Client, bucket: string, prefix: string):
   return out;
 }
 
-/** The table segments a table's objects may sit under: the ingest's current encoding and the first, lossy one. */
-export function candidateSegments(rawPrefix: string, table: string): string[] {
-  const sample = rawObjectKey(rawPrefix, table, { shard: 's', firstSequence: '0', lastSequence: '0', firstArrival: 0 }, '0');
-  const current = sample.slice(`${rawPrefix}table=`.length, sample.indexOf('/dt='));
-  return [...new Set([current, legacyTableSegment(table)])];
-}
-
-/** The hour partitions `dt=…/hr=…/` from `fromMs` to `toMs`, with an hour of slack before (a batch lands in its first record's hour). */
-export function hourPartitions(fromMs: number, toMs: number): string[] {
-  const out: string[] = [];
-  for (let t = Math.floor(fromMs / HOUR_MS) * HOUR_MS - HOUR_MS; t <= toMs; t += HOUR_MS) {
-    const iso = new Date(t).toISOString();
-    out.push(`dt=${iso.slice(0, 10)}/hr=${iso.slice(11, 13)}/`);
-  }
-  return out;
-}
-
 type ArrivalRange = { readonly fromMs: number; readonly toMs: number };
 
 /** Whether a listed key is a raw object of `table` under `segment` that can hold arrivals in the range. */
 function belongs(rawPrefix: string, key: string, table: string, segment: string, range: ArrivalRange | undefined): boolean {
   const parts = parseRawObjectKey(rawPrefix, key);
   if (!parts || parts.tableSegment !== segment) return false;
-  if (segment !== legacyTableSegment(table) && decodeTableSegment(segment) !== table) return false;
+  if (!segmentNames(segment, table)) return false;
   return !range || hourOverlaps(parts.hourStart, { since: range.fromMs, until: range.toMs + 1 });
 }
 
 /** The prefixes to list for one table segment: the whole segment, or the range's hour partitions. */
 function segmentPrefixes(rawPrefix: string, segment: string, range: ArrivalRange | undefined): string[] {
-  const base = `${rawPrefix}table=${segment}/`;
-  return range ? hourPartitions(range.fromMs, range.toMs).map((h) => base + h) : [base];
+  // A batch lands in its first record's hour: one hour of slack before the range.
+  return range ? hoursBetween(range.fromMs - HOUR_MS, range.toMs).map((h) => rawTableHourPrefix(rawPrefix, segment, h)) : [rawTablePrefix(rawPrefix, segment)];
 }
 
 /**
@@ -71,7 +54,7 @@ function segmentPrefixes(rawPrefix: string, segment: string, range: ArrivalRange
 export async function listTablesRaw(s3: S3Client, bucket: string, rawPrefix: string, tables: readonly string[], range?: ArrivalRange): Promise<ObjectRef[]> {
   const out = new Map<string, ObjectRef>();
   for (const table of tables) {
-    for (const segment of candidateSegments(rawPrefix, table)) {
+    for (const segment of tableSegments(table)) {
       for (const prefix of segmentPrefixes(rawPrefix, segment, range)) {
         for (const o of await listObjects(s3, bucket, prefix)) {
           if (!out.has(o.key) && belongs(rawPrefix, o.key, table, segment, range)) out.set(o.key, o);

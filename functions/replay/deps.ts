@@ -1,19 +1,15 @@
 /**
- * Wires a replay from the validated config and injected clients, for the Lambda tasks and the CLI
- * alike: the ingest Normalizer and DynamoWriter over the target tables (live, or one fresh table
- * with the live table's key schema), the status table's truncate watermarks, the erase ledger.
+ * What a replay writes to and what it must respect, for the Lambda tasks and the CLI alike: the
+ * target tables (live, or one fresh table with the live table's key schema), the status table's
+ * truncate watermarks, the erase ledger, and the engine over the storage's guarded writer.
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { S3Client } from '@aws-sdk/client-s3';
-import type { TableConfig, TidemarkConfig } from '../commons/config.js';
-import { stringifyJson } from '../core/json.js';
-import { Normalizer } from '../core/normalize.js';
-import { DynamoWriter } from '../adapters/dynamo-writer.js';
-import { RawStore } from '../adapters/raw-store.js';
-import { s3SpillReader } from '../adapters/spill-reader.js';
+import type { TableConfig, TidemarkConfig } from '../config/types.js';
+import type { Storage } from '../adapters/storage.js';
 import { StatusStore } from '../adapters/status-store.js';
-import type { Log } from '../adapters/telemetry.js';
-import { EraseLedger, LedgerView, loadLedgerSecret } from '../erase/ledger.js';
+import type { Log } from '../telemetry/sinks.js';
+import { EraseLedger, LedgerView, loadLedgerSecret } from '../adapters/erase-ledger.js';
 import { ReplayEngine, type TruncateWatermarks } from './engine.js';
 import type { ReplayTarget } from './safety.js';
 import { SelectionError } from './selection.js';
@@ -80,28 +76,19 @@ export async function ledgerViewFor(config: TidemarkConfig, dynamodb: DynamoDBCl
   return new LedgerView(secret, entries);
 }
 
+/** The replay engine over `storage`'s writer for the target tables, with the status table's watermarks. */
 export function buildReplayEngine(
-  config: TidemarkConfig,
-  clients: ReplayClients,
-  opts: { readonly tables: ReadonlyMap<string, TableConfig>; readonly target: ReplayTarget; readonly ledger: LedgerView | null; readonly log: Log; readonly now?: () => number },
+  storage: Storage,
+  opts: { readonly tables: ReadonlyMap<string, TableConfig>; readonly target: ReplayTarget; readonly ledger: LedgerView | null; readonly log: Log },
 ): ReplayEngine {
-  const raw = new RawStore(clients.s3, config.raw.bucket, config.raw.prefix, config.raw.quarantinePrefix);
-  const writer = new DynamoWriter({
-    client: clients.dynamodb,
-    tables: [...opts.tables.values()],
-    maxItemBytes: config.apply.maxItemBytes,
-    spill: (w) => raw.spill(w.table, w.keyId, w.encodedPosition, stringifyJson(w.effect.kind === 'put' ? w.effect.row : {})),
-    readSpill: s3SpillReader(clients.s3),
-    now: opts.now,
-  });
   return new ReplayEngine({
-    normalizer: new Normalizer(config),
-    dynamodb: clients.dynamodb,
-    writer,
+    normalizer: storage.normalizer,
+    dynamodb: storage.dynamodb,
+    writer: storage.writer([...opts.tables.values()]),
     tables: opts.tables,
-    watermarks: statusWatermarks(config, clients.dynamodb, opts.target),
+    watermarks: statusWatermarks(storage.config, storage.dynamodb, opts.target),
     ledger: opts.ledger,
     log: opts.log,
-    concurrency: config.apply.concurrency,
+    concurrency: storage.config.apply.concurrency,
   });
 }

@@ -15,7 +15,7 @@
  * and the action a real run would take.
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import type { TableConfig } from '../commons/config.js';
+import type { TableConfig } from '../config/types.js';
 import type { Normalizer, RawRecord } from '../core/normalize.js';
 import { type PlannedTruncate, type PlannedWrite, planBatch } from '../core/plan.js';
 import { encodePosition } from '../core/position.js';
@@ -23,8 +23,8 @@ import { outcomeOf, resolveAgainstStored } from '../core/stored.js';
 import type { ChangeEvent, NormalizedEvent } from '../core/types.js';
 import type { DynamoWriter } from '../adapters/dynamo-writer.js';
 import { readStoredPositions, type StoredPosition } from '../adapters/stored-positions.js';
-import type { Log } from '../adapters/telemetry.js';
-import type { LedgerView } from '../erase/ledger.js';
+import type { Log } from '../telemetry/sinks.js';
+import type { LedgerView } from '../adapters/erase-ledger.js';
 import { TruncateSweeper } from '../adapters/truncate-sweep.js';
 import { inArrivalRange, type ReplaySelection, selects } from './selection.js';
 

@@ -19,7 +19,7 @@ import {
   ScanCommand,
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
-import type { TableConfig } from '../commons/config.js';
+import type { TableConfig } from '../config/types.js';
 import { asError, TidemarkError } from '../core/errors.js';
 import { keyLayout } from '../core/keys.js';
 import { META } from '../adapters/item-codec.js';

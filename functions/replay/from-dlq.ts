@@ -16,9 +16,10 @@
 import { GetRecordsCommand, GetShardIteratorCommand, type KinesisClient, type _Record as KinesisRecord } from '@aws-sdk/client-kinesis';
 import { DeleteMessageCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
-import type { TidemarkConfig } from '../commons/config.js';
+import type { TidemarkConfig } from '../config/types.js';
 import type { RawRecord } from '../core/normalize.js';
-import { allTableSegments, decodeTableSegment, parseRawObject, parseRawObjectKey, RawRecordSet, readRawObject } from '../adapters/raw-reader.js';
+import { hoursBetween, parseRawObjectKey, rawObjectOfShard, rawTableHourPrefix, rawTablePrefix } from '../adapters/raw-layout.js';
+import { allTableSegments, parseRawObject, RawRecordSet, readRawObject } from '../adapters/raw-reader.js';
 import type { IngestDeps } from '../ingest/process-batch.js';
 import { processBatch } from '../ingest/process-batch.js';
 import { addTally, emptyTally, type ReplayEngine, type ReplayTally } from './engine.js';
@@ -99,24 +100,16 @@ async function* listKeys(s3: S3Client, bucket: string, prefix: string): AsyncGen
   } while (token);
 }
 
-/** Whether a raw object's name starts with the range's shard (in the lossy or the current encoding). */
-function namesShard(rawPrefix: string, key: string, range: BatchRange, shardSegment: string): boolean {
-  const parts = parseRawObjectKey(rawPrefix, key);
-  if (!parts) return false;
-  const name = decodeTableSegment(parts.name);
-  return parts.name.startsWith(`${shardSegment}-`) || name.startsWith(`${range.shard}-`);
-}
-
 /** The records of a range that raw holds: objects of the range's hours whose name starts with its shard. */
 export async function findRangeInRaw(s3: S3Client, config: TidemarkConfig, range: BatchRange): Promise<RawRecord[]> {
   const bucket = config.raw.bucket;
   const segments = await allTableSegments(s3, bucket, config.raw.prefix);
-  const shardSegment = range.shard.replace(/[^A-Za-z0-9._=-]/g, '_');
   const set = new RawRecordSet();
   for (const segment of segments) {
-    for (const listPrefix of hourPrefixes(`${config.raw.prefix}table=${segment}/`, range)) {
+    for (const listPrefix of hourPrefixes(config.raw.prefix, segment, range)) {
       for await (const key of listKeys(s3, bucket, listPrefix)) {
-        if (namesShard(config.raw.prefix, key, range, shardSegment)) set.add(parseRawObject(await readRawObject(s3, bucket, key), key));
+        const parts = parseRawObjectKey(config.raw.prefix, key);
+        if (parts && rawObjectOfShard(parts, range.shard)) set.add(parseRawObject(await readRawObject(s3, bucket, key), key));
       }
     }
   }
@@ -126,16 +119,11 @@ export async function findRangeInRaw(s3: S3Client, config: TidemarkConfig, range
     .filter((r) => inBatchRange(range, r.transport));
 }
 
-function hourPrefixes(segmentPrefix: string, range: BatchRange): string[] {
-  if (range.firstArrival === null) return [segmentPrefix];
-  const from = Math.floor((range.firstArrival - HOUR_MS) / HOUR_MS);
-  const to = Math.floor((range.lastArrival ?? range.firstArrival) / HOUR_MS);
-  const out: string[] = [];
-  for (let h = from; h <= to && out.length < 72; h++) {
-    const iso = new Date(h * HOUR_MS).toISOString();
-    out.push(`${segmentPrefix}dt=${iso.slice(0, 10)}/hr=${iso.slice(11, 13)}/`);
-  }
-  return out;
+/** The hour prefixes of a table segment the range's batches may have landed in (at most 72), or the whole segment. */
+function hourPrefixes(rawPrefix: string, segment: string, range: BatchRange): string[] {
+  if (range.firstArrival === null) return [rawTablePrefix(rawPrefix, segment)];
+  const hours = hoursBetween(range.firstArrival - HOUR_MS, range.lastArrival ?? range.firstArrival).slice(0, 72);
+  return hours.map((h) => rawTableHourPrefix(rawPrefix, segment, h));
 }
 
 /** An iterator at the range's first sequence number, or undefined when the stream no longer has it. */

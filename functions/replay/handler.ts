@@ -4,12 +4,13 @@
  * runs the same definition locally.
  */
 import { Logger } from '@aws-lambda-powertools/logger';
-import { createRuntimeClients } from '../commons/clients.js';
-import { loadRuntimeConfig } from '../commons/runtime-config.js';
+import { createRuntimeClients } from '../adapters/clients.js';
+import { loadRuntimeConfig } from '../config/runtime.js';
 import type { JsonValue } from '../core/json.js';
 import { TidemarkError } from '../core/errors.js';
-import { type Log, logFromPowertools } from '../adapters/telemetry.js';
+import { type Log, logFromPowertools } from '../telemetry/sinks.js';
 import { type JobContext, planReplay, type ReplayRequest, replayBatch, summarizeReplay, verifyFresh } from './job.js';
+import { replayContext } from '../composition.js';
 
 export class UnknownStepError extends TidemarkError {
   constructor(step: unknown) {
@@ -46,7 +47,7 @@ let ctx: JobContext | undefined;
 export async function handler(event: StepInput): Promise<JsonValue> {
   if (!ctx) {
     const config = loadRuntimeConfig();
-    ctx = { config, clients: createRuntimeClients({ maxAttempts: config.apply.maxRetries + 1 }), log: lambdaLog };
+    ctx = replayContext(config, createRuntimeClients({ maxAttempts: config.apply.maxRetries + 1 }), lambdaLog);
   }
   return replayStep(event, ctx);
 }

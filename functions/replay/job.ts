@@ -13,10 +13,12 @@
  * nears Step Functions' payload limit; the manifest holds the object keys.
  */
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
-import type { TidemarkConfig } from '../commons/config.js';
+import type { TidemarkConfig } from '../config/types.js';
 import { TidemarkError } from '../core/errors.js';
+import { jobRunPrefix } from '../adapters/raw-layout.js';
 import { listRawObjects, parseRawObject, type RawObjectRef, RawRecordSet, readRawObject } from '../adapters/raw-reader.js';
-import type { Log } from '../adapters/telemetry.js';
+import type { Storage } from '../adapters/storage.js';
+import type { Log } from '../telemetry/sinks.js';
 import { addTally, emptyTally, type ReplayResult, type ReplayTally } from './engine.js';
 import { buildReplayEngine, ledgerViewFor, type ReplayClients, replayTables } from './deps.js';
 import { createFreshTable, type DiffReport, diffTables, switchSteps } from './fresh.js';
@@ -87,9 +89,11 @@ export class ReplayBatchError extends TidemarkError {
   }
 }
 
+/** What every step of a replay run works with; `replayContext` (functions/composition.ts) builds it. */
 export interface JobContext {
   readonly config: TidemarkConfig;
   readonly clients: ReplayClients;
+  readonly storage: Storage;
   readonly log: Log;
   readonly env?: NodeJS.ProcessEnv;
 }
@@ -97,7 +101,7 @@ export interface JobContext {
 /** Most Map items a run makes; past it, batches grow. Each item is a small number. */
 const MAX_ITEMS = 5000;
 
-export const runPrefix = (config: TidemarkConfig, runId: string) => `${config.replay.jobsPrefix}replay/${runId}/`;
+export const runPrefix = (config: TidemarkConfig, runId: string) => jobRunPrefix(config.replay.jobsPrefix, 'replay', runId);
 
 async function putJson(s3: S3Client, bucket: string, key: string, value: unknown): Promise<void> {
   await s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: JSON.stringify(value), ContentType: 'application/json' }));
@@ -178,7 +182,7 @@ export async function replayBatch(ctx: JobContext, input: { manifestKey: string;
   if (!keys) throw new ReplayBatchError(`run ${m.runId} has no batch ${input.batch}`);
   const selection = await selectionOf(ctx, m);
   const ledger = await ledgerViewFor(ctx.config, ctx.clients.dynamodb, m.tables, ctx.env);
-  const engine = buildReplayEngine(ctx.config, ctx.clients, { tables: replayTables(ctx.config, m.tables, m.target), target: m.target, ledger, log: ctx.log });
+  const engine = buildReplayEngine(ctx.storage, { tables: replayTables(ctx.config, m.tables, m.target), target: m.target, ledger, log: ctx.log });
   const set = new RawRecordSet();
   for (const key of keys) set.add(parseRawObject(await readRawObject(ctx.clients.s3, ctx.config.raw.bucket, key), key));
   const result = await engine.replay(

@@ -7,7 +7,7 @@
  * Judged by landing time (when raw received the record), which is what raw is partitioned by and
  * what bounds how long ago the key's later delete could have expired.
  */
-import type { TidemarkConfig } from '../commons/config.js';
+import type { TidemarkConfig } from '../config/types.js';
 import { TidemarkError } from '../core/errors.js';
 
 const DAY_MS = 86_400_000;

@@ -9,7 +9,7 @@
  * object `{"order_id": 7}` when one table is selected. Keys are compared in canonical form (keys.ts
  * `keyId`), so `{"order_id": "7"}` matches a number column holding 7.
  */
-import type { TableConfig, TidemarkConfig } from '../commons/config.js';
+import type { TableConfig, TidemarkConfig } from '../config/types.js';
 import { DecodeError, TidemarkError } from '../core/errors.js';
 import { isJsonObject, parseJson, toBigInt } from '../core/json.js';
 import { keyId, normalizeKey } from '../core/keys.js';

@@ -17,7 +17,7 @@ import type * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
-import type { TidemarkConfig } from '../../functions/commons/config.js';
+import type { TidemarkConfig } from '../config/config.js';
 import { INGEST_RUNTIME, METRIC_NAMESPACE } from '../defaults.js';
 import { handlerCode } from '../handler-asset.js';
 

@@ -11,7 +11,7 @@
  * - erase also deletes and rewrites raw and quarantine objects (with their versions), deletes the
  *   key's item, and writes the ledger.
  * Both read the erase ledger key from Secrets Manager with GetSecretValue (the SDK call in
- * functions/erase/ledger.ts; no extension layer, so it also deploys where AWS's layers cannot be
+ * functions/adapters/erase-ledger.ts; no extension layer, so it also deploys where AWS's layers cannot be
  * fetched, such as LocalStack), allowed to read that one secret:
  * - `ledgerKeySecret: secretsmanager:<id>`: the operator's secret, as named;
  * - `ledgerKeySecret: env:<VARIABLE>` (the default): nothing would set that variable on a deployed
@@ -29,8 +29,8 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
-import type { TidemarkConfig } from '../../functions/commons/config.js';
-import { ledgerKeySecretName } from '../../functions/commons/replay-config.js';
+import type { TidemarkConfig } from '../config/config.js';
+import { ledgerKeySecretName } from '../config/replay.js';
 import type { CurrentState } from '../current-state.js';
 import { INGEST_RUNTIME } from '../defaults.js';
 import { handlerCode } from '../handler-asset.js';

@@ -5,11 +5,11 @@
  * each key's events sequentially, which is already generous to the baseline.
  */
 import { type AttributeValue, ConditionalCheckFailedException, type DynamoDBClient, PutItemCommand } from '@aws-sdk/client-dynamodb';
-import type { TableConfig } from '../../functions/commons/config.js';
+import type { TableConfig } from '../../lib/config/config.js';
 import { keyAttributes, META, marshallRow } from '../../functions/adapters/item-codec.js';
 import { encodePosition } from '../../functions/core/position.js';
 import type { ChangeEvent } from '../../functions/core/types.js';
-import { mapLimit } from '../../functions/ingest/concurrency.js';
+import { mapLimit } from '../../functions/core/concurrency.js';
 
 /** Totals of a baseline run. */
 export interface BaselineResult {

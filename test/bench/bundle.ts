@@ -15,8 +15,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
-import { parseConfig } from '../../functions/commons/config.js';
-import { RUNTIME_CONFIG_FILE } from '../../functions/commons/runtime-config.js';
+import { parseConfig } from '../../lib/config/config.js';
+import { RUNTIME_CONFIG_FILE } from '../../functions/config/runtime.js';
 import { PACKAGE_ROOT } from '../../lib/defaults.js';
 import { BUNDLE_FILE, bundleHandler } from '../../lib/handler-asset.js';
 import { median } from './cpu.js';
@@ -60,7 +60,9 @@ export function measureBundles(runs: number): BundleFigures[] {
       return path.join(dir, BUNDLE_FILE);
     });
     const times = HANDLERS.map(() => [] as { importMs: number; firstBatchMs: number }[]);
-    for (let r = 0; r < runs; r++) files.forEach((file, i) => times[i]?.push(coldStartMs(file, HANDLERS[i] === 'ingest')));
+    for (let r = 0; r < runs; r++) {
+      for (const [i, file] of files.entries()) times[i]?.push(coldStartMs(file, HANDLERS[i] === 'ingest'));
+    }
     return HANDLERS.map((handler, i) => {
       const bytes = readFileSync(files[i] as string);
       const t = times[i] ?? [];

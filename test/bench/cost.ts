@@ -9,7 +9,7 @@
  * all three and left out.
  */
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
-import type { TableConfig } from '../../functions/commons/config.js';
+import type { TableConfig } from '../../lib/config/config.js';
 import { putCommand } from '../../functions/adapters/guard.js';
 import { marshallRow } from '../../functions/adapters/item-codec.js';
 import { MemoryStore } from '../../functions/core/memory-store.js';

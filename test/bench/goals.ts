@@ -3,7 +3,7 @@
  * ratio with its workload and how it was measured. Needs no emulator (only a stub HTTP server on
  * 127.0.0.1 for the SDK client measurement).
  */
-import type { TidemarkConfig } from '../../functions/commons/config.js';
+import type { TidemarkConfig } from '../../lib/config/config.js';
 import { parseJson } from '../../functions/core/json.js';
 import { Normalizer } from '../../functions/core/normalize.js';
 import { CONTENT_HASH_LENGTH } from '../../functions/core/plan.js';

@@ -15,12 +15,12 @@ import { PutRecordsCommand, type _Record } from '@aws-sdk/client-kinesis';
 import { eventBytes, MAX_PAYLOAD_BYTES, runPoller } from '../../bin/cli/runner.js';
 import { kinesisEvent } from '../../bin/cli/kinesis-shape.js';
 import { streamNameOf } from '../../bin/local/provision.js';
-import { CollectingMetricSink, silentLog } from '../../functions/adapters/telemetry.js';
-import type { TidemarkConfig } from '../../functions/commons/config.js';
+import { CollectingMetricSink, silentLog } from '../../functions/telemetry/sinks.js';
+import type { TidemarkConfig } from '../../lib/config/config.js';
 import { keyId } from '../../functions/core/keys.js';
 import { Normalizer } from '../../functions/core/normalize.js';
 import type { ChangeEvent } from '../../functions/core/types.js';
-import { buildIngestDeps } from '../../functions/ingest/deps.js';
+import { ingestDeps } from '../../functions/composition.js';
 import type { Target } from '../helpers/target.js';
 import { uniqueConfig } from '../helpers/target.js';
 import { checkState, expectedState } from './state.js';
@@ -157,7 +157,7 @@ async function oneRun(target: Target, base: TidemarkConfig, workload: Workload, 
   await target.setup(config);
   const stream = streamNameOf(config);
   const stateDir = mkdtempSync(join(tmpdir(), 'tidemark-rate-'));
-  const deps = buildIngestDeps(config, target.clients, { metrics: new CollectingMetricSink(), log: silentLog });
+  const deps = ingestDeps(config, target.clients, { metrics: new CollectingMetricSink(), log: silentLog });
   const before = new Map(counts);
 
   const putAt = new Map<string, number>();

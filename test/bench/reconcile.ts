@@ -8,10 +8,10 @@
  */
 import { fileURLToPath } from 'node:url';
 import { runReconcile } from '../../bin/cli/reconcile.js';
-import { parseConfig } from '../../functions/commons/config.js';
+import { parseConfig } from '../../lib/config/config.js';
 import type { RawRecord } from '../../functions/core/normalize.js';
-import { CollectingMetricSink, silentLog } from '../../functions/adapters/telemetry.js';
-import { buildIngestDeps } from '../../functions/ingest/deps.js';
+import { CollectingMetricSink, silentLog } from '../../functions/telemetry/sinks.js';
+import { ingestDeps } from '../../functions/composition.js';
 import { processBatch } from '../../functions/ingest/process-batch.js';
 import type { ReconcileReport } from '../../functions/jobs/reconcile/report.js';
 import { PgHistory } from '../helpers/debezium.js';
@@ -77,7 +77,7 @@ export async function benchReconcile(target: Target, options: ReconcileBenchOpti
     for (let id = 1; id <= keys; id++) h.emit('customers', 'c', { id }, { name: `c${id}`, tier: 'basic' });
     for (let id = 2; id <= keys; id += 2) h.emit('customers', 'u', { id }, { name: `c${id}`, tier: 'gold' });
     for (let id = 10; id <= keys; id += 10) h.emit('customers', 'd', { id }, { name: `c${id}`, tier: 'gold' });
-    const deps = buildIngestDeps(config, target.clients, { metrics: new CollectingMetricSink(), log: silentLog });
+    const deps = ingestDeps(config, target.clients, { metrics: new CollectingMetricSink(), log: silentLog });
     const loadStart = performance.now();
     let sequence = 1_000_000n;
     for (let i = 0; i < h.events.length; i += batch) {

@@ -23,7 +23,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import { DynamoWriter, type PreReadPolicy } from '../../functions/adapters/dynamo-writer.js';
-import type { TidemarkConfig } from '../../functions/commons/config.js';
+import type { TidemarkConfig } from '../../lib/config/config.js';
 import { Normalizer } from '../../functions/core/normalize.js';
 import { planBatch } from '../../functions/core/plan.js';
 import type { ChangeEvent } from '../../functions/core/types.js';
@@ -182,7 +182,7 @@ export async function measureRedelivery(o: RedeliveryOptions): Promise<{ runs: R
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const { parseConfig } = await import('../../functions/commons/config.js');
+  const { parseConfig } = await import('../../lib/config/config.js');
   const arg = (name: string, fallback: number) => {
     const i = process.argv.indexOf(`--${name}`);
     return i > 0 ? Number(process.argv[i + 1]) : fallback;

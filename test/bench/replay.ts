@@ -12,13 +12,14 @@
 import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
 import { runReplayLocally } from '../../bin/cli/replay.js';
-import { CollectingMetricSink, silentLog } from '../../functions/adapters/telemetry.js';
-import { parseConfig, type TidemarkConfig } from '../../functions/commons/config.js';
-import { buildIngestDeps } from '../../functions/ingest/deps.js';
+import { CollectingMetricSink, silentLog } from '../../functions/telemetry/sinks.js';
+import { parseConfig, type TidemarkConfig } from '../../lib/config/config.js';
+import { ingestDeps } from '../../functions/composition.js';
 import { processBatch } from '../../functions/ingest/process-batch.js';
 import type { JobContext } from '../../functions/replay/job.js';
 import { openTarget, type Target, uniqueConfig } from '../helpers/target.js';
 import { generateWorkload, type Workload } from './workload.js';
+import { replayContext } from '../../functions/composition.js';
 
 export interface ReplayRun {
   readonly label: 'cold' | 'warm';
@@ -64,9 +65,9 @@ export async function replayBench(target: Target, workload: Workload, base: Tide
   await target.setup(config);
   const [table] = config.tables;
   if (!table) throw new Error('the bench config needs a table');
-  const deps = buildIngestDeps(config, target.clients, { metrics: new CollectingMetricSink(), log: silentLog });
+  const deps = ingestDeps(config, target.clients, { metrics: new CollectingMetricSink(), log: silentLog });
   for (const batch of workload.batches) await processBatch(batch, deps);
-  const ctx: JobContext = { config, clients: target.clients, log: silentLog };
+  const ctx: JobContext = replayContext(config, target.clients, silentLog);
   const cold = await run(ctx, 'cold', `fresh:${table.target}-cold`, table.source);
   const warm = await run(ctx, 'warm', 'live', table.source);
   return {

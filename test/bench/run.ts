@@ -17,12 +17,12 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Command, InvalidArgumentError } from 'commander';
-import { CollectingMetricSink, silentLog } from '../../functions/adapters/telemetry.js';
-import { DEFAULT_BATCH_SIZE, parseConfig, type TidemarkConfig } from '../../functions/commons/config.js';
+import { CollectingMetricSink, silentLog } from '../../functions/telemetry/sinks.js';
+import { DEFAULT_BATCH_SIZE, parseConfig, type TidemarkConfig } from '../../lib/config/config.js';
 import { keyId } from '../../functions/core/keys.js';
 import { Normalizer } from '../../functions/core/normalize.js';
 import type { ChangeEvent } from '../../functions/core/types.js';
-import { buildIngestDeps } from '../../functions/ingest/deps.js';
+import { ingestDeps } from '../../functions/composition.js';
 import { emptySummary, processBatch } from '../../functions/ingest/process-batch.js';
 import { openTarget, type Target, uniqueConfig } from '../helpers/target.js';
 import { runBaseline } from './baseline.js';
@@ -36,7 +36,7 @@ import { comparisonTable, measurePlanning } from './report.js';
 import { checkState, expectedState } from './state.js';
 import { generateWorkload, type Workload } from './workload.js';
 
-const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
+const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 
 /** Re-runs this script through bin/with-loopback.mjs and resolves with its exit code. */
 function reexecIsolated(): Promise<number> {
@@ -156,7 +156,7 @@ async function main(): Promise<number> {
 
     // Run A: tidemark.
     const metrics = new CollectingMetricSink();
-    const deps = buildIngestDeps(configA, target.clients, { metrics, log: silentLog });
+    const deps = ingestDeps(configA, target.clients, { metrics, log: silentLog });
     const sum = emptySummary();
     let failedBatches = 0;
     const startedA = performance.now();

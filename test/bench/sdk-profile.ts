@@ -11,7 +11,7 @@ import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { mapLimit } from '../../functions/ingest/concurrency.js';
+import { mapLimit } from '../../functions/core/concurrency.js';
 import { defaultVariant, type ProfileNode, phaseShares, startStub, tidemarkVariant } from './sdk.js';
 
 const which = process.argv[2] === 'default' ? 'default' : 'tidemark';

@@ -13,8 +13,8 @@ import { Session } from 'node:inspector/promises';
 import { DynamoDBClient, type DynamoDBClientConfig, PutItemCommand, type PutItemCommandInput } from '@aws-sdk/client-dynamodb';
 import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
-import { DYNAMODB_OPTIONS, S3_CHECKSUMS } from '../../functions/commons/clients.js';
-import { mapLimit } from '../../functions/ingest/concurrency.js';
+import { DYNAMODB_OPTIONS, S3_CHECKSUMS } from '../../functions/adapters/clients.js';
+import { mapLimit } from '../../functions/core/concurrency.js';
 import { median } from './cpu.js';
 
 const STUB = `

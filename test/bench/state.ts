@@ -3,7 +3,7 @@
  * delete leaves a tombstone), and a comparison against what a DynamoDB table actually holds.
  */
 import { type DynamoDBClient, paginateScan } from '@aws-sdk/client-dynamodb';
-import type { TableConfig } from '../../functions/commons/config.js';
+import type { TableConfig } from '../../lib/config/config.js';
 import { decodeItem } from '../../functions/adapters/item-codec.js';
 import { canonicalJson } from '../../functions/core/json.js';
 import { compareTuples, encodePosition } from '../../functions/core/position.js';

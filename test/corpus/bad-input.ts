@@ -11,7 +11,7 @@
  * - Canal: github.com/alibaba/canal wiki "Canal Kafka RocketMQ QuickStart" and Flink's canal-json test data (flink-formats/flink-json/src/test/resources/canal-data.txt);
  * - AWS DMS: docs.aws.amazon.com/dms/latest/userguide/CHAP_Target.Kinesis.html ("data" + "metadata").
  */
-import { parseConfig, type TidemarkConfig } from '../../functions/commons/config.js';
+import { parseConfig, type TidemarkConfig } from '../../lib/config/config.js';
 import { type JsonObject, parseJson } from '../../functions/core/json.js';
 
 export const PLACEHOLDER = '__debezium_unavailable_value';

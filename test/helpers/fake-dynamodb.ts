@@ -24,7 +24,7 @@ import {
   UpdateItemCommand,
   type UpdateItemCommandInput,
 } from '@aws-sdk/client-dynamodb';
-import type { TableConfig } from '../../functions/commons/config.js';
+import type { TableConfig } from '../../lib/config/config.js';
 import { keyLayout } from '../../functions/core/keys.js';
 
 type Item = Record<string, AttributeValue>;

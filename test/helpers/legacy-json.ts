@@ -1,7 +1,7 @@
 /**
  * The JSON parser, canonical form and content hash as they were before the fast paths: every
  * message through `lossless-json`, canonical JSON built with closures, a full SHA-256 digest.
- * Kept verbatim as the oracle of the differential fuzz test (test/unit/core/json.fuzz.test.ts):
+ * Kept verbatim as the oracle of the differential fuzz test (test/unit/functions/core/json.fuzz.test.ts):
  * the new code must give the same values, the same errors and byte-identical canonical text.
  */
 import { createHash } from 'node:crypto';

@@ -7,10 +7,10 @@ import { BatchGetItemCommand, DynamoDBClient, PutItemCommand, UpdateItemCommand 
 import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { mockClient } from 'aws-sdk-client-mock';
 import { gunzipSync } from 'node:zlib';
-import type { TidemarkConfig } from '../../functions/commons/config.js';
+import type { TidemarkConfig } from '../../lib/config/config.js';
 import type { RawRecord } from '../../functions/core/normalize.js';
-import { CollectingMetricSink, type Log } from '../../functions/adapters/telemetry.js';
-import { buildIngestDeps } from '../../functions/ingest/deps.js';
+import { CollectingMetricSink, type Log } from '../../functions/telemetry/sinks.js';
+import { ingestDeps } from '../../functions/composition.js';
 import type { IngestDeps } from '../../functions/ingest/process-batch.js';
 
 export const NOW = Date.UTC(2026, 10, 30, 6, 30);
@@ -36,7 +36,7 @@ export function mockedDeps(config: TidemarkConfig) {
   s3mock.on(PutObjectCommand).resolves({});
   const metrics = new CollectingMetricSink();
   const log = memoryLog();
-  const deps: IngestDeps = { ...buildIngestDeps(config, { dynamodb, s3 }, { metrics, log, now: () => NOW }), landing: { budgetMs: 2_000, sleep: async () => {} } };
+  const deps: IngestDeps = { ...ingestDeps(config, { dynamodb, s3 }, { metrics, log, now: () => NOW }), landing: { budgetMs: 2_000, sleep: async () => {} } };
   return { deps, ddb, s3: s3mock, metrics, log, statusTable: config.statusTable };
 }
 

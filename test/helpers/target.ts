@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { type RunningEmulators, startEmulators } from '../../bin/local/emulators.js';
 import { deprovision, type ProvisionReport, provision, streamNameOf } from '../../bin/local/provision.js';
 import { type Clients, createClients, destroyClients, type Endpoints } from '../../bin/local/clients.js';
-import type { TidemarkConfig } from '../../functions/commons/config.js';
+import type { TidemarkConfig } from '../../lib/config/config.js';
 
 /** Target names accepted in `TIDEMARK_TARGET`. */
 export type TargetName = 'embedded' | 'localstack' | 'aws';

@@ -11,7 +11,7 @@ import { DescribeStreamSummaryCommand, GetRecordsCommand, GetShardIteratorComman
 import { GetObjectCommand, HeadBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { endpointsFromEnv, envExports, isAlive } from '../../bin/local/emulators.js';
 import { streamNameOf } from '../../bin/local/provision.js';
-import { parseConfig } from '../../functions/commons/config.js';
+import { parseConfig } from '../../lib/config/config.js';
 import { openTarget, type Target, uniqueConfig } from '../helpers/target.js';
 
 const config = uniqueConfig(

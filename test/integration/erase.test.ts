@@ -15,17 +15,18 @@ import { localDeps } from '../../bin/cli/context.js';
 import { runEraseLocally } from '../../bin/cli/erase.js';
 import { runReplayLocally } from '../../bin/cli/replay.js';
 import { getRow } from '../../bin/cli/state.js';
-import { parseConfig, type TableConfig, type TidemarkConfig } from '../../functions/commons/config.js';
+import { parseConfig, type TableConfig, type TidemarkConfig } from '../../lib/config/config.js';
 import type { JsonObject, JsonValue } from '../../functions/core/json.js';
 import type { RawRecord } from '../../functions/core/normalize.js';
-import type { Log } from '../../functions/adapters/telemetry.js';
+import type { Log } from '../../functions/telemetry/sinks.js';
 import { type EraseContext, submitErase } from '../../functions/erase/erase.js';
-import { KEY_FILTER_METADATA } from '../../functions/erase/key-filter.js';
-import { EraseLedger } from '../../functions/erase/ledger.js';
+import { KEY_FILTER_METADATA } from '../../functions/core/key-filter.js';
+import { EraseLedger } from '../../functions/adapters/erase-ledger.js';
 import { type IngestDeps, processBatch } from '../../functions/ingest/process-batch.js';
 import type { JobContext } from '../../functions/replay/job.js';
 import { PgHistory, type PgEvent } from '../helpers/debezium.js';
 import { openTarget, type Target, uniqueConfig } from '../helpers/target.js';
+import { replayContext } from '../../functions/composition.js';
 
 const base = parseConfig({
   name: 'erase',
@@ -142,7 +143,7 @@ describe(`erase on the integration target (${process.env.TIDEMARK_TARGET ?? 'emb
 
   it('replays never bring the erased key back, into live or fresh', async () => {
     process.env.TIDEMARK_ERASE_KEY = ENV.TIDEMARK_ERASE_KEY;
-    const ctx: JobContext = { config, clients: target.clients, log: quiet, env: ENV };
+    const ctx: JobContext = replayContext(config, target.clients, quiet, ENV);
     const live = await runReplayLocally(ctx, { runId: 'rl', tables: ['public.customers'], into: 'live', now });
     assert.equal((live.summary as { tally: { erased: number } }).tally.erased, 0, 'raw no longer holds the key');
     const fresh = `${customers.target}-rebuilt`;
@@ -151,7 +152,7 @@ describe(`erase on the integration target (${process.env.TIDEMARK_TARGET ?? 'emb
   });
 
   it('the ledger still stops copies of old changes (a stale raw copy) while a later genuine change applies', async () => {
-    const ctx: JobContext = { config, clients: target.clients, log: quiet, env: ENV };
+    const ctx: JobContext = replayContext(config, target.clients, quiet, ENV);
     // An old change of key 7 arrives again (a connector redelivery) and lands in raw.
     const old = history.events.find((e) => e.op === 'c' && e.key.id === 7) as PgEvent;
     await processBatch(recordsOf([old]), deps);

@@ -26,13 +26,13 @@ import { scanTable } from '../../bin/cli/state.js';
 import { onFailureRecord, parseOnFailureRecord } from '../../bin/local/on-failure.js';
 import { streamNameOf } from '../../bin/local/provision.js';
 import { handleEvent } from '../../functions/ingest.js';
-import { parseConfig, type TidemarkConfig } from '../../functions/commons/config.js';
-import type { RuntimeClients } from '../../functions/commons/clients.js';
-import { EXPIRES_AT_ATTRIBUTE } from '../../functions/commons/telemetry-contract.js';
+import { parseConfig, type TidemarkConfig } from '../../lib/config/config.js';
+import type { RuntimeClients } from '../../functions/adapters/clients.js';
+import { EXPIRES_AT_ATTRIBUTE } from '../../functions/telemetry/contract.js';
 import { errorMessage } from '../../functions/core/errors.js';
 import { type JsonObject, stringifyJson } from '../../functions/core/json.js';
-import { CollectingMetricSink, type Log } from '../../functions/adapters/telemetry.js';
-import { buildIngestDeps } from '../../functions/ingest/deps.js';
+import { CollectingMetricSink, type Log } from '../../functions/telemetry/sinks.js';
+import { ingestDeps } from '../../functions/composition.js';
 import { addSummary, type BatchSummary, emptySummary, type IngestDeps } from '../../functions/ingest/process-batch.js';
 import { openTarget, type Target, uniqueConfig } from '../helpers/target.js';
 
@@ -153,7 +153,7 @@ describe('fault matrix through handleEvent (embedded emulators)', () => {
     };
     const clients: RuntimeClients = { dynamodb: guard(target.clients.dynamodb, fault.dynamoSend), s3: guard(target.clients.s3, fault.s3Send) };
     const deps: IngestDeps = {
-      ...buildIngestDeps(env.config, clients, { metrics: new CollectingMetricSink(), log: quiet }),
+      ...ingestDeps(env.config, clients, { metrics: new CollectingMetricSink(), log: quiet }),
       landing: LANDING,
       onSummary: (summary) => addSummary(ctx.totals, summary),
     };

@@ -10,9 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { localDeps } from '../../bin/cli/context.js';
-import type { TidemarkConfig } from '../../functions/commons/config.js';
+import type { TidemarkConfig } from '../../lib/config/config.js';
 import type { RawRecord } from '../../functions/core/normalize.js';
-import type { Log } from '../../functions/adapters/telemetry.js';
+import type { Log } from '../../functions/telemetry/sinks.js';
 import { processBatch, type BatchSummary } from '../../functions/ingest/process-batch.js';
 import { type Target, uniqueConfig } from '../helpers/target.js';
 

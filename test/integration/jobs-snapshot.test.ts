@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { getRow } from '../../bin/cli/state.js';
 import { runSnapshotCheck, snapshotExitCode } from '../../bin/cli/snapshot-check.js';
-import { parseConfig, type TidemarkConfig } from '../../functions/commons/config.js';
+import { parseConfig, type TidemarkConfig } from '../../lib/config/config.js';
 import type { JsonObject } from '../../functions/core/json.js';
 import { hourRowKey } from '../../functions/jobs/snapshot/hours.js';
 import { openTarget, type Target } from '../helpers/target.js';

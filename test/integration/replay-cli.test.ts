@@ -15,7 +15,7 @@ import { promisify } from 'node:util';
 import { DeleteItemCommand } from '@aws-sdk/client-dynamodb';
 import { localDeps } from '../../bin/cli/context.js';
 import { getRow } from '../../bin/cli/state.js';
-import { parseConfig, type TableConfig, type TidemarkConfig } from '../../functions/commons/config.js';
+import { parseConfig, type TableConfig, type TidemarkConfig } from '../../lib/config/config.js';
 import type { RawRecord } from '../../functions/core/normalize.js';
 import { processBatch } from '../../functions/ingest/process-batch.js';
 import { PgHistory, type PgEvent } from '../helpers/debezium.js';

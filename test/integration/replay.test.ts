@@ -20,12 +20,12 @@ import { streamNameOf } from '../../bin/local/provision.js';
 import { localDeps } from '../../bin/cli/context.js';
 import { runReplayLocally } from '../../bin/cli/replay.js';
 import { getRow } from '../../bin/cli/state.js';
-import { parseConfig, type TableConfig, type TidemarkConfig } from '../../functions/commons/config.js';
+import { parseConfig, type TableConfig, type TidemarkConfig } from '../../lib/config/config.js';
 import type { JsonObject, JsonValue } from '../../functions/core/json.js';
 import { stringifyJson } from '../../functions/core/json.js';
 import type { RawRecord } from '../../functions/core/normalize.js';
 import { keyAttributes } from '../../functions/adapters/item-codec.js';
-import type { Log } from '../../functions/adapters/telemetry.js';
+import type { Log } from '../../functions/telemetry/sinks.js';
 import { type IngestDeps, processBatch } from '../../functions/ingest/process-batch.js';
 import { buildReplayEngine, replayTables } from '../../functions/replay/deps.js';
 import { parseFailedBatchLines } from '../../functions/replay/dlq.js';
@@ -34,6 +34,8 @@ import type { JobContext, ReplayRequest } from '../../functions/replay/job.js';
 import { ReplayRefusedError } from '../../functions/replay/safety.js';
 import { PgHistory, type PgEvent, pgMessage } from '../helpers/debezium.js';
 import { openTarget, type Target, uniqueConfig } from '../helpers/target.js';
+import { replayContext } from '../../functions/composition.js';
+import { buildStorage } from '../../functions/adapters/storage.js';
 
 const base = parseConfig({
   name: 'replay',
@@ -102,7 +104,7 @@ describe(`replay on the integration target (${process.env.TIDEMARK_TARGET ?? 'em
     await target.setup(config);
     customers = config.tables[0] as TableConfig;
     deps = { ...localDeps(config, target.clients), log: quiet };
-    ctx = { config, clients: target.clients, log: quiet };
+    ctx = replayContext(config, target.clients, quiet);
     // 30 customers, updated twice, 5 deleted; 10 orders. Landed now, in batches of 40.
     for (let id = 1; id <= 30; id++) history.emit('customers', 'c', { id }, { name: `c${id}`, tier: 'basic' });
     for (let id = 1; id <= 10; id++) history.emit('orders', 'c', { order_id: id }, { customer: id, total: id * 10 });
@@ -176,7 +178,7 @@ describe(`replay on the integration target (${process.env.TIDEMARK_TARGET ?? 'em
 
   it('dry run: per key stored position, replayed winner and action, and writes nothing', async () => {
     await target.clients.dynamodb.send(new DeleteItemCommand({ TableName: customers.target, Key: keyAttributes(customers, { id: 12 }) }));
-    const engine = buildReplayEngine(config, target.clients, { tables: replayTables(config, ['public.customers'], { kind: 'live' }), target: { kind: 'live' }, ledger: null, log: quiet });
+    const engine = buildReplayEngine(buildStorage(config, target.clients), { tables: replayTables(config, ['public.customers'], { kind: 'live' }), target: { kind: 'live' }, ledger: null, log: quiet });
     const recs = records(history.events.filter((e) => e.table === 'public.customers' && e.key.id === 12), 1, now - 60_000);
     const r = await engine.replay(recs, { tables: ['public.customers'] }, { dryRun: true });
     assert.equal(r.dryRun.length, 1);
@@ -213,7 +215,7 @@ describe(`replay on the integration target (${process.env.TIDEMARK_TARGET ?? 'em
     const shard = put.Records?.[0]?.ShardId ?? '';
     const descriptor = { version: '1.0', KinesisBatchInfo: { shardId: shard, startSequenceNumber: seqs[0], endSequenceNumber: seqs[1], batchSize: 2, streamArn: `arn:aws:kinesis:us-east-1:000000000000:stream/${streamNameOf(config)}` } };
     const { batches } = parseFailedBatchLines(JSON.stringify(descriptor), 'sqs');
-    const engine = buildReplayEngine(config, target.clients, { tables: replayTables(config, ['public.customers', 'public.orders'], { kind: 'live' }), target: { kind: 'live' }, ledger: null, log: quiet });
+    const engine = buildReplayEngine(buildStorage(config, target.clients), { tables: replayTables(config, ['public.customers', 'public.orders'], { kind: 'live' }), target: { kind: 'live' }, ledger: null, log: quiet });
     const report = await replayFailedBatches(batches.map((batch) => ({ batch })), { config, s3: target.clients.s3, ingest: deps, engine, kinesis: target.clients.kinesis });
     assert.equal(report.fromStream, 2);
     assert.equal(report.missing, 0);
@@ -261,7 +263,7 @@ describe(`replay on the integration target (${process.env.TIDEMARK_TARGET ?? 'em
     const file = [JSON.stringify(whole), JSON.stringify(rangeOnly)].join('\n');
     const { batches, problems } = parseFailedBatchLines(file, 'on-failure.jsonl');
     assert.deepEqual(problems, []);
-    const engine = buildReplayEngine(config, target.clients, { tables: replayTables(config, ['public.customers', 'public.orders'], { kind: 'live' }), target: { kind: 'live' }, ledger: null, log: quiet });
+    const engine = buildReplayEngine(buildStorage(config, target.clients), { tables: replayTables(config, ['public.customers', 'public.orders'], { kind: 'live' }), target: { kind: 'live' }, ledger: null, log: quiet });
     const report = await replayFailedBatches(batches.map((batch) => ({ batch })), { config, s3: target.clients.s3, ingest: deps, engine });
     assert.equal(report.reingested, 1);
     assert.equal(report.fromRaw, 1);

@@ -11,8 +11,8 @@ import { after, before, describe, it } from 'node:test';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { BatchGetItemCommand, ConditionalCheckFailedException, PutItemCommand, QueryCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
-import { parseConfig } from '../../functions/commons/config.js';
-import { createRuntimeClients, type RuntimeClients } from '../../functions/commons/clients.js';
+import { parseConfig } from '../../lib/config/config.js';
+import { createRuntimeClients, type RuntimeClients } from '../../functions/adapters/clients.js';
 import { openTarget, type Target, uniqueConfig } from '../helpers/target.js';
 
 const config = uniqueConfig(

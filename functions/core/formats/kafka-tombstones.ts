@@ -24,8 +24,9 @@ import { changeEvent, controlEvent, decodeError, describe, epochMsOrNull, transp
 
 export const KAFKA_TOMBSTONE_FORMAT = 'kafka-tombstone';
 
-/** What a Kafka tombstone means for a table. */
-export type TombstoneMode = 'ignore' | 'delete';
+/** What a Kafka tombstone means for a table: apply it as a delete of its key, or ignore it. */
+export const TOMBSTONE_MODES = ['ignore', 'delete'] as const;
+export type TombstoneMode = (typeof TOMBSTONE_MODES)[number];
 
 /** The configured table a tombstone belongs to, or null: topic `<prefix>.<schema>.<table>`, the whole topic, or the only table. */
 export function tombstoneTable(topic: string | null, isConfigured: (table: string) => boolean, onlyTable: string | undefined): string | null {

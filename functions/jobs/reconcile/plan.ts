@@ -8,6 +8,7 @@ import { listTablesRaw, type ObjectRef } from '../raw-scan.js';
 import { putJson } from '../shuffle.js';
 import { type JobDeps, JobInputError, tableConfig } from '../deps.js';
 import type { ManifestItem, PlanOutput, RawItem, ReconcileRequest, RunContext, TableItem } from './types.js';
+import { reportRunPrefix } from '../../adapters/raw-layout.js';
 
 /** A shuffle task reads at most this much compressed raw, or this many objects. */
 export const ITEM_MAX_BYTES = 16 * 1024 * 1024;
@@ -102,7 +103,7 @@ export async function planReconcile(request: ReconcileRequest, deps: JobDeps): P
     partitions: settings.partitions,
     repair: request.repair === true,
     manifest: request.manifest ? parseS3Uri(request.manifest) : null,
-    prefix: `${config.jobs.reportPrefix}reconcile/${runId}/`,
+    prefix: reportRunPrefix(config.jobs.reportPrefix, 'reconcile', runId),
   };
   const objects = await listTablesRaw(deps.s3, config.raw.bucket, config.raw.prefix, tables, window ?? undefined);
   const groups = groupObjects(objects);

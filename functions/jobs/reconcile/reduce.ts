@@ -8,7 +8,7 @@ import { type AttributeValue, BatchGetItemCommand, type BatchGetItemCommandOutpu
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
-import type { TableConfig } from '../../commons/config.js';
+import type { TableConfig } from '../../config/types.js';
 import { errorMessage, TidemarkError } from '../../core/errors.js';
 import { isJsonObject, parseJson } from '../../core/json.js';
 import { keyLayout } from '../../core/keys.js';

@@ -9,17 +9,18 @@ import { promisify } from 'node:util';
 import { gunzip, gzip } from 'node:zlib';
 import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
-import { MetricUnit } from '../../adapters/telemetry.js';
+import { MetricUnit } from '../../telemetry/sinks.js';
 import { listObjects } from '../raw-scan.js';
 import { getJson, putJson } from '../shuffle.js';
 import type { JobDeps } from '../deps.js';
-import { ALL_TABLES, RECONCILE_METRICS, RECONCILE_WINDOW_FINDINGS_METRIC } from '../metric-names.js';
+import { ALL_TABLES, RECONCILE_METRICS, RECONCILE_WINDOW_FINDINGS_METRIC } from '../../telemetry/job-metrics.js';
 import { CRITICAL_CLASSES, FINDING_CLASSES } from './classify.js';
 import type { ScanStats } from './scan-table.js';
 import type { ShuffleStats } from './shuffle-raw.js';
 import { emptyCounts, type Finding, type PartitionSummary, type ReconcileCounts, type RunContext, type TaskInput } from './types.js';
+import { tableReportKey } from '../../adapters/raw-layout.js';
 
-export { ALL_TABLES, RECONCILE_METRICS, RECONCILE_WINDOW_FINDINGS_METRIC } from '../metric-names.js';
+export { ALL_TABLES, RECONCILE_METRICS, RECONCILE_WINDOW_FINDINGS_METRIC } from '../../telemetry/job-metrics.js';
 
 export interface ReconcileReport {
   readonly job: 'reconcile';
@@ -46,7 +47,6 @@ export interface ReconcileReport {
 /** Findings per class listed in a table report; the JSON Lines object holds them all. */
 export const FIRST_FINDINGS = 100;
 
-const tableKey = (prefix: string, table: string, runId: string, suffix: string) => `${prefix}reconcile/${encodeURIComponent(table)}/${runId}${suffix}`;
 
 /** Per-table reports and findings lists, from the partitions' finding objects. */
 async function writeTableReports(deps: JobDeps, run: RunContext, findingKeys: readonly string[], byTable: Record<string, Record<string, number>>): Promise<ReconcileReport['tableReports']> {
@@ -74,11 +74,11 @@ async function writeTableReports(deps: JobDeps, run: RunContext, findingKeys: re
     const tableLines = lines.get(table) ?? [];
     let findingsUri: string | null = null;
     if (tableLines.length > 0) {
-      const key = tableKey(deps.config.jobs.reportPrefix, table, run.runId, '.findings.jsonl.gz');
+      const key = tableReportKey(deps.config.jobs.reportPrefix, table, run.runId, '.findings.jsonl.gz');
       await deps.s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: await gzipAsync(Buffer.from(`${tableLines.join('\n')}\n`, 'utf8')), ContentType: 'application/x-ndjson', ContentEncoding: 'gzip' }));
       findingsUri = `s3://${bucket}/${key}`;
     }
-    const key = tableKey(deps.config.jobs.reportPrefix, table, run.runId, '.json');
+    const key = tableReportKey(deps.config.jobs.reportPrefix, table, run.runId, '.json');
     const counts = Object.fromEntries(FINDING_CLASSES.map((c) => [c, byTable[table]?.[c] ?? 0]));
     await putJson(deps.s3, bucket, key, { job: 'reconcile', runId: run.runId, mode: run.mode, table, counts: { ...counts, ...byTable[table] }, firstFindings: first.get(table) ?? {}, findings: findingsUri });
     out[table] = { report: `s3://${bucket}/${key}`, findings: findingsUri };

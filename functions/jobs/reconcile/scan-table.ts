@@ -6,7 +6,7 @@
  */
 import { type AttributeValue, ScanCommand, type ScanCommandOutput } from '@aws-sdk/client-dynamodb';
 import { GetObjectCommand } from '@aws-sdk/client-s3';
-import type { TableConfig } from '../../commons/config.js';
+import type { TableConfig } from '../../config/types.js';
 import { isJsonObject, type JsonObject, type JsonValue, parseJson, stringifyJson } from '../../core/json.js';
 import { errorMessage } from '../../core/errors.js';
 import { COMPOSITE_KEY_ATTRIBUTE, keyId, keyLayout, normalizeKey } from '../../core/keys.js';

@@ -13,13 +13,13 @@
  *   silent             history averages `silentMinHourlyEvents` an hour; the last `silentHours` had none
  *                      while another table of the pipeline had events (so the whole stream is not just idle)
  */
-import type { AnomalyThresholds } from '../../commons/jobs-config.js';
+import type { AnomalyThresholds } from '../../config/types.js';
 import type { HourCounter, HourRow } from './hours.js';
 
 export const ANOMALY_KINDS = ['resnapshot', 'no-deletes', 'only-deletes', 'update-storm', 'before-null-rate', 'placeholder-rate', 'quarantine-spike', 'silent'] as const;
 export type AnomalyKind = (typeof ANOMALY_KINDS)[number];
 
-export { SNAPSHOT_FINDING_METRICS } from '../metric-names.js';
+export { SNAPSHOT_FINDING_METRICS } from '../../telemetry/job-metrics.js';
 
 export interface Anomaly {
   readonly kind: AnomalyKind;

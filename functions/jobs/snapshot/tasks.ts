@@ -20,17 +20,18 @@ import { planBatch } from '../../core/plan.js';
 import { decodePosition } from '../../core/position.js';
 import type { ChangeEvent } from '../../core/types.js';
 import { errorMessage } from '../../core/errors.js';
-import { MetricUnit } from '../../adapters/telemetry.js';
+import { MetricUnit } from '../../telemetry/sinks.js';
 import { type JobDeps, JobInputError, tableConfig } from '../deps.js';
 import { listObjects, listTablesRaw, readParsed } from '../raw-scan.js';
 import { scanTableRows } from '../reconcile/scan-table.js';
 import { getJson, putJson } from '../shuffle.js';
 import type { TableSideRecord } from '../reconcile/types.js';
 import type { RawReplayRecord } from '../../adapters/raw-reader.js';
-import type { TableConfig } from '../../commons/config.js';
-import { ALL_TABLES, SNAPSHOT_FINDING_METRICS } from '../metric-names.js';
+import type { TableConfig } from '../../config/types.js';
+import { ALL_TABLES, SNAPSHOT_FINDING_METRICS } from '../../telemetry/job-metrics.js';
 import { ANOMALY_KINDS, type Anomaly, detectAnomalies } from './anomalies.js';
 import { readHourRows } from './hours.js';
+import { reportRunPrefix } from '../../adapters/raw-layout.js';
 
 const HOUR_MS = 3_600_000;
 
@@ -96,7 +97,7 @@ export async function planSnapshot(request: SnapshotRequest, deps: JobDeps): Pro
   const startedAt = deps.now();
   const runId = request.runId ?? `snapshot-${new Date(startedAt).toISOString().replace(/[-:.]/g, '').slice(0, 15)}-${randomBytes(3).toString('hex')}`;
   if (!/^[A-Za-z0-9._-]{1,80}$/.test(runId)) throw new JobInputError(`runId must be 1-80 characters of A-Z a-z 0-9 . _ -, got "${runId}"`);
-  const run: SnapshotRun = { runId, startedAt, tables, apply: request.apply === true, lookbackFromMs: startedAt - hours * HOUR_MS, prefix: `${config.jobs.reportPrefix}snapshot/${runId}/` };
+  const run: SnapshotRun = { runId, startedAt, tables, apply: request.apply === true, lookbackFromMs: startedAt - hours * HOUR_MS, prefix: reportRunPrefix(config.jobs.reportPrefix, 'snapshot', runId) };
   return { run, tableItems: tables };
 }
 

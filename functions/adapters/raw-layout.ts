@@ -1,0 +1,223 @@
+/**
+ * The S3 key layout of everything tidemark keeps in its bucket, in one place: raw objects, spilled
+ * rows, quarantine, Lambda's on-failure objects, and the jobs' runs and reports. Nothing else
+ * builds or parses these keys; ingest, replay, erase, the jobs, the Glue table (lib/history.ts) and
+ * the CLI call these functions.
+ *
+ *   <raw>table=<table>/dt=2026-11-30/hr=06/<shard>-<first seq>-<last seq>-<digest>.jsonl.gz   raw, per table
+ *   <raw>spill/table=<table>/<key digest>/<position>.json.gz                                spilled rows
+ *   <quarantine>dt=2026-11-30/hr=06/<shard>-<first seq>-<last seq>-<digest>.jsonl.gz         quarantine
+ *   aws/lambda/<mapping id>/<shard>/2026/11/30/...                                          on-failure (Lambda's)
+ *   <jobs>replay/<run>/…   <jobs>erase/<run>/…   <reports>reconcile/<run>/…   <reports>snapshot/<run>/…
+ *
+ * Table and shard names are path segments in one of two encodings:
+ * - current, injective (`encodeSegment`): ASCII letters, digits, `.`, `_` and `-` kept, every other
+ *   character `%XX` per UTF-8 byte: `public.café` → `public.caf%C3%A9`, `dbo.Order Details` →
+ *   `dbo.Order%20Details`;
+ * - legacy, lossy (`legacySegment`), written by the first versions: every other character `_`
+ *   (`public.caf_`). Readers look under both (`tableSegments`), and lines name their table, so a
+ *   lossy segment shared by two tables is told apart by its lines.
+ */
+
+/**
+ * Key prefix under which Lambda writes whole failed batches to an S3 on-failure destination
+ * (`aws/lambda/<mapping id>/<shard or partition>/YYYY/MM/DD/...`). Lambda fixes it, so the raw and
+ * quarantine prefixes must stay clear of it.
+ */
+export const ON_FAILURE_PREFIX = 'aws/lambda/';
+
+/** The object of a batch of lines: shard, first and last sequence, and the first record's arrival. */
+export interface BatchCoordinates {
+  readonly shard: string;
+  readonly firstSequence: string;
+  readonly lastSequence: string;
+  /** Epoch ms of the batch's first record. */
+  readonly firstArrival: number;
+}
+
+const HOUR_MS = 3_600_000;
+const PLAIN = /^[A-Za-z0-9._-]$/;
+
+// ---------------------------------------------------------------------------------------------
+// Segment encodings
+
+/**
+ * Injective path-segment encoding: ASCII letters, digits, `.`, `_` and `-` are kept; every other
+ * character becomes `%XX` per UTF-8 byte (so `%` itself is `%25` and `/` is `%2F`); a lone UTF-16
+ * surrogate, which has no UTF-8 form, becomes `%uXXXX`. Athena's `table=` partition (an injected
+ * projection) reads the encoded form: query `source_table = 'public.caf%C3%A9'`.
+ */
+export function encodeSegment(s: string): string {
+  let out = '';
+  for (let i = 0; i < s.length; i++) {
+    const ch = s[i] ?? '';
+    if (PLAIN.test(ch)) {
+      out += ch;
+      continue;
+    }
+    const code = s.charCodeAt(i);
+    const next = s.charCodeAt(i + 1);
+    const pair = code >= 0xd800 && code <= 0xdbff && next >= 0xdc00 && next <= 0xdfff;
+    if (!pair && code >= 0xd800 && code <= 0xdfff) {
+      out += `%u${code.toString(16).toUpperCase().padStart(4, '0')}`;
+      continue;
+    }
+    const text = pair ? s.slice(i, i + 2) : ch;
+    if (pair) i++;
+    for (const byte of Buffer.from(text, 'utf8')) out += `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+  }
+  return out;
+}
+
+/**
+ * The inverse of {@link encodeSegment}: `%XX` UTF-8 bytes and `%uXXXX` lone surrogates. A segment
+ * that is not such an encoding decodes to itself.
+ */
+export function decodeSegment(segment: string): string {
+  if (!segment.includes('%')) return segment;
+  let out = '';
+  let bytes: number[] = [];
+  const flush = () => {
+    if (bytes.length > 0) out += Buffer.from(bytes).toString('utf8');
+    bytes = [];
+  };
+  for (let i = 0; i < segment.length; ) {
+    const rest = segment.slice(i, i + 6);
+    if (/^%u[0-9A-Fa-f]{4}$/.test(rest)) {
+      flush();
+      out += String.fromCharCode(Number.parseInt(rest.slice(2), 16));
+      i += 6;
+    } else if (/^%[0-9A-Fa-f]{2}/.test(rest)) {
+      bytes.push(Number.parseInt(rest.slice(1, 3), 16));
+      i += 3;
+    } else {
+      flush();
+      out += segment[i];
+      i++;
+    }
+  }
+  flush();
+  return out;
+}
+
+/** The first, lossy segment form: kept so that objects landed before the injective one are found. */
+export const legacySegment = (name: string): string => name.replace(/[^A-Za-z0-9._=-]/g, '_');
+
+/** Both segments a table's (or shard's) objects may sit under: the current encoding first. */
+export function tableSegments(name: string): string[] {
+  return [...new Set([encodeSegment(name), legacySegment(name)])];
+}
+
+/** Whether `segment` names `name` in either encoding. */
+export const segmentNames = (segment: string, name: string): boolean => segment === legacySegment(name) || decodeSegment(segment) === name;
+
+// ---------------------------------------------------------------------------------------------
+// Hours
+
+/** `dt=YYYY-MM-DD/hr=HH` of an epoch ms (UTC). */
+export function hourPath(ms: number): string {
+  const iso = new Date(ms).toISOString();
+  return `dt=${iso.slice(0, 10)}/hr=${iso.slice(11, 13)}`;
+}
+
+/** `dt=YYYY-MM-DD` of an epoch ms (UTC). */
+export const dayPath = (ms: number): string => `dt=${new Date(ms).toISOString().slice(0, 10)}`;
+
+/** Every hour start (epoch ms) from the hour of `fromMs` to that of `toMs`, inclusive. */
+export function hoursBetween(fromMs: number, toMs: number): number[] {
+  const out: number[] = [];
+  for (let t = Math.floor(fromMs / HOUR_MS) * HOUR_MS; t <= toMs; t += HOUR_MS) out.push(t);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Raw, quarantine, spill
+
+const batchFileName = (batch: BatchCoordinates, digest: string) =>
+  `${encodeSegment(batch.shard)}-${encodeSegment(batch.firstSequence)}-${encodeSegment(batch.lastSequence)}-${digest}.jsonl.gz`;
+
+/** A raw object of one table's lines of one batch. */
+export function rawObjectKey(rawPrefix: string, table: string, batch: BatchCoordinates, digest: string): string {
+  return `${rawPrefix}table=${encodeSegment(table)}/${hourPath(batch.firstArrival)}/${batchFileName(batch, digest)}`;
+}
+
+/** Where a table's raw objects sit under one of its segments (list it, or one of its hours). */
+export const rawTablePrefix = (rawPrefix: string, segment: string): string => `${rawPrefix}table=${segment}/`;
+
+/**
+ * The Glue table's `storage.location.template` over raw (lib/history.ts): the partition keys
+ * `source_table` (the table's segment, injected), `dt` and `hr` in the raw object layout.
+ */
+export const rawLocationTemplate = (root: string): string => `${root}table=\${source_table}/dt=\${dt}/hr=\${hr}/`;
+
+/** Where every table segment sits: list it with a delimiter. */
+export const rawTablesPrefix = (rawPrefix: string): string => `${rawPrefix}table=`;
+
+/** One hour of a table segment's raw objects. */
+export const rawTableHourPrefix = (rawPrefix: string, segment: string, hourStart: number): string => `${rawTablePrefix(rawPrefix, segment)}${hourPath(hourStart)}/`;
+
+/** A quarantine object of one batch. */
+export function quarantineObjectKey(quarantinePrefix: string, batch: BatchCoordinates, digest: string): string {
+  return `${quarantinePrefix}${hourPath(batch.firstArrival)}/${batchFileName(batch, digest)}`;
+}
+
+/** Where a raw object sits in the layout, read from its key. */
+export interface RawObjectKeyParts {
+  readonly tableSegment: string;
+  /** Epoch ms of the partition hour (the batch's first arrival, truncated to the hour). */
+  readonly hourStart: number;
+  /** The file name without `.jsonl.gz`: `<shard>-<first seq>-<last seq>[-<digest>]`. */
+  readonly name: string;
+}
+
+const RAW_KEY = /^table=([^/]+)\/dt=(\d{4}-\d{2}-\d{2})\/hr=(\d{2})\/([^/]+)\.jsonl\.gz$/;
+
+/** Parses `<raw>table=…/dt=…/hr=…/<name>.jsonl.gz`; null for anything else (spill objects, stray files). */
+export function parseRawObjectKey(rawPrefix: string, key: string): RawObjectKeyParts | null {
+  if (!key.startsWith(rawPrefix) || key.length - rawPrefix.length > 4096) return null;
+  const m = RAW_KEY.exec(key.slice(rawPrefix.length));
+  if (!m) return null;
+  const [, tableSegment = '', dt = '', hr = '', name = ''] = m;
+  const hourStart = Date.parse(`${dt}T${hr}:00:00.000Z`);
+  if (Number.isNaN(hourStart)) return null;
+  return { tableSegment, hourStart, name };
+}
+
+/** Whether a raw object's file name is of a batch of `shard` (either encoding). */
+export function rawObjectOfShard(parts: RawObjectKeyParts, shard: string): boolean {
+  return tableSegments(shard).some((segment) => parts.name.startsWith(`${segment}-`));
+}
+
+/** The digest naming a key's spilled rows: its canonical text, base64url, at most 200 characters. */
+const spillKeyDigest = (keyId: string): string => Buffer.from(keyId).toString('base64url').slice(0, 200);
+
+/** A spilled row: one object per (table, key, position). */
+export function spillObjectKey(rawPrefix: string, table: string, keyId: string, position: string): string {
+  return `${spillPrefix(rawPrefix, encodeSegment(table), keyId)}${position}.json.gz`;
+}
+
+/** Where a key's spilled rows sit under one table segment. */
+export const spillPrefix = (rawPrefix: string, segment: string, keyId: string): string => `${rawPrefix}spill/table=${segment}/${spillKeyDigest(keyId)}/`;
+
+/** Every prefix that may hold a key's spilled rows: one per segment encoding of its table. */
+export const spillPrefixes = (rawPrefix: string, table: string, keyId: string): string[] => tableSegments(table).map((segment) => spillPrefix(rawPrefix, segment, keyId));
+
+// ---------------------------------------------------------------------------------------------
+// Jobs and reports
+
+/** The jobs whose runs keep state and results under the jobs prefix. */
+export type JobRunKind = 'replay' | 'erase';
+/** The jobs whose runs keep scratch space and reports under the report prefix. */
+export type ReportRunKind = 'reconcile' | 'snapshot';
+
+/** Where one run of a replay or an erase keeps its request, manifest, results and summary. */
+export const jobRunPrefix = (jobsPrefix: string, kind: JobRunKind, runId: string): string => `${jobsPrefix}${kind}/${runId}/`;
+
+/** Where one run of reconcile or snapshot detection keeps its scratch objects and its report. */
+export const reportRunPrefix = (reportPrefix: string, kind: ReportRunKind, runId: string): string => `${reportPrefix}${kind}/${runId}/`;
+
+/** Where reconcile keeps a table's reports, one pair of objects per run. */
+export const tableReportKey = (reportPrefix: string, table: string, runId: string, suffix: string): string => `${reportPrefix}reconcile/${encodeURIComponent(table)}/${runId}${suffix}`;
+
+/** Where an uploaded key-set manifest goes. */
+export const manifestUploadKey = (reportPrefix: string, name: string, at: number): string => `${reportPrefix}manifests/${at}-${name}`;

@@ -1,0 +1,66 @@
+/**
+ * The composition root: the one module that builds the dependencies of every handler from the
+ * resolved config, the SDK clients and the telemetry sinks. The Lambda entries call it at cold
+ * start; the CLI, the local runner, the benchmarks and the tests call it with emulator or mocked
+ * clients. Every handler's writer, raw store and status store come from the same `buildStorage`,
+ * so they cannot drift apart (the jobs once wrote without reading spilled rows back).
+ *
+ *   const deps = ingestDeps(config, createRuntimeClients(), { metrics, log });
+ *   await processBatch(records, deps);
+ */
+import type { TidemarkConfig } from './config/types.js';
+import type { RuntimeClients } from './adapters/clients.js';
+import { buildStorage, type Storage } from './adapters/storage.js';
+import type { Log, MetricSink } from './telemetry/sinks.js';
+import type { IngestDeps } from './ingest/process-batch.js';
+import type { JobDeps } from './jobs/deps.js';
+import type { JobContext } from './replay/job.js';
+import type { EraseContext } from './erase/erase.js';
+
+/** Where a handler reports, and its clock (tests fix it). */
+export interface Telemetry {
+  readonly metrics: MetricSink;
+  readonly log: Log;
+  readonly now?: () => number;
+}
+
+/** The ingest path: decode, land raw, apply under the guard, report. */
+export function ingestDeps(config: TidemarkConfig, clients: RuntimeClients, telemetry: Telemetry, storage: Storage = buildStorage(config, clients, telemetry.now)): IngestDeps {
+  return {
+    config,
+    normalizer: storage.normalizer,
+    raw: storage.raw,
+    writer: storage.writer(),
+    status: storage.status,
+    sweeper: storage.sweeper,
+    metrics: telemetry.metrics,
+    log: telemetry.log,
+    now: telemetry.now,
+  };
+}
+
+/** Every task of reconcile and snapshot detection. */
+export function jobDeps(config: TidemarkConfig, clients: RuntimeClients, telemetry: Telemetry): JobDeps {
+  const storage = buildStorage(config, clients, telemetry.now);
+  return {
+    config,
+    s3: clients.s3,
+    dynamodb: clients.dynamodb,
+    normalizer: storage.normalizer,
+    writer: storage.writer(),
+    status: storage.status,
+    metrics: telemetry.metrics,
+    log: telemetry.log,
+    now: storage.now,
+  };
+}
+
+/** Every step of a replay run (its engine is built per batch over `storage`). */
+export function replayContext<C extends RuntimeClients>(config: TidemarkConfig, clients: C, log: Log, env?: NodeJS.ProcessEnv): JobContext & { readonly clients: C } {
+  return { config, clients, storage: buildStorage(config, clients), log, ...(env !== undefined ? { env } : {}) };
+}
+
+/** Every step of an erase run. */
+export function eraseContext(config: TidemarkConfig, clients: RuntimeClients, log: Log, env?: NodeJS.ProcessEnv): EraseContext {
+  return { config, clients, log, ...(env !== undefined ? { env } : {}) };
+}

@@ -1,0 +1,175 @@
+/**
+ * The telemetry contract: every count tidemark keeps, named once.
+ *
+ * One row per counter gives its status-row attribute (the key), its CloudWatch metric name and its
+ * unit; `COUNTER_DESCRIPTIONS`, right below it and checked to cover every counter, says what each
+ * means (a separate constant so that the Lambda bundle, which never reads them, leaves the
+ * descriptions out). Everything else is derived from this table: the status rows
+ * (`adapters/status-store.ts`), the batch summary and EMF emission (`ingest/`), the CDK metric
+ * factory, alarms and dashboard (`lib/metrics.ts`, `lib/monitoring.ts`), the `tidemark status`
+ * columns (`bin/cli/state.ts`) and the metrics list in `docs/operations.md`. Adding a counter is
+ * one row here and its description (the type check asks for it);
+ * `test/unit/functions/telemetry/contract.test.ts` fails if the dashboard or alarms do not read it.
+ *
+ * Example: `COUNTERS.applied` → status attribute `applied`, metric `EventsApplied` (Count).
+ *
+ * This module is pure (no SDK, no CDK), so the Lambda, the CDK app and the CLI all import it.
+ */
+
+/** CloudWatch namespace of every tidemark metric (Powertools `POWERTOOLS_METRICS_NAMESPACE`). */
+export const METRICS_NAMESPACE = 'Tidemark';
+
+/** Powertools service name of the ingest runtime: the `service` dimension of every metric. */
+export const SERVICE_NAME = 'tidemark-ingest';
+
+/** The status row and `table` dimension of records whose source table is unknown or not configured. */
+export const UNKNOWN_TABLE = '*';
+
+/** The TTL attribute of every tidemark table (tombstones, per-hour status rows). */
+export const EXPIRES_AT_ATTRIBUTE = '__expiresAt';
+
+/** Status rows: partition key attribute (the pipeline name) and sort key attribute (the source table). */
+export const STATUS_KEY = { pipeline: 'pipeline', table: 'table' } as const;
+
+/** Per-hour counter rows share the status table: sort key `hour#<YYYY-MM-DDTHH>#<source table>`. */
+export const HOUR_ROW_PREFIX = 'hour#';
+
+/** How long per-hour counter rows are kept before DynamoDB's TTL removes them. */
+export const HOUR_ROW_TTL_DAYS = 35;
+
+/** Metric dimensions: per table, and the pipeline-level roll-up that alarms read (any table count). */
+export const DIMENSIONS = { service: 'service', pipeline: 'pipeline', table: 'table' } as const;
+
+export type CounterUnit = 'Count' | 'Bytes';
+
+/** The dashboard graph a counter is drawn on (pipeline-level, one line per counter). */
+export type Panel = 'outcomes' | 'ops' | 'rows' | 'cost';
+
+export interface CounterSpec {
+  /** CloudWatch metric name. */
+  readonly metric: string;
+  readonly unit: CounterUnit;
+  /**
+   * One of the outcomes of the accounting identity: every received record (or row of a multi-row
+   * message) ends as exactly one of these, in every batch and every status row.
+   */
+  readonly outcome: boolean;
+  /** Shown as a `tidemark status` column. */
+  readonly column: boolean;
+  readonly panel: Panel;
+}
+
+const count = (metric: string, panel: Panel, flags: { outcome?: boolean; column?: boolean } = {}): CounterSpec => ({
+  metric,
+  unit: 'Count',
+  outcome: flags.outcome ?? false,
+  column: flags.column ?? false,
+  panel,
+});
+const outcome = (metric: string): CounterSpec => count(metric, 'outcomes', { outcome: true, column: true });
+
+/** Every counter: status attribute → metric. Order is the order of status columns and docs. */
+export const COUNTERS = {
+  received: count('EventsReceived', 'outcomes', { column: true }),
+  applied: outcome('EventsApplied'),
+  stale: outcome('EventsStale'),
+  duplicates: outcome('Duplicates'),
+  conflicts: outcome('Conflicts'),
+  superseded: outcome('EventsSuperseded'),
+  quarantined: outcome('Quarantined'),
+  controls: outcome('ControlEvents'),
+  truncates: outcome('TruncatesApplied'),
+  failed: outcome('EventsFailed'),
+  placeholders: count('Placeholders', 'rows', { column: true }),
+  missingColumns: count('MissingColumns', 'rows'),
+  spilled: count('Spilled', 'rows'),
+  opC: count('EventsInsert', 'ops'),
+  opU: count('EventsUpdate', 'ops'),
+  opD: count('EventsDelete', 'ops'),
+  opR: count('EventsSnapshotRead', 'ops'),
+  opT: count('EventsTruncate', 'ops'),
+  snapshotEvents: count('SnapshotEvents', 'ops'),
+  beforeNullUpdates: count('BeforeImageNullUpdates', 'ops'),
+  resnapshots: count('Resnapshots', 'ops'),
+  truncatedRows: count('TruncatedRows', 'rows'),
+  writeUnits: count('WriteUnits', 'cost'),
+  readUnits: count('ReadUnits', 'cost'),
+  preReadSkipped: count('PreReadSkips', 'cost'),
+  rawBytes: { metric: 'RawBytes', unit: 'Bytes', outcome: false, column: false, panel: 'cost' },
+} as const satisfies Record<string, CounterSpec>;
+
+export type Counter = keyof typeof COUNTERS;
+
+/** What each counter means, as docs/operations.md's table says it: exactly one entry per counter. */
+export const COUNTER_DESCRIPTIONS = {
+  received: 'records received, one per row of a multi-row message; equals the sum of the outcomes',
+  applied: 'written to current state',
+  stale: 'rejected by the position guard: the stored row is newer (or a truncate is)',
+  duplicates: 'the same position and content again (redelivery)',
+  conflicts: 'the same position with different content: not applied',
+  superseded: 'collapsed inside a batch by a newer event of the same key or a truncate',
+  quarantined: 'sent to the quarantine prefix with a reason (counted under its table when known)',
+  controls: 'control messages: transaction markers, heartbeats, resolved timestamps, schema changes, Kafka tombstones',
+  truncates: 'truncate events that raised the table watermark',
+  failed: 'not applied because a write, truncate or raw landing failed; the batch is retried from the lowest such record',
+  placeholders: 'events carrying unchanged-value placeholders or patches',
+  missingColumns: 'writes that left columns unknown (no stored row to take them from)',
+  spilled: 'rows over the item size limit spilled to S3',
+  opC: 'insert events',
+  opU: 'update events',
+  opD: 'delete events',
+  opR: 'snapshot read events',
+  opT: 'truncate events',
+  snapshotEvents: 'snapshot (bootstrap) reads',
+  beforeNullUpdates: 'updates delivered without a before image',
+  resnapshots: 'batches with snapshot reads after streaming had begun: the connector re-snapshotted',
+  truncatedRows: 'rows removed by truncate sweeps',
+  writeUnits: 'DynamoDB write capacity units consumed by row writes',
+  readUnits: 'DynamoDB read capacity units spent reading stored positions before writing (redelivered or replayed windows)',
+  preReadSkipped: 'writes never sent because a pre-read showed the stored row already at or past them',
+  rawBytes: 'compressed bytes landed in raw',
+} as const satisfies Readonly<Record<Counter, string>>;
+
+export type CounterValues = Record<Counter, number>;
+export type CounterMetricName = (typeof COUNTERS)[Counter]['metric'];
+
+export const COUNTER_NAMES = Object.keys(COUNTERS) as Counter[];
+
+/** The outcomes of the accounting identity: `received = Σ OUTCOMES`. */
+export const OUTCOMES: readonly Counter[] = COUNTER_NAMES.filter((c) => COUNTERS[c].outcome);
+
+/** Distributions: one sample per applied key, so percentiles work. */
+export const DISTRIBUTIONS = {
+  freshnessLag: { metric: 'FreshnessLagMs', unit: 'Milliseconds' },
+} as const;
+
+export type DistributionName = keyof typeof DISTRIBUTIONS;
+
+/** What each distribution means: exactly one entry per distribution. */
+export const DISTRIBUTION_DESCRIPTIONS = {
+  freshnessLag: 'source commit to apply, per applied key',
+} as const satisfies Readonly<Record<DistributionName, string>>;
+export type DistributionMetricName = (typeof DISTRIBUTIONS)[DistributionName]['metric'];
+
+/** Every metric the runtime emits. */
+export type MetricName = CounterMetricName | DistributionMetricName;
+export const METRIC_NAMES: readonly MetricName[] = [...COUNTER_NAMES.map((c) => COUNTERS[c].metric), ...Object.values(DISTRIBUTIONS).map((d) => d.metric)];
+
+export const zeroCounters = (): CounterValues => Object.fromEntries(COUNTER_NAMES.map((c) => [c, 0])) as CounterValues;
+
+/**
+ * How far a set of counters is from the identity: `received − Σ outcomes`, 0 when every record
+ * was counted exactly once. Works on batch summaries and on status rows (missing counters are 0).
+ */
+export function identityGap(counters: Partial<Record<Counter, unknown>>): number {
+  const n = (c: Counter) => {
+    const v = Number(counters[c] ?? 0);
+    return Number.isFinite(v) ? v : 0;
+  };
+  return n('received') - OUTCOMES.reduce((sum, c) => sum + n(c), 0);
+}
+
+/** Sort key of a per-hour counter row, e.g. `hour#2026-11-30T06#public.orders`. */
+export function hourRowKey(epochMs: number, table: string): string {
+  return `${HOUR_ROW_PREFIX}${new Date(epochMs).toISOString().slice(0, 13)}#${table}`;
+}

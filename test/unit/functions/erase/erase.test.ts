@@ -1,0 +1,107 @@
+/**
+ * Erase over a versioned in-memory S3: objects are found by HEAD (key filter) before any GET, the
+ * key's lines leave raw with every older version, multi-row records go whole (their message holds
+ * the key's values), and quarantine lines that name the key lose their bytes.
+ */
+import assert from 'node:assert/strict';
+import { afterEach, describe, it } from 'node:test';
+import { gunzipSync, gzipSync } from 'node:zlib';
+import { parseConfig } from '../../../../lib/config/config.js';
+import { type EraseContext, findEraseObjects, mentionsKey, rewriteEraseBatch, submitErase } from '../../../../functions/erase/erase.js';
+import { keyFilterMetadata } from '../../../../functions/core/key-filter.js';
+import { readFixture } from '../../../helpers/messages.js';
+import { type FakeS3, fakeS3 } from '../../../helpers/fake-s3.js';
+
+const config = parseConfig({
+  name: 'er',
+  tables: [
+    { source: 'public.customers', target: 'er-customers', key: ['id'], keyTypes: { id: 'number' } },
+    { source: 'inventory.products', target: 'er-products', key: ['id'] },
+  ],
+  raw: { bucket: 'er-raw' },
+  replay: { objectsPerBatch: 10 },
+});
+const env = { TIDEMARK_ERASE_KEY: 'unit-test-ledger-key-0123456789' };
+const quiet = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
+const t = (seq: number) => ({ kind: 'kinesis', stream: 's', shard: 'shardId-0', sequence: String(seq), partitionKey: 'p', arrivalTime: 1 });
+
+function line(table: string, id: number | string, seq: number, extra: Record<string, unknown> = {}) {
+  return { kind: 'change', format: 'debezium', op: 'u', table, key: JSON.stringify({ id }), position: `0${seq}`, topic: null, headers: {}, transport: t(seq), messageKey: null, message: JSON.stringify({ after: { id, email: `${id}@example.com` } }), ...extra };
+}
+const body = (lines: readonly object[]) => gzipSync(Buffer.from(`${lines.map((l) => JSON.stringify(l)).join('\n')}\n`));
+const read = (s3: FakeS3, key: string) =>
+  gunzipSync(Buffer.from(s3.get(key) ?? []))
+    .toString()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+
+describe('erase on a versioned store', () => {
+  let s3: FakeS3;
+  afterEach(() => s3.restore());
+
+  it('HEADs every object, GETs only those whose key filter may hold the key, and removes the key with all older versions', async () => {
+    s3 = fakeS3();
+    const ctx: EraseContext = { config, clients: { s3: s3.client, dynamodb: undefined as never }, log: quiet, env };
+    const objects: string[] = [];
+    for (let o = 0; o < 8; o++) {
+      const lines = Array.from({ length: 50 }, (_, i) => line('public.customers', 1000 + o * 50 + i, o * 100 + i));
+      if (o === 2 || o === 5) lines.push(line('public.customers', 42, o * 100 + 99));
+      const key = `raw/table=public.customers/dt=2026-11-30/hr=0${o}/shardId-0-${o * 100}-${o * 100 + 99}.jsonl.gz`;
+      s3.put(key, body(lines.map((l) => ({ ...l, message: 'old copy' }))), keyFilterMetadata(lines));
+      s3.put(key, body(lines), keyFilterMetadata(lines)); // a second version (a retried batch)
+      objects.push(key);
+    }
+    const requestKey = await submitErase(ctx, 'e1', { table: 'public.customers', key: { id: 42 }, reason: 'unit' });
+    const found = await findEraseObjects(ctx, { runId: 'e1', requestKey });
+    assert.equal(found.objects, 8);
+    assert.equal(s3.calls.filter((c) => c.startsWith('Head raw/')).length, 8);
+    assert.equal(s3.calls.filter((c) => c.startsWith('Get raw/')).length, 0, 'finding reads no raw object');
+    assert.ok(found.candidates >= 2 && found.candidates <= 3);
+    const res = await rewriteEraseBatch(ctx, { runId: 'e1', requestKey, manifestKey: found.manifestKey, batch: 0 });
+    assert.equal(s3.calls.filter((c) => c.startsWith('Get raw/')).length, found.candidates);
+    assert.equal(res.objectsRewritten, 2);
+    assert.equal(res.linesRemoved, 2);
+    assert.equal(res.falsePositives, found.candidates - 2);
+    assert.equal(res.versioning, true);
+    assert.equal(res.versionsDeleted, 4, 'both older versions of both objects');
+    assert.equal(res.maxPosition, '0599');
+    for (const key of [objects[2], objects[5]] as string[]) {
+      assert.equal(s3.versions(key).length, 1);
+      const lines = read(s3, key);
+      assert.equal(lines.length, 50);
+      assert.ok(!lines.some((l) => l.key === '{"id":42}'));
+    }
+    assert.equal(s3.versions(objects[0] as string).length, 2, 'objects without the key are untouched');
+  });
+
+  it('drops every line of a record that carried the key: a multi-row message holds its values (both layouts)', async () => {
+    s3 = fakeS3();
+    const ctx: EraseContext = { config, clients: { s3: s3.client, dynamodb: undefined as never }, log: quiet, env };
+    // Flink's canal-data.txt-style message with rows 112 and 113 (test/fixtures/canal).
+    const canal = JSON.stringify(readFixture('canal', 'insert-two-rows-in-one-message').message_value);
+    const rows = [
+      { ...line('inventory.products', '112', 7), message: canal },
+      { ...line('inventory.products', '113', 7), message: null, messageRef: true },
+      line('inventory.products', '200', 8),
+    ];
+    const key = 'raw/table=inventory.products/dt=2026-11-30/hr=01/shardId-0-7-8-abc.jsonl.gz';
+    s3.put(key, body(rows), keyFilterMetadata(rows));
+    const requestKey = await submitErase(ctx, 'e2', { table: 'inventory.products', key: { id: '113' }, reason: 'unit' });
+    const found = await findEraseObjects(ctx, { runId: 'e2', requestKey });
+    const res = await rewriteEraseBatch(ctx, { runId: 'e2', requestKey, manifestKey: found.manifestKey, batch: 0 });
+    assert.equal(res.linesRemoved, 1);
+    assert.equal(res.otherRowsRemoved, 1);
+    assert.deepEqual(read(s3, key).map((l) => l.key), ['{"id":"200"}']);
+  });
+
+  it('finds the key in quarantine bytes only with its table named and every key column matched', () => {
+    const msg = JSON.stringify({ source: { table: 'customers' }, after: { id: 42, email: 'x' } });
+    assert.equal(mentionsKey(msg, { id: 42 }, 'public.customers'), true);
+    assert.equal(mentionsKey(msg, { id: 4 }, 'public.customers'), false);
+    assert.equal(mentionsKey(msg, { id: 421 }, 'public.customers'), false);
+    assert.equal(mentionsKey(msg, { id: 42 }, 'public.orders'), false);
+    assert.equal(mentionsKey('{"source":{"table":"customers"},"after":{"id":"42"}}', { id: 42 }, 'public.customers'), true);
+    assert.equal(mentionsKey('{"after":{"id":42}}', { id: 42 }, null), true, 'a line that names its table is matched on the key alone');
+  });
+});

@@ -1,0 +1,57 @@
+/**
+ * The handler's event paths: Kinesis partial-batch response, and Kafka's per-partition partial-batch
+ * response, whose item identifier is `{partition: "<topic>-<partition>" (the key of the event's
+ * records map), offset}` (as in Powertools for AWS Lambda (Python), aws-powertools/powertools-lambda-python
+ * PR #7941, `KafkaItemIdentifier`; docs: https://docs.aws.amazon.com/lambda/latest/dg/kafka-retry-configurations.html).
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { kinesisEvent, mskEvent } from '../../../bin/cli/kinesis-shape.js';
+import { parseConfig } from '../../../lib/config/config.js';
+import type { PlannedWrite } from '../../../functions/core/plan.js';
+import { handleEvent } from '../../../functions/ingest.js';
+import { pgMessage } from '../../helpers/debezium.js';
+import { mockedDeps } from '../../helpers/mocked-deps.js';
+
+const config = parseConfig({
+  name: 'shop',
+  tables: [{ source: 'public.customers', target: 'shop-customers', key: ['id'], keyTypes: { id: 'number' } }],
+  raw: { bucket: 'shop-raw' },
+});
+const msg = (id: number, lsn: number) => Buffer.from(JSON.stringify(pgMessage({ table: 'customers', op: 'c', after: { id, name: `c${id}` }, lsn, lastCommitLsn: lsn - 1 })));
+
+/** Deps whose writes fail for the given customer ids. */
+function failingFor(ids: readonly number[]) {
+  const { deps } = mockedDeps(config);
+  const write = deps.writer.write.bind(deps.writer);
+  // writeAll sends each write through `write`, so failing it per key fails exactly those writes.
+  deps.writer.write = async (w: PlannedWrite) =>
+    ids.includes(Number(w.key.id)) ? { outcome: 'failed' as const, writeUnits: 0, requests: 1, missing: [], spilled: false, error: new Error('injected') } : write(w);
+  return deps;
+}
+
+describe('ingest handler', () => {
+  it('answers Kafka batches with the lowest failed offset of each failed partition, and nothing for the others', async () => {
+    const event = mskEvent([
+      { topic: 'shop.public.customers', partition: 0, offset: 10, key: null, value: msg(1, 10), timestamp: 1 },
+      { topic: 'shop.public.customers', partition: 0, offset: 11, key: null, value: msg(2, 11), timestamp: 1 },
+      { topic: 'shop.public.customers', partition: 0, offset: 12, key: null, value: msg(3, 12), timestamp: 1 },
+      { topic: 'shop.public.customers', partition: 3, offset: 40, key: null, value: msg(4, 13), timestamp: 1 },
+      { topic: 'shop.public.customers', partition: 5, offset: 7, key: null, value: msg(5, 14), timestamp: 1 },
+    ]);
+    const response = await handleEvent(event, failingFor([2, 3, 5]));
+    assert.deepEqual(response, {
+      batchItemFailures: [{ itemIdentifier: { partition: 'shop.public.customers-0', offset: 11 } }, { itemIdentifier: { partition: 'shop.public.customers-5', offset: 7 } }],
+    });
+    assert.deepEqual(await handleEvent(event, failingFor([])), { batchItemFailures: [] });
+  });
+
+  it('answers Kinesis batches with the lowest failed sequence number', async () => {
+    const event = kinesisEvent(
+      'cdc',
+      'shardId-000000000000',
+      [1, 2, 3].map((id) => ({ data: msg(id, 10 + id), partitionKey: String(id), sequenceNumber: String(500 + id), arrival: new Date() })),
+    );
+    assert.deepEqual(await handleEvent(event, failingFor([2, 3])), { batchItemFailures: [{ itemIdentifier: '502' }] });
+  });
+});

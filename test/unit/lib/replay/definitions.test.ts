@@ -1,0 +1,84 @@
+/** The replay and erase state machines: valid ASL, runnable by the local runner, sized from config. */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { forEachState, localizeDefinition, runLocalStateMachine } from '../../../../bin/local/stepfunctions.js';
+import { ERASE_FUNCTION, eraseDefinition, REPLAY_FUNCTION, replayDefinition } from '../../../../lib/replay/definitions.js';
+import type { JsonValue } from '../../../../functions/core/json.js';
+import { validateAsl } from '../../../helpers/asl.js';
+
+const opts = { maxConcurrency: 7, toleratedFailurePercentage: 5 };
+
+describe('replay and erase definitions', () => {
+  it('are valid ASL that the local runner accepts, with MaxConcurrency and the tolerance from config', () => {
+    for (const d of [replayDefinition(opts), eraseDefinition(opts)]) {
+      assert.deepEqual(validateAsl(localizeDefinition(d).definition), []);
+      let maps = 0;
+      forEachState(d, (_n, s) => {
+        if (s.Type !== 'Map') return;
+        maps++;
+        assert.equal(s.MaxConcurrency, 7);
+        assert.equal(s.ToleratedFailurePercentage, 5);
+        assert.deepEqual((s.ItemProcessor as { ProcessorConfig: unknown }).ProcessorConfig, { Mode: 'DISTRIBUTED', ExecutionType: 'STANDARD' });
+      });
+      assert.equal(maps, 1);
+    }
+  });
+
+  it('runs plan → one batch per item → summarize, and verify only for a fresh table', async () => {
+    for (const fresh of [null, 'created']) {
+      const steps: string[] = [];
+      const out = (await runLocalStateMachine(replayDefinition(opts), { runId: 'r' }, {
+        handlers: {
+          [REPLAY_FUNCTION]: (input): JsonValue => {
+            const i = input as { step: string; batch?: number; manifestKey?: string };
+            steps.push(i.batch === undefined ? i.step : `${i.step}:${i.batch}:${i.manifestKey}`);
+            if (i.step === 'plan') return { manifestKey: 'm', batches: [0, 1, 2], freshTable: fresh };
+            if (i.step === 'batch') return { batch: i.batch ?? -1, tally: { applied: 1 } };
+            return { ok: true };
+          },
+        },
+      })) as Record<string, unknown>;
+      assert.deepEqual(steps.filter((s) => !s.startsWith('batch')), fresh ? ['plan', 'summarize', 'verify'] : ['plan', 'summarize']);
+      assert.deepEqual(steps.filter((s) => s.startsWith('batch')).sort(), ['batch:0:m', 'batch:1:m', 'batch:2:m']);
+      assert.deepEqual(out.summary, { ok: true });
+    }
+  });
+
+  it('fails as ReplayIncomplete when batches fail, after summarizing what was done', async () => {
+    const steps: string[] = [];
+    await assert.rejects(
+      runLocalStateMachine(replayDefinition({ maxConcurrency: 1, toleratedFailurePercentage: 0 }), { runId: 'r' }, {
+        retryIntervalMs: 1,
+        handlers: {
+          [REPLAY_FUNCTION]: (input): JsonValue => {
+            const i = input as { step: string; batch?: number };
+            steps.push(i.step);
+            if (i.step === 'plan') return { manifestKey: 'm', batches: [0], freshTable: null };
+            if (i.step === 'batch') throw new Error('writes failed');
+            return {};
+          },
+        },
+      }),
+      /ReplayIncomplete/,
+    );
+    assert.ok(steps.includes('summarize'));
+  });
+
+  it('erase runs begin → find → rewrite per batch → finish', async () => {
+    const steps: string[] = [];
+    await runLocalStateMachine(eraseDefinition(opts), { runId: 'e', requestKey: 'k' }, {
+      handlers: {
+        [ERASE_FUNCTION]: (input): JsonValue => {
+          const i = input as { step: string; runId: string; requestKey: string };
+          assert.equal(i.runId, 'e');
+          assert.equal(i.requestKey, 'k');
+          steps.push(i.step);
+          if (i.step === 'find') return { manifestKey: 'm', batches: [0, 1] };
+          if (i.step === 'rewrite') return { batch: 0 };
+          return {};
+        },
+      },
+    });
+    assert.deepEqual(steps, ['begin', 'find', 'rewrite', 'rewrite', 'finish']);
+  });
+});
