@@ -68,6 +68,7 @@ export interface RawConfig {
 
 export interface ApplyConfig {
   concurrency: number;
+  maxColumns: number;
   maxRetries: number;
   maxItemBytes: number;
 }

@@ -340,9 +340,19 @@ function layoutOf(keys: string[]): Layout {
 
 const INTEGER_TEXT = /^-?\d+$/;
 
+/** `-007` → `-7`, `-0` → `0`: an integer's digits without leading zeros, as BigInt spells it. */
+function canonicalIntegerText(text: string): string {
+  const negative = text.charCodeAt(0) === 0x2d;
+  let i = negative ? 1 : 0;
+  while (i < text.length - 1 && text.charCodeAt(i) === 0x30) i++;
+  const digits = text.slice(i);
+  return negative && digits !== '0' ? `-${digits}` : digits;
+}
+
 function normalizeNumberText(text: string): string {
-  // 1e3, 1000 and 1000.0 are the same number; integers are compared by their digits.
-  if (INTEGER_TEXT.test(text)) return BigInt(text).toString();
+  // 1e3, 1000 and 1000.0 are the same number; integers are compared by their digits (as
+  // BigInt(text).toString() spells them, without a BigInt: that is superlinear in the digits).
+  if (INTEGER_TEXT.test(text)) return canonicalIntegerText(text);
   const n = Number(text);
   return Number.isFinite(n) && isSafeNumber(text, { approx: true }) ? String(n) : text;
 }
@@ -354,10 +364,14 @@ function normalizeNumberText(text: string): string {
 export function toBigInt(value: unknown): bigint | undefined {
   if (typeof value === 'bigint') return value;
   if (typeof value === 'number') return Number.isSafeInteger(value) ? BigInt(value) : undefined;
-  if (isLosslessNumber(value)) return INTEGER_TEXT.test(value.value) ? BigInt(value.value) : undefined;
-  if (typeof value === 'string' && INTEGER_TEXT.test(value.trim())) return BigInt(value.trim());
-  return undefined;
+  const text = isLosslessNumber(value) ? value.value : typeof value === 'string' ? value.trim() : undefined;
+  // Longer integers are no position, timestamp or id of any source; BigInt parsing is superlinear.
+  if (text === undefined || text.length > MAX_INTEGER_CHARS) return undefined;
+  return INTEGER_TEXT.test(text) ? BigInt(text) : undefined;
 }
+
+/** The longest integer text `toBigInt` reads: every source's positions, times and ids fit (a Kinesis sequence has 129 digits). */
+export const MAX_INTEGER_CHARS = 200;
 
 /** Converts a LosslessNumber to a number when it is safe; used when presenting values. */
 export function toPlainNumber(value: number | LosslessNumber): number | LosslessNumber {

@@ -12,6 +12,9 @@ import { isLosslessNumber, type JsonObject, type JsonValue } from './json.js';
 import { COMPOSITE_KEY_ATTRIBUTE, type KeyedTable, keyId, keyLayout, keySource, normalizeKey } from './keys.js';
 import type { Position } from './position.js';
 import type { ChangeEvent, Key } from './types.js';
+import { decimalParts } from './decimal.js';
+
+export { canonicalDecimal, decimalParts } from './decimal.js';
 
 // ---------------------------------------------------------------------------------------------
 // Position ranges
@@ -168,33 +171,12 @@ export function numberProblem(text: string): string | null {
   const n = decimalParts(text);
   if (n === null) return 'is not a decimal number';
   if (n.digits === '0') return null; // zero, in any spelling
+  if (n.hugeExponent !== undefined) return n.hugeExponent > 0 ? `is too large in magnitude for DynamoDB (at most 9.99…E+${DYNAMO.numberMaxExponent})` : `is too small in magnitude for DynamoDB (at least 1E${DYNAMO.numberMinExponent}, or 0)`;
   if (n.digits.length > DYNAMO.numberDigits) return `has ${n.digits.length} significant digits; DynamoDB keeps at most ${DYNAMO.numberDigits}`;
   const leading = n.exponent + BigInt(n.digits.length - 1);
   if (leading > BigInt(DYNAMO.numberMaxExponent)) return `is too large in magnitude for DynamoDB (at most 9.99…E+${DYNAMO.numberMaxExponent})`;
   if (leading < BigInt(DYNAMO.numberMinExponent)) return `is too small in magnitude for DynamoDB (at least 1E${DYNAMO.numberMinExponent}, or 0)`;
   return null;
-}
-
-/**
- * A decimal's exact parts: value = sign × digits × 10^exponent, with no leading or trailing zeros
- * in `digits` (zero is digits "0", exponent 0). Null when the text is not a decimal number.
- */
-export function decimalParts(text: string): { negative: boolean; digits: string; exponent: bigint } | null {
-  const m = /^([-+]?)(\d*)(?:\.(\d*))?(?:[eE]([-+]?\d+))?$/.exec(text.trim());
-  if (!m || ((m[2] ?? '') === '' && (m[3] ?? '') === '')) return null;
-  const fracPart = m[3] ?? '';
-  const digits = ((m[2] ?? '') + fracPart).replace(/^0+/, '');
-  if (digits === '') return { negative: false, digits: '0', exponent: 0n };
-  const trimmed = digits.replace(/0+$/, '');
-  const exponent = BigInt(m[4] ?? '0') - BigInt(fracPart.length) + BigInt(digits.length - trimmed.length);
-  return { negative: m[1] === '-', digits: trimmed, exponent };
-}
-
-/** One spelling per number: `1E+2`, `100` and `100.0` all give `1e2`. For comparing values exactly. */
-export function canonicalDecimal(text: string): string {
-  const n = decimalParts(text);
-  if (n === null) throw new RangeError(`not a decimal number: ${text}`);
-  return `${n.negative && n.digits !== '0' ? '-' : ''}${n.digits}e${n.exponent}`;
 }
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;

@@ -46,6 +46,8 @@ export interface NormalizerConfig {
   /** The unchanged-value marker, e.g. `__debezium_unavailable_value`. */
   readonly placeholder: string;
   readonly dms: { readonly beforeImageField: string };
+  /** `maxColumns`: columns a row image or patch may carry before the change is quarantined. */
+  readonly apply: { readonly maxColumns: number };
 }
 
 export interface Accepted {
@@ -257,6 +259,7 @@ export class Normalizer {
       const known = this.config.tables.map((t) => t.source).join(', ');
       throw decodeError('unknown-table', `table "${decoded.table}" is not configured (configured: ${known})`);
     }
+    checkColumnCount(decoded, this.config.apply.maxColumns);
     // Long decimals become text first (a documented mapping, key columns excepted); what DynamoDB
     // still cannot hold is refused before anything else reads the event.
     const event = withDecimalText(decoded, table.key);
@@ -284,6 +287,19 @@ export class Normalizer {
   keyIdOf(event: ChangeEvent): string {
     const table = this.tables.get(event.table);
     return table ? keyId(table, event.key) : JSON.stringify(event.key);
+  }
+}
+
+/** Refuses a change whose images carry more than `max` columns (counted without allocating). */
+function checkColumnCount(event: ChangeEvent, max: number): void {
+  for (const [what, image] of [['after image', event.after], ['patch', event.patch?.set ?? null], ['before image', event.before]] as const) {
+    if (image === null) continue;
+    let n = 0;
+    for (const column in image) {
+      if (Object.hasOwn(image, column) && ++n > max) {
+        throw decodeError('too-many-columns', `the ${what} of "${event.table}" carries more than ${max} columns (apply.maxColumns)`);
+      }
+    }
   }
 }
 

@@ -15,6 +15,7 @@
  * (incremental-snapshot reads), which may only fill a key the stream has not touched.
  */
 import { PositionError } from './errors.js';
+import { trailingDigits } from './decimal.js';
 
 export type OrderingStrength = 'source' | 'transport' | 'none';
 
@@ -29,6 +30,13 @@ export interface Position {
 }
 
 const MAX_LENGTH_DIGITS = 26; // 'a'..'z': integers of up to 10^26 - 1 decimal digits
+
+/**
+ * Digits a position element read from a message may have. The longest position of any source is a
+ * Kinesis sequence number (at most 129 digits); text beyond this is refused before it becomes a
+ * BigInt (whose parsing is superlinear: a million digits take about half a second).
+ */
+export const MAX_ELEMENT_DIGITS = 160;
 
 export function encodeElement(n: bigint): string {
   if (n < 0n) throw new PositionError(`position element must be unsigned, got ${n}`);
@@ -104,8 +112,7 @@ export function parseHlc(text: string): [bigint, bigint] {
 
 /** The numeric suffix of a binlog file name: "mysql-bin.000003" → 3n. */
 export function binlogFileNumber(file: string): bigint {
-  const m = /(\d+)\s*$/.exec(file);
-  const digits = m?.[1];
-  if (digits === undefined) throw new PositionError(`binlog file name has no numeric suffix: "${file}"`);
+  const digits = trailingDigits(file);
+  if (digits === null || digits.length > MAX_ELEMENT_DIGITS) throw new PositionError(`binlog file name has no numeric suffix of at most ${MAX_ELEMENT_DIGITS} digits: "${file.slice(0, 80)}"`);
   return BigInt(digits);
 }

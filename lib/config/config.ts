@@ -182,6 +182,12 @@ const RawInput = strict({
 const ApplyInput = strict({
   /** Concurrent DynamoDB writes per batch. @default 16 */
   concurrency: z.number().int().min(1).max(256).default(16),
+  /**
+   * Columns a row image or patch may carry; a change with more is quarantined (`too-many-columns`)
+   * instead of costing the shard its time. PostgreSQL allows 1,600 columns, MySQL 4,096, SQL Server
+   * 1,024 (30,000 in a wide table). @default 5000
+   */
+  maxColumns: z.number().int().min(1).max(1_000_000).default(5000),
   /** Retries on throttling and 5xx before the record is reported failed. @default 6 */
   maxRetries: z.number().int().min(0).max(20).default(6),
   /** Rows above this many bytes are spilled to S3. @default 350000 */

@@ -12,6 +12,7 @@ import { legacyParseJson } from '../helpers/legacy-json.js';
 import { rawLineFor, recordPart } from '../../functions/ingest/raw-lines.js';
 import { type CostColumn, costTable, PRICES, perRecordUsage, tidemarkUsage } from './cost.js';
 import { decodePlanChunks, type GzipLevelCost, interleaved, measureDecodePlan, median, measureGzipLevels, toBase64Records } from './cpu.js';
+import { adversarialTable, measureAdversarial } from './adversarial.js';
 import { bundleTable, measureBundles } from './bundle.js';
 import { defaultVariant, dynamodbVariants, measureClients, profileClient, s3Variants, startStub, tidemarkVariant } from './sdk.js';
 import { generateWorkload, type Workload } from './workload.js';
@@ -168,6 +169,9 @@ export async function reportGoals(narrow: Workload, o: GoalOptions, print: (line
 
   // Bundles and node CPU per write side by side, on the SDK's public surface (issue 19 retired the
   // 400,000-byte and 0.5 targets).
+  print('');
+  print('adversarial records through the Normalizer (issue 20): µs per input byte, best of 3, 10 KB to 1 MB');
+  for (const line of adversarialTable(measureAdversarial(o.quick ? [10_000, 100_000] : [10_000, 100_000, 1_000_000]))) print(`  ${line}`);
   print('');
   const bundleRuns = o.quick ? 3 : 9;
   print('bundles as cdk synth builds them (AWS SDK as published), cold start in a fresh node, median:');

@@ -71,6 +71,10 @@ const json = (v: unknown) => JSON.stringify(v);
 const U64 = (1n << 64n) - 1n;
 const BIG = (U64 + 6n).toString(); // 2^64 + 5
 const DIGITS_400 = `1${'0'.repeat(399)}`;
+/** `1`, 100,000 zeros, `1`: a PostgreSQL numeric that a quadratic pattern (`/0+$/`) once took two minutes over. */
+const DIGITS_100K = `1${'0'.repeat(100_000)}1`;
+/** A run of 200,000 digits with a non-digit at the end: a pattern anchored only at the end (`/(\d+)$/`) is quadratic on it. */
+const RUN_200K = `${'7'.repeat(200_000)}x`;
 const RANDOM_400 = Array.from({ length: 400 }, (_, i) => String((i * 7 + 3) % 10)).join('').replace(/^0/, '9');
 
 // ------------------------------------------------------------------------------------------------
@@ -351,6 +355,16 @@ add('dynamo-value', 'number 1e-400', 'number-range', pgRaw('{"id":1001,"v":1e-40
 add('dynamo-value', 'number 1E+200', 'number-range', pgRaw('{"id":1002,"v":1E+200}'));
 add('dynamo-value', 'number -1e400', 'number-range', pgRaw('{"id":1003,"v":-1e400}'));
 add('dynamo-value', 'number 5e-324 (smallest double)', 'number-range', pgRaw('{"id":1004,"v":5e-324}'));
+
+// Long digit and whitespace runs, and absurdly wide rows: quarantined in linear time (issue 20, items 1 and 2).
+add('long-digits', '100,002-digit LSN in source.sequence', 'bad-position', pg(good(1005), { source: { sequence: `["1","${DIGITS_100K}"]` } }));
+add('long-digits', 'binlog file name ending in a 200,000-digit run and a letter', 'bad-position', mysql(my(1006), { file: `mysql-bin.${RUN_200K}` }));
+add('long-digits', 'maxwell position with a 200,000-digit offset', 'bad-position', maxwell(good(1007), { position: `master.000006:${'9'.repeat(200_000)}` }));
+add('long-digits', 'number 1e followed by a 100,000-digit exponent', 'number-range', pgRaw(`{"id":1008,"v":1e${DIGITS_100K}}`));
+add('long-digits', 'ts_ms of 100,002 digits', 'bad-timestamp', pg(good(1009), { source: { ts_ms: DIGITS_100K } }));
+add('long-digits', 'key of 100,002 digits', 'bad-key', pgRaw(`{"id":${DIGITS_100K},"v":1}`));
+add('wide-row', 'after image of 320,000 columns', 'too-many-columns', pg({ id: 1010, ...Object.fromEntries(Array.from({ length: 320_000 }, (_, i) => [`c${i}`, i])) }));
+add('wide-row', 'before image of 5,001 columns', 'too-many-columns', pg(good(1011), { op: 'u', before: Object.fromEntries(Array.from({ length: 5001 }, (_, i) => [`c${i}`, i])) }));
 add('dynamo-value', 'number 1e126', 'number-range', pgRaw('{"id":1005,"v":1e126}'));
 // Top-level decimals longer than 38 digits are stored as exact text (flagged in decimalText, see
 // docs/formats.md); inside a map or list there is no column to flag, so they are refused.

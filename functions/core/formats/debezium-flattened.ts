@@ -26,6 +26,8 @@ import { placeholderColumns } from './debezium-placeholders.js';
 import { parsePgSequence, readUnsigned } from './debezium-positions.js';
 import { decodeRow } from './debezium-types.js';
 import { changeEvent, decodeError, describe, epochMsOrNull, idText, transportOrder } from './kit.js';
+import { trailingDigits } from '../decimal.js';
+import { MAX_ELEMENT_DIGITS } from '../position.js';
 
 const FORMAT = 'debezium-flattened';
 
@@ -118,8 +120,8 @@ export function flattenedPosition(meta: MetaReader): Position | null {
   const lsn = meta('lsn');
   if (lsn !== undefined && lsn !== null) return sourcePosition(readUnsigned(lsn, '__lsn', '33228232'));
   const file = meta('file');
-  const fileNo = typeof file === 'string' ? /(\d+)$/.exec(file)?.[1] : undefined;
-  if (fileNo !== undefined) {
+  const fileNo = typeof file === 'string' && /\d$/.test(file.slice(-1)) ? trailingDigits(file) : null;
+  if (fileNo !== null && fileNo.length <= MAX_ELEMENT_DIGITS) {
     const row = meta('row');
     return sourcePosition(BigInt(fileNo), readUnsigned(meta('pos'), '__pos', '154'), row === undefined || row === null ? 0n : readUnsigned(row, '__row', '0'));
   }

@@ -204,12 +204,7 @@ export function decimalNumber(text: string): number | LosslessNumber {
   return isSafeNumber(text) ? Number(text) : new LosslessNumber(text);
 }
 
-/** The significant digits of a decimal text: `"0012.500"` → `"125"`, `"1.5e3"` → `"15"`. */
-export function significantDigits(text: string): string {
-  const mantissa = text.replace(/^[+-]/, '').replace(/[eE].*$/, '');
-  const digits = mantissa.replace('.', '').replace(/^0+/, '').replace(/0+$/, '');
-  return digits;
-}
+export { significantDigits } from '../decimal.js';
 
 /** `table[name]` for own entries only: a field holding `"constructor"` or `"__proto__"` is not found. */
 export function lookup<T>(table: Readonly<Record<string, T>>, name: unknown): T | undefined {

@@ -19,9 +19,17 @@
  */
 import { PositionError } from '../errors.js';
 import { isJsonObject, type JsonObject, type JsonValue, toBigInt } from '../json.js';
-import { binlogFileNumber, NO_POSITION, type Position, sourcePosition } from '../position.js';
+import { binlogFileNumber, MAX_ELEMENT_DIGITS, NO_POSITION, type Position, sourcePosition } from '../position.js';
 import type { FormatDecoder, InboundMessage, Key, NormalizedEvent, RowOp } from '../types.js';
-import { changeEvent, controlEvent, decodeError, lookup, msOf, put, textOf, transportOrder } from './kit.js';
+import { changeEvent, controlEvent, decodeError, describe, lookup, msOf, put, textOf, transportOrder } from './kit.js';
+
+const isDigits = (text: string): boolean => {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x30 || c > 0x39) return false;
+  }
+  return true;
+};
 
 const FORMAT = 'maxwell';
 const ROW_OPS: Readonly<Record<string, RowOp>> = { insert: 'c', update: 'u', delete: 'd', 'bootstrap-insert': 'r' };
@@ -32,10 +40,12 @@ const DDL_TYPE = /^(table|database|view)-[a-z]+$/;
 function binlogPosition(value: JsonObject): Position | null {
   const position = value.position;
   if (position === undefined || position === null) return null;
-  const m = typeof position === 'string' ? /^(.+):(\d+)$/.exec(position) : null;
-  const fileName = m?.[1];
-  const offset = m?.[2];
-  if (fileName === undefined || offset === undefined) throw decodeError('bad-position', `maxwell "position" must be "<binlog file>:<offset>", got ${JSON.stringify(position)}`);
+  const cut = typeof position === 'string' ? position.lastIndexOf(':') : -1;
+  const fileName = typeof position === 'string' && cut > 0 ? position.slice(0, cut) : undefined;
+  const offset = typeof position === 'string' && cut > 0 ? position.slice(cut + 1) : undefined;
+  if (fileName === undefined || offset === undefined || offset === '' || offset.length > MAX_ELEMENT_DIGITS || !isDigits(offset)) {
+    throw decodeError('bad-position', `maxwell "position" must be "<binlog file>:<offset>", got ${describe(position)}`);
+  }
   let file: bigint;
   try {
     file = binlogFileNumber(fileName);

@@ -11,7 +11,7 @@ import { parseConfig } from '../../../lib/config/config.js';
 import type { PlannedWrite } from '../../../functions/core/plan.js';
 import { handleEvent } from '../../../functions/ingest.js';
 import { pgMessage } from '../../helpers/debezium.js';
-import { mockedDeps } from '../../helpers/mocked-deps.js';
+import { mockedDeps, putObjects } from '../../helpers/mocked-deps.js';
 
 const config = parseConfig({
   name: 'shop',
@@ -53,5 +53,29 @@ describe('ingest handler', () => {
       [1, 2, 3].map((id) => ({ data: msg(id, 10 + id), partitionKey: String(id), sequenceNumber: String(500 + id), arrival: new Date() })),
     );
     assert.deepEqual(await handleEvent(event, failingFor([2, 3])), { batchItemFailures: [{ itemIdentifier: '502' }] });
+  });
+
+  it('gets through a record holding a 100,002-digit number and one of 320,000 columns in linear time, quarantining only the wide one (issue 20, items 1 and 2)', async () => {
+    const big = `1${'0'.repeat(100_000)}1`;
+    const long = Buffer.from(JSON.stringify(pgMessage({ table: 'customers', op: 'c', after: { id: 7, name: 'n' }, lsn: 20, lastCommitLsn: 19 })).replace('"name":"n"', `"name":"n","v":${big}`));
+    const wideAfter: Record<string, number> = { id: 8 };
+    for (let i = 0; i < 320_000; i++) wideAfter[`c${i}`] = i;
+    const wide = Buffer.from(JSON.stringify(pgMessage({ table: 'customers', op: 'c', after: wideAfter, lsn: 30, lastCommitLsn: 29 })));
+    const event = kinesisEvent(
+      'cdc',
+      'shardId-000000000000',
+      [long, wide, msg(9, 40)].map((data, i) => ({ data, partitionKey: String(i), sequenceNumber: String(600 + i), arrival: new Date() })),
+    );
+    const { deps, s3, metrics } = mockedDeps(config);
+    const started = performance.now();
+    assert.deepEqual(await handleEvent(event, deps), { batchItemFailures: [] });
+    const ms = performance.now() - started;
+    // Quadratic readers took 121 s on the first record alone; linear ones take well under a second each.
+    assert.ok(ms < 20_000, `${ms.toFixed(0)} ms`);
+    assert.equal(metrics.totals.get('public.customers:Quarantined'), 1);
+    const quarantine = putObjects(s3).find((o) => o.key.startsWith('quarantine/'));
+    assert.equal(quarantine?.lines.length, 1);
+    assert.equal(quarantine?.lines[0]?.reason, 'too-many-columns');
+    assert.equal(metrics.totals.get('public.customers:EventsApplied'), 2);
   });
 });
