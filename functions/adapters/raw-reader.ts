@@ -277,8 +277,10 @@ function placeLine({ parsed, transport, info }: DecodedLine, open: Map<string, B
     owner.lines.push(info);
     return null;
   }
+  // A tombstone repeats what it did when it landed: a change line is a delete, a control line was ignored.
+  const landedAs = value === null ? { tombstone: info.kind === 'change' ? ('delete' as const) : ('ignore' as const) } : {};
   const b: Building = {
-    record: { value, key, topic: str(parsed.topic), headers: headersOf(parsed.headers), transport },
+    record: { value, key, topic: str(parsed.topic), headers: headersOf(parsed.headers), transport, ...landedAs },
     id,
     lines: [info],
   };

@@ -38,6 +38,8 @@ export interface StatusUpdate {
   readonly lastSnapshotPosition?: string;
   /** The DDL of the last schema-change message. */
   readonly lastDdl?: string;
+  /** The batch held Debezium flattened records of the table (kept once set: `kafkaTombstones: auto` reads it). */
+  readonly carriesFlattened?: boolean;
   readonly now: number;
 }
 
@@ -59,6 +61,8 @@ export interface StatusRow {
   readonly lastSnapshotPosition?: string;
   readonly lastDdl?: string;
   readonly lastDdlAt?: number;
+  /** The table has carried Debezium flattened records. */
+  readonly carriesFlattened?: boolean;
   readonly [counter: string]: unknown;
 }
 
@@ -108,6 +112,7 @@ export class StatusStore {
     status.set('orderingStrength', s(update.orderingStrength));
     status.set('format', s(update.format));
     status.set('lastSnapshotPosition', s(update.lastSnapshotPosition));
+    if (update.carriesFlattened === true) status.set('carriesFlattened', { BOOL: true });
     if (update.lastDdl !== undefined) {
       status.set('lastDdl', s(update.lastDdl.slice(0, 4000)));
       status.set('lastDdlAt', n(update.now));

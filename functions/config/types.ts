@@ -10,7 +10,7 @@
  *   config.statusTable              // 'shop-status' (derived from the name)
  */
 import type { FormatName } from '../core/formats/names.js';
-import { TOMBSTONE_MODES, type TombstoneMode } from '../core/formats/kafka-tombstones.js';
+import { TOMBSTONE_SETTINGS, type TombstoneSetting } from '../core/formats/kafka-tombstones.js';
 import { KEY_TYPES, type KeyType } from '../core/keys.js';
 
 export { KEY_TYPES, type KeyType };
@@ -18,9 +18,9 @@ export { KEY_TYPES, type KeyType };
 /** `auto` or one format name. */
 export type FormatSetting = 'auto' | FormatName;
 
-/** What a Kafka tombstone (a record with a key and a null value) means for a table. */
-export const KAFKA_TOMBSTONES = TOMBSTONE_MODES;
-export type KafkaTombstones = TombstoneMode;
+/** What a Kafka tombstone (a record with a key and a null value) means for a table: `ignore`, `delete` or `auto`. */
+export const KAFKA_TOMBSTONES = TOMBSTONE_SETTINGS;
+export type KafkaTombstones = TombstoneSetting;
 
 /** Default `ingest.batchSize` (the event source mapping's `BatchSize`). */
 export const DEFAULT_BATCH_SIZE = 3000;
@@ -147,7 +147,7 @@ export interface JobsConfig {
 export interface TidemarkConfig {
   name: string;
   format: FormatSetting;
-  /** Resolved: `delete` when `format` is `debezium-flattened`, else `ignore`, unless set. */
+  /** Resolved: `delete` when `format` is `debezium-flattened`, `auto` when it is `auto`, else `ignore`, unless set. */
   kafkaTombstones: KafkaTombstones;
   tables: TableConfig[];
   raw: RawConfig;

@@ -10,7 +10,7 @@
  */
 import { DecodeError, errorMessage } from './errors.js';
 import { FORMATS, formatByName } from './formats/index.js';
-import { ignoredTombstone, type TombstoneMode, tombstoneDelete, tombstoneTable, unknownTombstoneTable } from './formats/kafka-tombstones.js';
+import { FLATTENED_FORMAT, ignoredTombstone, type TombstoneMode, type TombstoneSetting, tombstoneDelete, tombstoneTable, unknownTombstoneTable } from './formats/kafka-tombstones.js';
 import { decodeError, own, put, significantDigits } from './formats/kit.js';
 import { isJsonObject, isLosslessNumber, type JsonObject, type JsonValue, parseJson } from './json.js';
 import { type KeyedTable, keyId, normalizeKey } from './keys.js';
@@ -26,6 +26,8 @@ export interface RawRecord {
   readonly topic: string | null;
   readonly headers: Readonly<Record<string, string>>;
   readonly transport: TransportMeta;
+  /** A tombstone read back from raw: what it did when it was first applied (replay repeats it). */
+  readonly tombstone?: TombstoneMode;
 }
 
 /** A configured source table, as the Normalizer reads it. */
@@ -33,7 +35,7 @@ export interface NormalizerTable extends KeyedTable {
   /** Source table as the decoders name it, e.g. `public.orders`. */
   readonly source: string;
   /** What a Kafka tombstone means for this table; the pipeline's setting when absent. */
-  readonly kafkaTombstones?: TombstoneMode;
+  readonly kafkaTombstones?: TombstoneSetting;
 }
 
 /** The parts of the pipeline config the Normalizer reads (the resolved config has this shape). */
@@ -41,8 +43,8 @@ export interface NormalizerConfig {
   /** `auto`, or the one format name every message must be. */
   readonly format: string;
   readonly tables: readonly NormalizerTable[];
-  /** What a Kafka tombstone means when its table does not say. @default delete for debezium-flattened, else ignore */
-  readonly kafkaTombstones?: TombstoneMode;
+  /** What a Kafka tombstone means when its table does not say. @default delete for debezium-flattened, auto under auto, else ignore */
+  readonly kafkaTombstones?: TombstoneSetting;
   /** The unchanged-value marker, e.g. `__debezium_unavailable_value`. */
   readonly placeholder: string;
   readonly dms: { readonly beforeImageField: string };
@@ -158,7 +160,9 @@ export class Normalizer {
   private readonly ctx: DecodeContext;
   private readonly tables: ReadonlyMap<string, NormalizerTable>;
   /** What a Kafka tombstone means when its table's config does not say. */
-  private readonly tombstones: TombstoneMode;
+  private readonly tombstones: TombstoneSetting;
+  /** Tables whose flattened records this Normalizer has seen or was told of: `auto` tombstones of them are deletes. */
+  private readonly flattened = new Set<string>();
   /** The context plain-row fallbacks see: under `auto` without `onlyTable`, so they need a named table. */
   private readonly fallbackCtx: DecodeContext;
 
@@ -172,7 +176,7 @@ export class Normalizer {
     const tables = new Map(config.tables.map((t) => [t.source, t]));
     this.tables = tables;
     // Flattened Debezium deletes reach the topic only as tombstones; elsewhere a tombstone follows a delete event.
-    this.tombstones = config.kafkaTombstones ?? (config.format === 'debezium-flattened' ? 'delete' : 'ignore');
+    this.tombstones = config.kafkaTombstones ?? (config.format === FLATTENED_FORMAT ? 'delete' : config.format === 'auto' ? 'auto' : 'ignore');
     const only = config.tables.length === 1 ? config.tables[0]?.source : undefined;
     this.ctx = {
       keyColumns: (table) => tables.get(table)?.key,
@@ -205,9 +209,10 @@ export class Normalizer {
     try {
       const texts = recordTexts(record);
       message = this.inbound(record, texts);
-      if (message.value === null) return this.tombstone(message, texts);
+      if (message.value === null) return this.tombstone(message, texts, record.tombstone);
       const decoder = this.detect(message);
       const events = decoder.decode(message, this.ctx).flatMap((e): NormalizedEvent[] => (e.kind === 'change' ? this.validate(e) : [e]));
+      if (decoder.name === FLATTENED_FORMAT) for (const e of events) if (e.table !== null) this.flattened.add(e.table);
       return { ok: true, message, events, format: decoder.name, texts };
     } catch (err) {
       if (err instanceof DecodeError && isQuarantineReason(err.reason)) {
@@ -219,11 +224,38 @@ export class Normalizer {
     }
   }
 
-  /** A Kafka tombstone: a control event, or a delete of the record key, as `kafkaTombstones` says. */
-  private tombstone(message: InboundMessage, texts: RecordTexts): Normalized {
+  /**
+   * The setting for a tombstone of `table`. Under `auto`, callers that can look further (the ingest
+   * reads the table's status row) call {@link noteFlattened} first for tables not yet known.
+   */
+  tombstoneSetting(table: string | null): TombstoneSetting {
+    return (table === null ? undefined : this.tables.get(table)?.kafkaTombstones) ?? this.tombstones;
+  }
+
+  /** The table of a tombstone record whose `auto` setting this Normalizer cannot settle yet; null for any other record. */
+  openTombstoneTable(record: RawRecord): string | null {
+    if (record.value !== null && record.value.length > 0) return null;
+    const table = tombstoneTable(record.topic, (t) => this.tables.has(t), this.ctx.onlyTable);
+    return table !== null && this.tombstoneSetting(table) === 'auto' && !this.flattened.has(table) ? table : null;
+  }
+
+  /** Records that `table` carries flattened records (e.g. its status row lists the format). */
+  noteFlattened(table: string): void {
+    this.flattened.add(table);
+  }
+
+  /**
+   * A Kafka tombstone: a control event, or a delete of the record key, as `kafkaTombstones` says;
+   * `landed` (a tombstone read back from raw) repeats the decision made when it was first applied.
+   */
+  private tombstone(message: InboundMessage, texts: RecordTexts, landed: TombstoneMode | undefined): Normalized {
     const table = tombstoneTable(message.topic, (t) => this.tables.has(t), this.ctx.onlyTable);
-    const mode = (table === null ? undefined : this.tables.get(table)?.kafkaTombstones) ?? this.tombstones;
-    if (mode === 'ignore') return { ok: true, message, events: [ignoredTombstone(message, table)], format: 'kafka', texts };
+    const setting = landed ?? this.tombstoneSetting(table);
+    const mode: TombstoneMode = setting === 'auto' ? (table !== null && this.flattened.has(table) ? 'delete' : 'ignore') : setting;
+    if (mode === 'ignore') {
+      const why = setting === 'auto' ? 'kafkaTombstones is auto and no Debezium flattened record of this table has been seen yet' : undefined;
+      return { ok: true, message, events: [ignoredTombstone(message, table, why)], format: 'kafka', texts };
+    }
     if (table === null) unknownTombstoneTable(message, [...this.tables.keys()]);
     const keyColumns = this.tables.get(table)?.key ?? [];
     return { ok: true, message, events: this.validate(tombstoneDelete(message, table, keyColumns)), format: 'kafka', texts };

@@ -9,6 +9,7 @@
  * multi-row record) is counted exactly once as an outcome of the telemetry contract.
  */
 import type { TableConfig, TidemarkConfig } from '../config/types.js';
+import { FLATTENED_FORMAT } from '../core/formats/kafka-tombstones.js';
 import type { Normalizer, RawRecord } from '../core/normalize.js';
 import { planBatch } from '../core/plan.js';
 import type { DynamoWriter } from '../adapters/dynamo-writer.js';
@@ -54,6 +55,7 @@ export async function processBatch(records: readonly RawRecord[], deps: IngestDe
   const tally = new BatchTally(records);
   const now = deps.now ?? Date.now;
   if (records.length > 0) {
+    await settleAutoTombstones(records, deps);
     const decoded = decode(records, deps, tally);
     const landing = { ...deps.landing, ...(invocation.remainingTimeMs ? { remainingTimeMs: invocation.remainingTimeMs } : {}) };
     const landed = await land(records, decoded, { raw: deps.raw, log: deps.log, landing }, tally);
@@ -74,6 +76,23 @@ export async function processBatch(records: readonly RawRecord[], deps: IngestDe
   deps.log.info('batch processed', { ...tally.summary, failedFrom });
   deps.onSummary?.(tally.summary);
   return { batchItemFailures, summary: tally.summary };
+}
+
+/**
+ * Under `kafkaTombstones: auto` a tombstone deletes its key once the table is known to carry
+ * Debezium flattened records. A container that has not seen one of the table's records yet reads
+ * what the table's status row recorded (its `format`), once per table, before it decodes.
+ */
+async function settleAutoTombstones(records: readonly RawRecord[], deps: IngestDeps): Promise<void> {
+  const open = new Set<string>();
+  for (const r of records) {
+    const table = deps.normalizer.openTombstoneTable(r);
+    if (table !== null) open.add(table);
+  }
+  if (open.size === 0) return;
+  for (const [table, row] of await deps.status.load([...open])) {
+    if (row.carriesFlattened === true || (typeof row.format === 'string' && row.format.split('+').includes(FLATTENED_FORMAT))) deps.normalizer.noteFlattened(table);
+  }
 }
 
 function applyDeps(deps: IngestDeps, now: () => number) {

@@ -4,6 +4,7 @@
  */
 import { COUNTER_NAMES, COUNTERS, DISTRIBUTIONS, UNKNOWN_TABLE } from '../telemetry/contract.js';
 import { errorMessage } from '../core/errors.js';
+import { FLATTENED_FORMAT } from '../core/formats/kafka-tombstones.js';
 import type { StatusRow, StatusStore } from '../adapters/status-store.js';
 import type { Log, MetricSink } from '../telemetry/sinks.js';
 import type { BatchTally, TableTally } from './tally.js';
@@ -58,6 +59,7 @@ function statusUpdate(t: TableTally, prev: StatusRow | undefined, now: number) {
     format: t.formats.size > 0 ? [...t.formats].sort().join('+') : undefined,
     lastSnapshotPosition: t.snapshotPosition !== undefined && (recordedSnapshot === undefined || t.snapshotPosition > recordedSnapshot) ? t.snapshotPosition : undefined,
     lastDdl: t.lastDdl,
+    carriesFlattened: t.formats.has(FLATTENED_FORMAT) || undefined,
     now,
   };
 }

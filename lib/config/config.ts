@@ -259,8 +259,10 @@ const ConfigInputSchema = strict({
   /** Wire format of the messages, or `auto` to detect per message. @default "auto" */
   format: z.enum(FORMATS).default('auto'),
   /**
-   * What a Kafka tombstone (key, null value) means: `delete` the key, or `ignore` it.
-   * @default "delete" when `format` is `debezium-flattened` (deletes arrive only as tombstones), else "ignore"
+   * What a Kafka tombstone (key, null value) means: `delete` the key, `ignore` it, or `auto`: a
+   * delete once the table is known to carry Debezium flattened records (seen by the container, or
+   * recorded in the table's status row), ignored before (a `kafka-tombstone` control in raw).
+   * @default "delete" when `format` is `debezium-flattened` (deletes arrive only as tombstones), "auto" when it is "auto", else "ignore"
    */
   kafkaTombstones: z.enum(KAFKA_TOMBSTONES).optional(),
   tables: z.array(TableInput).min(1, 'must list at least one table'),
@@ -306,7 +308,7 @@ function resolveSource(parsed: Parsed) {
 }
 
 function resolve(parsed: Parsed) {
-  const kafkaTombstones: KafkaTombstones = parsed.kafkaTombstones ?? (parsed.format === 'debezium-flattened' ? 'delete' : 'ignore');
+  const kafkaTombstones: KafkaTombstones = parsed.kafkaTombstones ?? (parsed.format === 'debezium-flattened' ? 'delete' : parsed.format === 'auto' ? 'auto' : 'ignore');
   const source = resolveSource(parsed);
   const retentionSeconds = source.retentionHours * 3600;
   return {

@@ -28,7 +28,7 @@
  * - snapshot: always false. CockroachDB has no snapshot marker: initial-scan rows look like inserts.
  */
 import { DecodeError, PositionError } from '../errors.js';
-import { isJsonObject, type JsonObject, type JsonValue } from '../json.js';
+import { isJsonObject, type JsonObject, type JsonValue, parseJson } from '../json.js';
 import { parseHlc, sourcePosition } from '../position.js';
 import { isQuarantineReason } from '../reasons.js';
 import type { ChangeEvent, ControlEvent, DecodeContext, FormatDecoder, InboundMessage, Key, NormalizedEvent, RowOp } from '../types.js';
@@ -194,6 +194,32 @@ function rowEnvelopeEvent(message: InboundMessage, value: JsonObject, ctx: Decod
   return changeEvent({ format: FORMAT, op: 'u', table, key: mapKey(table, message.key ?? undefined, ctx), after: value, position: transportOrder(message) });
 }
 
+/**
+ * A sinkless changefeed's row (`CREATE CHANGEFEED FOR TABLE t` with no sink: the SQL result's
+ * `table`, `key` and `value` columns, forwarded as one JSON object): `{"key":"[\"seattle\", …]",
+ * "table":"users","value":"{\"after\": …}"}`, key and value as JSON text. With envelope=key_only
+ * the value is empty.
+ */
+function isSinklessRow(value: JsonObject): boolean {
+  const keys = Object.keys(value);
+  return keys.length === 3 && typeof value.key === 'string' && typeof value.table === 'string' && typeof value.value === 'string';
+}
+
+/** The message inside a sinkless row, as if it had come from Kafka with the table as its topic. */
+function unwrapSinkless(message: InboundMessage, value: JsonObject): InboundMessage {
+  if (value.value === '') {
+    throw decodeError('unsupported-envelope', 'cockroachdb sinkless row has an empty value (envelope=key_only): it cannot tell a delete from an upsert; use envelope=wrapped');
+  }
+  const inner = (field: 'key' | 'value'): JsonValue => {
+    try {
+      return parseJson(String(value[field]));
+    } catch {
+      throw decodeError('bad-field', `cockroachdb sinkless row "${field}" must be JSON text`);
+    }
+  };
+  return { ...message, key: inner('key'), value: inner('value'), topic: String(value.table) };
+}
+
 /** The Pub/Sub sink's `{Key, Value, Topic}` wrapper (Topic optional). */
 function isPubSubWrapper(value: JsonObject): boolean {
   const keys = Object.keys(value);
@@ -244,14 +270,14 @@ export const cockroachdb: FormatDecoder = {
   name: FORMAT,
   ordering: 'source',
   shape:
-    '{after, before?, key?, topic?, updated?, mvcc_timestamp?} | {<columns>, __crdb__:{…}} | {after, op, ts_ns, source} | {payload:[…], length} | {Key, Value, Topic} | {resolved} | a row keyed by a JSON array (envelope=row)',
+    '{after, before?, key?, topic?, updated?, mvcc_timestamp?} | {<columns>, __crdb__:{…}} | {after, op, ts_ns, source} | {payload:[…], length} | {Key, Value, Topic} | {key, table, value} (sinkless) | {resolved} | a row keyed by a JSON array (envelope=row)',
   detect(message: InboundMessage): boolean {
     const v = message.value;
     if (!isJsonObject(v)) return false;
     if (isJsonObject(v.__crdb__)) return true;
     if (isResolved(v) !== undefined) return true;
     if (Array.isArray(v.payload) && typeof v.length === 'number') return true;
-    if (isPubSubWrapper(v)) return true;
+    if (isPubSubWrapper(v) || isSinklessRow(v)) return true;
     const keys = Object.keys(v);
     if (!('after' in v)) return false;
     if (keys.every((k) => WRAPPED_KEYS.has(k))) return true;
@@ -262,9 +288,10 @@ export const cockroachdb: FormatDecoder = {
   decode(message: InboundMessage, ctx: DecodeContext): NormalizedEvent[] {
     const value = message.value;
     if (!isJsonObject(value)) throw decodeError('bad-shape', `cockroachdb message value must be a JSON object, got ${describe(value)}`);
-    if (!isPubSubWrapper(value)) return decodeValue(message, value, ctx);
-    const inner = unwrapPubSub(message, value);
-    if (!isJsonObject(inner.value)) throw decodeError('bad-shape', `cockroachdb {Key, Value, Topic} Value must be a JSON object, got ${describe(inner.value)}`);
+    const sinkless = isSinklessRow(value);
+    if (!sinkless && !isPubSubWrapper(value)) return decodeValue(message, value, ctx);
+    const inner = sinkless ? unwrapSinkless(message, value) : unwrapPubSub(message, value);
+    if (!isJsonObject(inner.value)) throw decodeError('bad-shape', `cockroachdb ${sinkless ? 'sinkless row value' : '{Key, Value, Topic} Value'} must be a JSON object, got ${describe(inner.value)}`);
     return decodeValue(inner, inner.value, ctx);
   },
 };

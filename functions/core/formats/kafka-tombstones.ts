@@ -24,9 +24,18 @@ import { changeEvent, controlEvent, decodeError, describe, epochMsOrNull, transp
 
 export const KAFKA_TOMBSTONE_FORMAT = 'kafka-tombstone';
 
-/** What a Kafka tombstone means for a table: apply it as a delete of its key, or ignore it. */
-export const TOMBSTONE_MODES = ['ignore', 'delete'] as const;
-export type TombstoneMode = (typeof TOMBSTONE_MODES)[number];
+/** What a Kafka tombstone does: it is applied as a delete of its key, or ignored. */
+export type TombstoneMode = 'ignore' | 'delete';
+
+/**
+ * The setting per table: `ignore`, `delete`, or `auto`: a delete once the table is known to carry
+ * Debezium flattened records (seen in this container, or recorded in its status row), else ignored.
+ */
+export const TOMBSTONE_SETTINGS = ['ignore', 'delete', 'auto'] as const;
+export type TombstoneSetting = (typeof TOMBSTONE_SETTINGS)[number];
+
+/** The format name of flattened (`ExtractNewRecordState`) records, whose deletes arrive only as tombstones. */
+export const FLATTENED_FORMAT = 'debezium-flattened';
 
 /** The configured table a tombstone belongs to, or null: topic `<prefix>.<schema>.<table>`, the whole topic, or the only table. */
 export function tombstoneTable(topic: string | null, isConfigured: (table: string) => boolean, onlyTable: string | undefined): string | null {
@@ -38,9 +47,10 @@ export function tombstoneTable(topic: string | null, isConfigured: (table: strin
   return onlyTable ?? null;
 }
 
-/** The control event of an ignored tombstone; it names the table when one can be told. */
-export function ignoredTombstone(message: InboundMessage, table: string | null): ControlEvent {
-  return controlEvent({ format: KAFKA_TOMBSTONE_FORMAT, control: 'kafka-tombstone', table, detail: isJsonObject(message.key) ? { key: message.key } : {} });
+/** The control event of an ignored tombstone; it names the table when one can be told, and why it was not applied. */
+export function ignoredTombstone(message: InboundMessage, table: string | null, why?: string): ControlEvent {
+  const detail = { ...(isJsonObject(message.key) ? { key: message.key } : {}), ...(why !== undefined ? { ignored: why } : {}) };
+  return controlEvent({ format: KAFKA_TOMBSTONE_FORMAT, control: 'kafka-tombstone', table, detail });
 }
 
 /** Throws `tombstone-table-unknown` with what was tried. */

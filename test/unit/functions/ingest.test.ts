@@ -6,11 +6,14 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { BatchGetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import { marshall } from '@aws-sdk/util-dynamodb';
 import { kinesisEvent, mskEvent } from '../../../bin/cli/kinesis-shape.js';
 import { parseConfig } from '../../../lib/config/config.js';
 import type { PlannedWrite } from '../../../functions/core/plan.js';
 import { handleEvent } from '../../../functions/ingest.js';
 import { pgMessage } from '../../helpers/debezium.js';
+import { readFixture } from '../../helpers/messages.js';
 import { mockedDeps, putObjects } from '../../helpers/mocked-deps.js';
 
 const config = parseConfig({
@@ -77,5 +80,61 @@ describe('ingest handler', () => {
     assert.equal(quarantine?.lines.length, 1);
     assert.equal(quarantine?.lines[0]?.reason, 'too-many-columns');
     assert.equal(metrics.totals.get('public.customers:EventsApplied'), 2);
+  });
+
+  describe('Kafka tombstones of Debezium flattened feeds under format "auto" (issue 20, item 13)', () => {
+    // Debezium ExtractNewRecordState, delete.tombstone.handling.mode=tombstone (the default since 2.5):
+    // test/fixtures/debezium/flattened-default-no-metadata.json and flattened-default-tombstone.json.
+    const flatConfig = parseConfig({
+      name: 'shop',
+      tables: [
+        { source: 'inventory.customers', target: 'shop-inv-customers', key: ['id'], keyTypes: { id: 'number' } },
+        { source: 'inventory.orders', target: 'shop-inv-orders', key: ['id'], keyTypes: { id: 'number' } },
+      ],
+      raw: { bucket: 'shop-raw' },
+    });
+    const topic = 'dbserver1.inventory.customers';
+    const row = Buffer.from(JSON.stringify(readFixture('debezium', 'flattened-default-no-metadata').message_value));
+    const key = Buffer.from(JSON.stringify({ id: 1004 }));
+    const tombstoneWrites = (ddb: ReturnType<typeof mockedDeps>['ddb']) =>
+      ddb.commandCalls(PutItemCommand).filter((c) => c.args[0].input.TableName === 'shop-inv-customers' && c.args[0].input.Item?.__deleted?.BOOL === true);
+
+    it('deletes the row when the tombstone follows the flattened insert in the batch', async () => {
+      const { deps, ddb } = mockedDeps(flatConfig);
+      const event = mskEvent([
+        { topic, partition: 0, offset: 40, key, value: row, timestamp: 1 },
+        { topic, partition: 0, offset: 41, key, value: null, timestamp: 2 },
+      ]);
+      assert.deepEqual(await handleEvent(event, deps), { batchItemFailures: [] });
+      assert.equal(tombstoneWrites(ddb).length, 1, 'one guarded tombstone for id 1004');
+    });
+
+    it('deletes it in a fresh container too, from what the status row recorded (carriesFlattened)', async () => {
+      const { deps, ddb } = mockedDeps(flatConfig);
+      ddb.on(BatchGetItemCommand).resolves({ Responses: { 'shop-status': [marshall({ pipeline: 'shop', table: 'inventory.customers', carriesFlattened: true })] } });
+      const event = mskEvent([{ topic, partition: 0, offset: 41, key, value: null, timestamp: 2 }]);
+      assert.deepEqual(await handleEvent(event, deps), { batchItemFailures: [] });
+      assert.equal(tombstoneWrites(ddb).length, 1);
+    });
+
+    it('keeps a tombstone of a table never seen flattened as a control in raw, saying why', async () => {
+      const { deps, ddb, s3 } = mockedDeps(flatConfig);
+      const event = mskEvent([{ topic: 'dbserver1.inventory.orders', partition: 0, offset: 7, key, value: null, timestamp: 2 }]);
+      assert.deepEqual(await handleEvent(event, deps), { batchItemFailures: [] });
+      assert.equal(ddb.commandCalls(PutItemCommand).length, 0);
+      const raw = putObjects(s3).flatMap((o) => o.lines);
+      assert.equal(raw[0]?.control, 'kafka-tombstone');
+    });
+  });
+
+  it('quarantines a CockroachDB sinkless key_only row as unsupported-envelope (issue 20, item 14)', async () => {
+    // CockroachDB docs, "key_only" with a sinkless changefeed: test/fixtures/cockroachdb/sinkless-key-only.json
+    const crdb = parseConfig({ name: 'shop', tables: [{ source: 'users', target: 'shop-users', key: ['city', 'id'] }, { source: 'orders', target: 'shop-orders', key: ['id'] }], raw: { bucket: 'shop-raw' } });
+    const { deps, s3 } = mockedDeps(crdb);
+    const value = Buffer.from(JSON.stringify(readFixture('cockroachdb', 'sinkless-key-only').message_value));
+    const event = kinesisEvent('cdc', 'shardId-000000000000', [{ data: value, partitionKey: 'k', sequenceNumber: '700', arrival: new Date() }]);
+    assert.deepEqual(await handleEvent(event, deps), { batchItemFailures: [] });
+    const quarantine = putObjects(s3).find((o) => o.key.startsWith('quarantine/'));
+    assert.equal(quarantine?.lines[0]?.reason, 'unsupported-envelope');
   });
 });

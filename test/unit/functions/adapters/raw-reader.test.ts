@@ -23,7 +23,7 @@ import { readFixture } from '../../../helpers/messages.js';
 import { pgMessage } from '../../../helpers/debezium.js';
 import { fakeS3 } from '../../../helpers/fake-s3.js';
 
-const config = parseConfig({
+const rawConfigInput = {
   name: 'rr',
   tables: [
     { source: 'public.customers', target: 'rr-customers', key: ['id'], keyTypes: { id: 'number' } },
@@ -32,7 +32,8 @@ const config = parseConfig({
     { source: 'public.caf_', target: 'rr-caf', key: ['id'], keyTypes: { id: 'number' } },
   ],
   raw: { bucket: 'rr-raw' },
-});
+};
+const config = parseConfig(rawConfigInput);
 const normalizer = new Normalizer(config);
 const T0 = Date.parse('2026-11-30T06:10:00Z');
 
@@ -72,6 +73,24 @@ const s3 = fakeS3();
 after(() => s3.restore());
 
 describe('raw reader', () => {
+  it('gives a tombstone read back the decision it got when it landed: a change line deletes, a control line was ignored', () => {
+    const deleting = new Normalizer(parseConfig({ ...rawConfigInput, kafkaTombstones: 'delete' }));
+    const landed = deleting.normalize(record(null, 3));
+    assert.ok(landed.ok);
+    const deleteLine = rawLineFor(recordPart(record(null, 3), landed.texts), landed.events[0] as never, true);
+    const ignoringLine = rawLineFor(recordPart(record(null, 4), landed.texts), { kind: 'control', format: 'kafka-tombstone', control: 'kafka-tombstone', table: 'public.customers', position: null, txid: null, commitTs: null, detail: {} }, true);
+    const parsed = parseRawObject(text([deleteLine, ignoringLine]), 'k');
+    assert.deepEqual(
+      parsed.records.map((r) => r.record.tombstone),
+      ['delete', 'ignore'],
+    );
+    // A Normalizer that would ignore tombstones still repeats the landed delete (a replay), and vice versa.
+    const ignoring = new Normalizer(config);
+    const [first, second] = parsed.records.map((r) => ignoring.normalize(r.record));
+    assert.ok(first?.ok && first.events[0]?.kind === 'change' && first.events[0].op === 'd');
+    assert.ok(second?.ok && second.events[0]?.kind === 'control');
+  });
+
   it('rebuilds what RawStore.land wrote (first layout) into records that normalize to the same events', async () => {
     const records = [record(customer(1, 10, 'Ann'), 1), record(customer(2, 12, 'Bob'), 2), record(customer(1, 14, 'Cy'), 3)];
     const store = new RawStore(s3.client, 'rr-raw', 'raw/', 'quarantine/');

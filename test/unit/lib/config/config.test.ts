@@ -33,7 +33,7 @@ describe('config resolution', () => {
     assert.equal(c.statusTable, 'shop-status');
     assert.deepEqual(c.source, { type: 'kinesis', streamName: 'shop-cdc', create: true, shardCount: 0, retentionHours: 24 });
     assert.equal(c.ingest.maxRecordAgeSeconds, 12 * 3600, 'half of the 24 h retention');
-    assert.deepEqual(c.apply, { concurrency: 16, maxRetries: 6, maxItemBytes: 350_000 });
+    assert.deepEqual(c.apply, { concurrency: 16, maxColumns: 5000, maxRetries: 6, maxItemBytes: 350_000 });
     assert.deepEqual(c.dms, { beforeImageField: 'before-image' });
     assert.equal(c.alarms.offsetLag, 100_000);
     assert.equal(c.ingest.reservedConcurrency, undefined);
@@ -41,7 +41,7 @@ describe('config resolution', () => {
 
   it('fills the nested defaults of a partly given section (no repeated default objects)', () => {
     const c = parseConfig({ ...valid, apply: { concurrency: 4 }, ingest: { batchSize: 10 }, alarms: { conflicts: 3 } });
-    assert.deepEqual(c.apply, { concurrency: 4, maxRetries: 6, maxItemBytes: 350_000 });
+    assert.deepEqual(c.apply, { concurrency: 4, maxColumns: 5000, maxRetries: 6, maxItemBytes: 350_000 });
     assert.equal(c.ingest.batchSize, 10);
     assert.equal(c.ingest.retryAttempts, 5);
     assert.equal(c.alarms.conflicts, 3);
@@ -60,9 +60,10 @@ describe('config resolution', () => {
     assert.doesNotThrow(() => parseConfig({ ...valid, ingest: { maxRecordAgeSeconds: 43_200 } }));
   });
 
-  it('defaults kafkaTombstones from the format: delete for debezium-flattened, ignore otherwise; a table may override', () => {
-    assert.equal(parseConfig(valid).kafkaTombstones, 'ignore');
-    assert.equal(parseConfig(valid).tables[0]?.kafkaTombstones, 'ignore');
+  it('defaults kafkaTombstones from the format: delete for debezium-flattened, auto under auto, ignore otherwise; a table may override', () => {
+    assert.equal(parseConfig(valid).kafkaTombstones, 'auto');
+    assert.equal(parseConfig(valid).tables[0]?.kafkaTombstones, 'auto');
+    assert.equal(parseConfig({ ...valid, format: 'debezium' }).kafkaTombstones, 'ignore');
     const flat = parseConfig({ ...valid, format: 'debezium-flattened' });
     assert.equal(flat.kafkaTombstones, 'delete');
     assert.equal(flat.tables[0]?.kafkaTombstones, 'delete');

@@ -122,6 +122,28 @@ describe('formats seen in the wild', () => {
     assert.equal(webhook.reason, 'unsupported-envelope');
   });
 
+  it('refuses the sinkless key_only form {key, table, value: ""} as unsupported-envelope, under auto and under cockroachdb (issue 20, item 14)', () => {
+    // CockroachDB docs, "key_only", sinkless changefeeds: test/fixtures/cockroachdb/sinkless-key-only.json
+    for (const extra of [{}, { format: 'cockroachdb' }]) {
+      const n = normalizerFor([{ source: 'users', key: ['city', 'id'] }, { source: 'orders', key: ['id'] }], extra);
+      const result = n.normalize(fixtureRecord('cockroachdb', 'sinkless-key-only'));
+      assert.ok(!result.ok);
+      assert.equal(result.reason, 'unsupported-envelope');
+      assert.match(result.detail, /sinkless row has an empty value \(envelope=key_only\)/);
+    }
+  });
+
+  it('reads a sinkless row of the wrapped envelope: key and value as JSON text, the table column as the topic', () => {
+    // CockroachDB docs, "Responses" (table, key, value columns): test/fixtures/cockroachdb/sinkless-wrapped.json
+    const n = normalizerFor([{ source: 'users', key: ['city', 'id'] }, { source: 'orders', key: ['id'] }]);
+    const [e, ...rest] = changesOf(n.normalize(fixtureRecord('cockroachdb', 'sinkless-wrapped')));
+    assert.equal(rest.length, 0);
+    assert.equal(e?.table, 'users');
+    assert.deepEqual(e?.key, { city: 'seattle', id: 'fff726cc-13b3-475f-ad92-a21cafee5d3f' });
+    assert.equal(e?.after?.name, 'Amanda Lee');
+    assert.deepEqual(e?.position, { tuple: [1735732800123456789n, 0n], strength: 'source' });
+  });
+
   it('reads Canal INIT rows (initial load, Flink canal-data-with-init.txt) as snapshot reads with no position', () => {
     const n = normalizerFor([{ source: 'inventory.products2', key: ['id'], keyTypes: { id: 'number' } }]);
     const events = changesOf(n.normalize(fixtureRecord('canal', 'init-first-load')));

@@ -97,3 +97,37 @@ describe('kafkaTombstones: "ignore" (the default for the full Debezium envelope 
     assert.ok(ignored.ok && ignored.events[0]?.kind === 'control');
   });
 });
+
+describe('kafkaTombstones: "auto" (the default under format "auto"; issue 20, item 13)', () => {
+  it('deletes with a tombstone once a Debezium flattened record of the table was seen, and says why it ignored one before', () => {
+    const n = normalizerFor([customers, { source: 'inventory.orders', key: ['id'] }]);
+    const before = n.normalize(tombstone('39'));
+    assert.ok(before.ok && before.events[0]?.kind === 'control');
+    assert.match(String(before.events[0]?.kind === 'control' ? before.events[0].detail.ignored : ''), /auto and no Debezium flattened record of this table/);
+    assert.equal(n.openTombstoneTable(tombstone('39')), 'inventory.customers');
+    changesOf(n.normalize(row('40')));
+    assert.equal(n.openTombstoneTable(tombstone('41')), null, 'settled once the table is known');
+    const [e] = changesOf(n.normalize(tombstone('41')));
+    assert.equal(e?.op, 'd');
+    assert.deepEqual(e?.key, { id: 1004 });
+    const orders = n.normalize(kafkaRecord(null, { topic: 'dbserver1.inventory.orders', key: { id: 1 } }));
+    assert.ok(orders.ok && orders.events[0]?.kind === 'control', 'another table is not known to be flattened');
+  });
+
+  it('deletes, in one batch, a row whose flattened insert and tombstone arrive together (the default feed of Debezium >= 2.5)', () => {
+    const n = normalizerFor([customers]);
+    const k = keyId(customers, { id: 1004 });
+    const state = applyBatches(n, [[row('40'), tombstone('41')]]);
+    assert.equal(state.get('inventory.customers', k)?.deleted, true);
+  });
+
+  it('learns a table from what its status row recorded (noteFlattened), and repeats a landed decision (record.tombstone)', () => {
+    const n = normalizerFor([customers]);
+    n.noteFlattened('inventory.customers');
+    assert.equal(changesOf(n.normalize(tombstone('41')))[0]?.op, 'd');
+    const fresh = normalizerFor([customers]);
+    assert.equal(changesOf(fresh.normalize({ ...tombstone('41'), tombstone: 'delete' }))[0]?.op, 'd', 'replay repeats the delete it applied');
+    const ignored = normalizerFor([customers], { kafkaTombstones: 'delete' }).normalize({ ...tombstone('41'), tombstone: 'ignore' });
+    assert.ok(ignored.ok && ignored.events[0]?.kind === 'control', 'and the ignore it applied');
+  });
+});
