@@ -11,17 +11,35 @@
 import type { TidemarkConfig } from './config/types.js';
 import type { RuntimeClients } from './adapters/clients.js';
 import { buildStorage, type Storage } from './adapters/storage.js';
-import type { Log, MetricSink } from './telemetry/sinks.js';
+import { type KeyRef, keyRefOf, type Log, type MetricSink, noKeyRef } from './telemetry/sinks.js';
+import { loadLedgerKeys } from './adapters/ledger-keys.js';
+import { errorMessage } from './core/errors.js';
 import type { IngestDeps } from './ingest/process-batch.js';
 import type { JobDeps } from './jobs/deps.js';
 import type { JobContext } from './replay/job.js';
 import type { EraseContext } from './erase/erase.js';
 
-/** Where a handler reports, and its clock (tests fix it). */
+/** Where a handler reports, how it names keys in log lines, and its clock (tests fix it). */
 export interface Telemetry {
   readonly metrics: MetricSink;
   readonly log: Log;
+  /** @default no key names in log lines, only tables and positions */
+  readonly keyRef?: KeyRef;
   readonly now?: () => number;
+}
+
+/**
+ * The keyed hash log lines name keys by: the erase ledger's, under its current key. Without a
+ * readable ledger key (a local run with none exported) log lines name no key at all; that is said
+ * once, and the handler runs on.
+ */
+export async function ledgerKeyRef(config: TidemarkConfig, log: Log, env: NodeJS.ProcessEnv = process.env): Promise<KeyRef> {
+  try {
+    return keyRefOf((await loadLedgerKeys(config.replay.erase.ledgerKeySecret, env)).current.secret);
+  } catch (err) {
+    log.warn('no erase ledger key: log lines name no keys, only tables and positions', { reason: errorMessage(err) });
+    return noKeyRef;
+  }
 }
 
 /** The ingest path: decode, land raw, apply under the guard, report. */
@@ -35,6 +53,7 @@ export function ingestDeps(config: TidemarkConfig, clients: RuntimeClients, tele
     sweeper: storage.sweeper,
     metrics: telemetry.metrics,
     log: telemetry.log,
+    keyRef: telemetry.keyRef ?? noKeyRef,
     now: telemetry.now,
   };
 }
@@ -51,13 +70,14 @@ export function jobDeps(config: TidemarkConfig, clients: RuntimeClients, telemet
     status: storage.status,
     metrics: telemetry.metrics,
     log: telemetry.log,
+    keyRef: telemetry.keyRef ?? noKeyRef,
     now: storage.now,
   };
 }
 
 /** Every step of a replay run (its engine is built per batch over `storage`). */
-export function replayContext<C extends RuntimeClients>(config: TidemarkConfig, clients: C, log: Log, env?: NodeJS.ProcessEnv): JobContext & { readonly clients: C } {
-  return { config, clients, storage: buildStorage(config, clients), log, ...(env !== undefined ? { env } : {}) };
+export function replayContext<C extends RuntimeClients>(config: TidemarkConfig, clients: C, log: Log, env?: NodeJS.ProcessEnv, keyRef: KeyRef = noKeyRef): JobContext & { readonly clients: C } {
+  return { config, clients, storage: buildStorage(config, clients), log, keyRef, ...(env !== undefined ? { env } : {}) };
 }
 
 /** Every step of an erase run. */

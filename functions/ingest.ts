@@ -15,16 +15,17 @@ import { loadRuntimeConfig as configFromEnv } from './config/runtime.js';
 import { SERVICE_NAME } from './telemetry/contract.js';
 import { mskPartitions, recordsFromKinesis } from './adapters/records.js';
 import { logFromPowertools, PowertoolsMetricSink } from './telemetry/sinks.js';
-import { ingestDeps } from './composition.js';
+import { ingestDeps, ledgerKeyRef } from './composition.js';
 import { type IngestDeps, type Invocation, processBatch } from './ingest/process-batch.js';
 
 const log = logFromPowertools(new Logger({ serviceName: SERVICE_NAME }));
-let deps: IngestDeps | undefined;
+let deps: Promise<IngestDeps> | undefined;
 
-function coldStart(): IngestDeps {
+/** Config, clients and the ledger key (log lines name keys by its keyed hash), once per container. */
+async function coldStart(): Promise<IngestDeps> {
   const config = configFromEnv();
   const clients = createRuntimeClients({ maxAttempts: config.apply.maxRetries + 1 });
-  return ingestDeps(config, clients, { metrics: new PowertoolsMetricSink(config.name), log });
+  return ingestDeps(config, clients, { metrics: new PowertoolsMetricSink(config.name), log, keyRef: await ledgerKeyRef(config, log) });
 }
 
 const isMsk = (event: KinesisStreamEvent | MSKEvent): event is MSKEvent => (event as MSKEvent).eventSource === 'aws:kafka' || 'records' in event;
@@ -35,8 +36,11 @@ export interface KafkaBatchResponse {
 }
 
 export async function handler(event: KinesisStreamEvent | MSKEvent, context?: Context): Promise<KinesisStreamBatchResponse | KafkaBatchResponse> {
-  deps ??= coldStart();
-  return handleEvent(event, deps, context ? { remainingTimeMs: () => context.getRemainingTimeInMillis() } : {});
+  deps ??= coldStart().catch((err: unknown) => {
+    deps = undefined;
+    throw err;
+  });
+  return handleEvent(event, await deps, context ? { remainingTimeMs: () => context.getRemainingTimeInMillis() } : {});
 }
 
 /** The handler's body with its dependencies injected: the local runner and tests call it directly. */

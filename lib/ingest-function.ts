@@ -13,6 +13,7 @@ import { Construct } from 'constructs';
 import type { TidemarkConfig } from './config/config.js';
 import { INGEST_RUNTIME, MAX_ENVIRONMENT_BYTES, METRIC_NAMESPACE, SERVICE_NAME } from './defaults.js';
 import { handlerCode } from './handler-asset.js';
+import type { LedgerKeyAccess } from './replay/jobs.js';
 
 /**
  * DynamoDB actions on the target tables: guarded puts and patches (PutItem, UpdateItem), the
@@ -100,6 +101,8 @@ export interface IngestFunctionProps {
    * @default false
    */
   readonly sourceMaps?: boolean;
+  /** The erase ledger key, read at cold start: log lines name keys by its keyed hash. @default - log lines name no keys */
+  readonly ledgerKey?: LedgerKeyAccess;
 }
 
 export class IngestFunction extends Construct {
@@ -144,7 +147,9 @@ export class IngestFunction extends Construct {
       this.role.addToPrincipalPolicy(new iam.PolicyStatement({ sid: 'UsePipelineKey', actions: [...KEY_ACTIONS], resources: [props.encryptionKey.keyArn] }));
     }
 
-    const asset = handlerCode({ name: 'ingest', config, ...(props.entry ? { entry: props.entry } : {}), sourceMap: props.sourceMaps ?? false });
+    props.ledgerKey?.grantRead(this.role);
+    const shipped = props.ledgerKey ? props.ledgerKey.runtimeConfig(config) : config;
+    const asset = handlerCode({ name: 'ingest', config: shipped, ...(props.entry ? { entry: props.entry } : {}), sourceMap: props.sourceMaps ?? false });
     this.bundleBytes = asset.bundleBytes;
     this.codeDirectory = asset.directory;
     const environment: Record<string, string> = {

@@ -194,7 +194,8 @@ export class TidemarkPipeline extends Construct {
     this.encryptionKey = key;
     const withKey = key ? { encryptionKey: key } : {};
 
-    this.rawStore = new RawStore(this, 'Raw', { raw: config.raw, removalPolicy, ...withKey, ...(props.bucketName ? { bucketName: props.bucketName } : {}) });
+    const jobs = { jobsPrefix: config.replay.jobsPrefix, jobsRetentionDays: config.replay.jobsRetentionDays, reportPrefix: config.jobs.reportPrefix, reportRetentionDays: config.jobs.reportRetentionDays };
+    this.rawStore = new RawStore(this, 'Raw', { raw: config.raw, jobs, removalPolicy, ...withKey, ...(props.bucketName ? { bucketName: props.bucketName } : {}) });
     this.currentState = new CurrentState(this, 'CurrentState', { tables: config.tables, statusTable: config.statusTable, removalPolicy, ...withKey });
     this.deadLetterQueue = new sqs.Queue(this, 'DeadLetterQueue', {
       queueName: `${config.name}-ingest-failures`,
@@ -206,10 +207,14 @@ export class TidemarkPipeline extends Construct {
     this.rawStore.notifyFailedBatches(this.deadLetterQueue);
     this.onFailure = new S3OnFailure(this.rawStore.bucket);
 
+    // Replay and erase own the erase ledger key; the ingest and the jobs read it to name keys in logs.
+    const entries = props.ingestEntry ? { replay: props.ingestEntry, erase: props.ingestEntry } : undefined;
+    this.replay = new ReplayJobs(this, 'Replay', { config, rawStore: this.rawStore, currentState: this.currentState, removalPolicy, entries, ...withKey });
     this.ingest = new IngestFunction(this, 'Ingest', {
       config,
       bucket: this.rawStore.bucket,
       removalPolicy,
+      ledgerKey: this.replay.ledgerKey,
       ...withKey,
       ...(props.ingestEntry ? { entry: props.ingestEntry } : {}),
       ...(props.sourceMaps ? { sourceMaps: true } : {}),
@@ -221,13 +226,11 @@ export class TidemarkPipeline extends Construct {
     for (const mapping of this.eventSourceMappings) mapping.node.addDependency(this.currentState);
 
     this.history = new History(this, 'History', { pipelineName: config.name, rawPrefix: config.raw.prefix, bucket: this.rawStore.bucket });
-    // A stand-in ingest handler (tests, offline synth) stands in for the job handlers too: one bundle.
-    const entries = props.ingestEntry ? { replay: props.ingestEntry, erase: props.ingestEntry } : undefined;
-    this.replay = new ReplayJobs(this, 'Replay', { config, rawStore: this.rawStore, currentState: this.currentState, removalPolicy, entries, ...withKey });
+
     this.metrics = new TidemarkMetricFactory({ pipeline: config.name });
     if (props.monitoring ?? true) this.monitoring = this.createMonitoring(config, key);
     const alarmTopic = this.monitoring ? { alarmTopic: this.monitoring.alarmTopic } : {};
-    this.jobs = new TidemarkJobs(this, 'Jobs', { config, rawStore: this.rawStore, currentState: this.currentState, removalPolicy, ...alarmTopic, ...withKey });
+    this.jobs = new TidemarkJobs(this, 'Jobs', { config, rawStore: this.rawStore, currentState: this.currentState, removalPolicy, ledgerKey: this.replay.ledgerKey, ...alarmTopic, ...withKey });
     this.addOutputs(config);
   }
 

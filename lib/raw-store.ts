@@ -5,7 +5,8 @@
  * queue. Access is logged to a separate bucket.
  *
  * Lifecycle: raw moves to STANDARD_IA after `infrequentAccessAfterDays` and is never expired (it is
- * the replay source); quarantine expires after `quarantineRetentionDays`; failed batches are kept
+ * the replay source); quarantine expires after `quarantineRetentionDays`; job runs and reports
+ * expire after `replay.jobsRetentionDays` and `jobs.reportRetentionDays`; failed batches are kept
  * until replayed and removed by hand; noncurrent versions go after 30 days.
  */
 import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
@@ -19,6 +20,13 @@ import { ON_FAILURE_PREFIX, type TidemarkConfig } from './config/config.js';
 export interface RawStoreProps {
   /** The resolved `raw` section: bucket name, prefixes and lifecycle. */
   readonly raw: TidemarkConfig['raw'];
+  /**
+   * Where the jobs keep requests and results (`replay.jobsPrefix`) and reports and scratch space
+   * (`jobs.reportPrefix`), and for how long: both expire, so that what a failed run leaves (an erase
+   * request holds a key) does not stay.
+   * @default - no expiry of either prefix
+   */
+  readonly jobs?: { readonly jobsPrefix: string; readonly jobsRetentionDays: number; readonly reportPrefix: string; readonly reportRetentionDays: number };
   /**
    * Name of the raw bucket.
    * @default raw.bucket
@@ -106,6 +114,12 @@ export class RawStore extends Construct {
           ],
         },
         { id: 'expire-quarantine', prefix: raw.quarantinePrefix, expiration: Duration.days(raw.quarantineRetentionDays) },
+        ...(props.jobs
+          ? [
+              { id: 'expire-job-runs', prefix: props.jobs.jobsPrefix, expiration: Duration.days(props.jobs.jobsRetentionDays) },
+              { id: 'expire-reports', prefix: props.jobs.reportPrefix, expiration: Duration.days(props.jobs.reportRetentionDays) },
+            ]
+          : []),
         {
           id: 'noncurrent-and-multipart',
           noncurrentVersionExpiration: Duration.days(30),

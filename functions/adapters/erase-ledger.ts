@@ -2,110 +2,73 @@
  * The erase ledger: one entry per erased (table, key), so that replay and reconcile never bring an
  * erased row back from older history while a later, genuine change of the same key still applies.
  *
- * An entry holds a keyed hash of the key (HMAC-SHA-256 with a secret, so the ledger alone cannot be
- * matched against guessed keys), the highest position known for the key when it was erased, the
- * time and a reason. Never values, never the key itself. Entries live in the status table under
- * the partition `<pipeline>#erased`, sort key `<table>#<hash>`, so `tidemark status` never shows them.
+ * An entry holds a keyed hash of the key (ledger-keys.ts: HMAC-SHA-256 with a secret, so the ledger
+ * alone cannot be matched against guessed keys) and the id of the key that hashed it, the highest
+ * position known for the key when it was erased, the time and a reason. Never values, never the key
+ * itself. Entries live in the status table under the partition `<pipeline>#erased`, sort key
+ * `<table>#<hash>`, so `tidemark status` never shows them. Beside them, one row per key id holds
+ * that key's fingerprint (sort key `#key#<id>`), written on first use: a key whose fingerprint
+ * differs is refused, because it would match no entry.
  *
  *   const ledger = new EraseLedger(dynamodb, config.statusTable, config.name);
- *   const view = await ledger.view(secret, ['public.customers']);
+ *   const view = await ledger.view(keyring, ['public.customers']);
  *   view.blocks('public.customers', '["42"]', encodedPosition)   // true: at or before the erasure
  */
-import { createHmac } from 'node:crypto';
-import { type AttributeValue, ConditionalCheckFailedException, type DynamoDBClient, PutItemCommand, QueryCommand } from '@aws-sdk/client-dynamodb';
-import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
-import { errorMessage, TidemarkError } from '../core/errors.js';
+import { type AttributeValue, ConditionalCheckFailedException, type DynamoDBClient, GetItemCommand, PutItemCommand, QueryCommand } from '@aws-sdk/client-dynamodb';
+import { keyHash } from '../core/key-hash.js';
+import { EraseSecretError, FIRST_KEY_ID, type LedgerKey, type LedgerKeyring } from './ledger-keys.js';
+
+export { EraseSecretError, LedgerKeyring, loadLedgerKeys } from './ledger-keys.js';
 
 export interface LedgerEntry {
   readonly table: string;
-  /** HMAC-SHA-256 (base64url) of the table and canonical key text. */
+  /** HMAC-SHA-256 (base64url) of the table and canonical key text, under key `keyId`. */
   readonly keyHash: string;
+  /** The ledger key that made `keyHash` (`k1` for entries written before key ids). */
+  readonly keyId: string;
   /** Encoded position: changes of the key at or below it are never applied again. `''` when none was known. */
   readonly position: string;
   readonly erasedAt: number;
   readonly reason: string;
 }
 
-export class EraseSecretError extends TidemarkError {
-  constructor(message: string) {
-    super(message);
-    this.name = 'EraseSecretError';
-  }
-}
-
-const MIN_SECRET_BYTES = 16;
 const MAX_REASON = 200;
-
-/** The ledger's keyed hash of a key: `{"id":42}` in `public.customers` → 43 base64url characters. */
-export function keyHash(secret: Uint8Array, table: string, canonicalKey: string): string {
-  return createHmac('sha256', secret).update(table).update('\0').update(canonicalKey).digest('base64url');
-}
-
-/** Reads a secret's string value by id (name or ARN); undefined when it has none. */
-export type SecretReader = (id: string) => Promise<string | undefined>;
-
-/** GetSecretValue with the SDK, in the function's (or the operator's) region and credentials. */
-const sdkSecretReader: SecretReader = async (id) => {
-  const client = new SecretsManagerClient({});
-  try {
-    return (await client.send(new GetSecretValueCommand({ SecretId: id }))).SecretString;
-  } finally {
-    client.destroy();
-  }
-};
-
-/**
- * Resolves `replay.erase.ledgerKeySecret`: `env:NAME` reads the variable; `secretsmanager:ID` reads
- * the secret with GetSecretValue (the deployed replay and erase roles may read exactly that one).
- * Fails with the variable or secret named, never with the value.
- */
-export async function loadLedgerSecret(reference: string, env: NodeJS.ProcessEnv = process.env, readSecret: SecretReader = sdkSecretReader): Promise<Buffer> {
-  let value: string | undefined;
-  if (reference.startsWith('env:')) {
-    const name = reference.slice(4);
-    value = env[name];
-    if (value === undefined || value === '') throw new EraseSecretError(`Environment variable ${name} is required: it holds the erase ledger key (replay.erase.ledgerKeySecret)`);
-  } else if (reference.startsWith('secretsmanager:')) {
-    const id = reference.slice('secretsmanager:'.length);
-    try {
-      value = await readSecret(id);
-    } catch (err) {
-      throw new EraseSecretError(`secret ${id} could not be read: ${errorMessage(err)}`);
-    }
-    if (!value) throw new EraseSecretError(`secret ${id} has no SecretString`);
-  } else {
-    throw new EraseSecretError(`ledgerKeySecret "${reference}" must be env:<VARIABLE> or secretsmanager:<id>`);
-  }
-  const bytes = Buffer.from(value, 'utf8');
-  if (bytes.length < MIN_SECRET_BYTES) throw new EraseSecretError(`the erase ledger key must be at least ${MIN_SECRET_BYTES} bytes`);
-  return bytes;
-}
+const KEY_ROW_PREFIX = '#key#';
 
 /** Which changes the ledger forbids: a key's changes at or below its erasure position. */
 export class LedgerView {
-  private readonly byTable = new Map<string, Map<string, LedgerEntry>>();
+  /** table → key id → hash → entry (the highest position of the key's erasures). */
+  private readonly byTable = new Map<string, Map<string, Map<string, LedgerEntry>>>();
 
   constructor(
-    private readonly secret: Uint8Array,
+    private readonly keys: LedgerKeyring,
     entries: readonly LedgerEntry[],
   ) {
     for (const e of entries) {
-      const m = this.byTable.get(e.table) ?? new Map<string, LedgerEntry>();
+      const ids = this.byTable.get(e.table) ?? new Map<string, Map<string, LedgerEntry>>();
+      const m = ids.get(e.keyId) ?? new Map<string, LedgerEntry>();
       const seen = m.get(e.keyHash);
       if (!seen || seen.position < e.position) m.set(e.keyHash, e);
-      this.byTable.set(e.table, m);
+      ids.set(e.keyId, m);
+      this.byTable.set(e.table, ids);
     }
   }
 
   get size(): number {
     let n = 0;
-    for (const m of this.byTable.values()) n += m.size;
+    for (const ids of this.byTable.values()) for (const m of ids.values()) n += m.size;
     return n;
   }
 
+  /** The key's entry (the latest erasure under any key id), if any. */
   entry(table: string, canonicalKey: string): LedgerEntry | undefined {
-    const m = this.byTable.get(table);
-    return m && m.size > 0 ? m.get(keyHash(this.secret, table, canonicalKey)) : undefined;
+    let found: LedgerEntry | undefined;
+    for (const [id, m] of this.byTable.get(table) ?? []) {
+      const key = this.keys.key(id);
+      const e = key ? m.get(keyHash(key.secret, table, canonicalKey)) : undefined;
+      if (e && (!found || found.position < e.position)) found = e;
+    }
+    return found;
   }
 
   /** True when a change of the key at `encodedPosition` is older than (or as old as) its erasure. */
@@ -139,6 +102,7 @@ export class EraseLedger {
             table: S(`${entry.table}#${entry.keyHash}`),
             source: S(entry.table),
             keyHash: S(entry.keyHash),
+            keyId: S(entry.keyId),
             position: S(entry.position),
             erasedAt: { N: String(entry.erasedAt) },
             reason: S(entry.reason.slice(0, MAX_REASON)),
@@ -169,9 +133,11 @@ export class EraseLedger {
         }),
       );
       for (const item of res.Items ?? []) {
+        if (item.table?.S?.startsWith(KEY_ROW_PREFIX)) continue;
         const e: LedgerEntry = {
           table: item.source?.S ?? '',
           keyHash: item.keyHash?.S ?? '',
+          keyId: item.keyId?.S ?? FIRST_KEY_ID,
           position: item.position?.S ?? '',
           erasedAt: Number(item.erasedAt?.N ?? 0),
           reason: item.reason?.S ?? '',
@@ -183,7 +149,43 @@ export class EraseLedger {
     return out.sort((a, b) => a.erasedAt - b.erasedAt || (a.keyHash < b.keyHash ? -1 : 1));
   }
 
-  async view(secret: Uint8Array, tables?: readonly string[]): Promise<LedgerView> {
-    return new LedgerView(secret, await this.list(tables));
+  /**
+   * Checks every key of the ring against the fingerprint stored for its id, storing it on first use.
+   * Throws EraseSecretError naming the id of a key that is not the one the ledger was written with.
+   */
+  async verify(keys: LedgerKeyring): Promise<void> {
+    for (const key of keys.keys) await this.verifyKey(key);
+  }
+
+  private async verifyKey(key: LedgerKey): Promise<void> {
+    const row = { pipeline: S(this.partition), table: S(`${KEY_ROW_PREFIX}${key.id}`) };
+    const got = await this.client.send(new GetItemCommand({ TableName: this.statusTable, Key: row, ConsistentRead: true }));
+    let stored = got.Item?.fingerprint?.S;
+    if (stored === undefined) {
+      try {
+        await this.client.send(
+          new PutItemCommand({ TableName: this.statusTable, Item: { ...row, fingerprint: S(key.fingerprint) }, ConditionExpression: 'attribute_not_exists(fingerprint)' }),
+        );
+        return;
+      } catch (err) {
+        if (!(err instanceof ConditionalCheckFailedException)) throw err;
+        // Another run registered the id meanwhile: compare with what it stored.
+        stored = (await this.client.send(new GetItemCommand({ TableName: this.statusTable, Key: row, ConsistentRead: true }))).Item?.fingerprint?.S;
+      }
+    }
+    if (stored !== key.fingerprint) {
+      throw new EraseSecretError(
+        `the erase ledger key with id ${key.id} is not the key the ledger was written with (its fingerprint differs): a wrong key would match no erased key, so nothing runs with it. Use the key stored in replay.erase.ledgerKeySecret; to rotate, add a new key id (docs/replay.md, "The ledger key")`,
+      );
+    }
+  }
+
+  /** The entries of some tables, with every key checked against the ledger first. */
+  async view(keys: LedgerKeyring, tables?: readonly string[]): Promise<LedgerView> {
+    await this.verify(keys);
+    const entries = await this.list(tables);
+    const missing = [...new Set(entries.map((e) => e.keyId))].filter((id) => keys.key(id) === undefined);
+    if (missing.length > 0) throw new EraseSecretError(`ledger entries were hashed with key id ${missing.join(', ')}, which the key ring does not hold: keep every key id in the ring (docs/replay.md, "The ledger key")`);
+    return new LedgerView(keys, entries);
   }
 }

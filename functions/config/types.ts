@@ -108,6 +108,7 @@ export interface ReplayConfig {
   toleratedFailurePercentage: number;
   objectsPerBatch: number;
   jobsPrefix: string;
+  jobsRetentionDays: number;
   onFailurePrefix: string;
   onFailureBucket?: string | undefined;
   erase: EraseConfig;
@@ -133,6 +134,7 @@ export interface AnomalyThresholds {
 
 export interface JobsConfig {
   reportPrefix: string;
+  reportRetentionDays: number;
   reconcile: {
     window: ScheduleConfig & { hours: number };
     full: ScheduleConfig;

@@ -45,7 +45,7 @@ import { listRawObjects, readRawObject } from '../adapters/raw-reader.js';
 import type { Log } from '../telemetry/sinks.js';
 import { mapLimit } from '../core/concurrency.js';
 import { canonicalKeyText, keyFilterMetadata, mayContainKey } from '../core/key-filter.js';
-import { EraseLedger, keyHash, loadLedgerSecret } from '../adapters/erase-ledger.js';
+import { EraseLedger, type LedgerKeyring, loadLedgerKeys } from '../adapters/erase-ledger.js';
 
 const gzipAsync = promisify(gzip);
 const HEAD_CONCURRENCY = 16;
@@ -75,6 +75,8 @@ interface Resolved {
   readonly table: TableConfig;
   readonly canonical: string;
   readonly hash: string;
+  /** The ledger key that made `hash`. */
+  readonly keyId: string;
   readonly request: EraseRequest;
 }
 
@@ -89,13 +91,39 @@ async function getJson<T>(s3: S3Client, bucket: string, key: string): Promise<T>
   return JSON.parse(Buffer.from((await got.Body?.transformToByteArray()) ?? []).toString('utf8')) as T;
 }
 
-/** Stores the request (the only place the key is written) and returns its S3 key. */
+/**
+ * Validates the request completely (table, key columns, reason, the ledger key and its fingerprint)
+ * and only then stores it (the only place the key is written); returns its S3 key. A request that
+ * cannot run leaves nothing behind.
+ */
 export async function submitErase(ctx: EraseContext, runId: string, request: EraseRequest): Promise<string> {
-  resolveTable(ctx.config, request.table);
   if (request.reason.trim() === '') throw new EraseError('an erase needs a reason (--reason), kept in the ledger');
+  canonicalOf(resolveTable(ctx.config, request.table), request.key);
+  await ledgerKeysOf(ctx);
   const key = `${erasePrefix(ctx.config, runId)}request.json`;
   await putJson(ctx.clients.s3, ctx.config.raw.bucket, key, request);
   return key;
+}
+
+/** Deletes the request object (and its versions): every run ends with it gone, failed or not. */
+export async function abandonErase(ctx: EraseContext, input: { requestKey: string }): Promise<{ requestDeleted: true }> {
+  await ctx.clients.s3.send(new DeleteObjectCommand({ Bucket: ctx.config.raw.bucket, Key: input.requestKey }));
+  await deleteOlderVersions(ctx.clients.s3, ctx.config.raw.bucket, input.requestKey, undefined, true);
+  return { requestDeleted: true };
+}
+
+/** The canonical text of a request's key; EraseError naming what is wrong with it. */
+function canonicalOf(table: TableConfig, key: JsonObject): string {
+  const missing = table.key.filter((col) => key[col] === undefined || key[col] === null);
+  if (missing.length > 0) throw new EraseError(`--key must hold every key column of ${table.source} (${table.key.join(', ')}); missing ${missing.join(', ')}`);
+  return keyId(table, normalizeKey(table, parseJson(JSON.stringify(key)) as JsonObject));
+}
+
+/** The ledger keys, checked against the fingerprints stored with the ledger. */
+async function ledgerKeysOf(ctx: EraseContext): Promise<LedgerKeyring> {
+  const keys = await loadLedgerKeys(ctx.config.replay.erase.ledgerKeySecret, ctx.env);
+  await new EraseLedger(ctx.clients.dynamodb, ctx.config.statusTable, ctx.config.name).verify(keys);
+  return keys;
 }
 
 function resolveTable(config: TidemarkConfig, source: string): TableConfig {
@@ -104,12 +132,14 @@ function resolveTable(config: TidemarkConfig, source: string): TableConfig {
   return table;
 }
 
-async function resolve(ctx: EraseContext, requestKey: string): Promise<Resolved> {
+/** The request and its keyed hash; `verify` (the steps that write the ledger) checks the key's fingerprint first. */
+async function resolve(ctx: EraseContext, requestKey: string, verify = false): Promise<Resolved> {
   const request = await getJson<EraseRequest>(ctx.clients.s3, ctx.config.raw.bucket, requestKey);
   const table = resolveTable(ctx.config, request.table);
-  const canonical = keyId(table, normalizeKey(table, parseJson(JSON.stringify(request.key)) as JsonObject));
-  const secret = await loadLedgerSecret(ctx.config.replay.erase.ledgerKeySecret, ctx.env);
-  return { table, canonical, hash: keyHash(secret, table.source, canonical), request };
+  const canonical = canonicalOf(table, request.key);
+  const keys = verify ? await ledgerKeysOf(ctx) : await loadLedgerKeys(ctx.config.replay.erase.ledgerKeySecret, ctx.env);
+  const hashed = keys.hash(table.source, canonical);
+  return { table, canonical, hash: hashed.keyHash, keyId: hashed.keyId, request };
 }
 
 export interface BeginOutput {
@@ -122,13 +152,13 @@ export interface BeginOutput {
 
 /** Ledger entry, then the item (and a bare tombstone unless configured off). */
 export async function beginErase(ctx: EraseContext, input: { requestKey: string }): Promise<BeginOutput> {
-  const r = await resolve(ctx, input.requestKey);
+  const r = await resolve(ctx, input.requestKey, true);
   const now = (ctx.now ?? Date.now)();
   const key = keyAttributes(r.table, normalizeKey(r.table, r.request.key));
   const got = await ctx.clients.dynamodb.send(new GetItemCommand({ TableName: r.table.target, Key: key, ConsistentRead: true, ProjectionExpression: '#p', ExpressionAttributeNames: { '#p': META.position } }));
   const storedPosition = got.Item?.[META.position]?.S ?? null;
   const ledger = new EraseLedger(ctx.clients.dynamodb, ctx.config.statusTable, ctx.config.name);
-  await ledger.record({ table: r.table.source, keyHash: r.hash, position: storedPosition ?? '', erasedAt: now, reason: r.request.reason });
+  await ledger.record({ table: r.table.source, keyHash: r.hash, keyId: r.keyId, position: storedPosition ?? '', erasedAt: now, reason: r.request.reason });
   const itemDeleted = await eraseItem(ctx, r.table, key, storedPosition ?? '', now);
   ctx.log.info('erase begun', { table: r.table.source, keyHash: r.hash, position: storedPosition });
   return { keyHash: r.hash, table: r.table.source, storedPosition, itemDeleted };
@@ -407,6 +437,7 @@ export async function finishErase(
   await new EraseLedger(ctx.clients.dynamodb, ctx.config.statusTable, ctx.config.name).record({
     table: r.table.source,
     keyHash: r.hash,
+    keyId: r.keyId,
     position: ledgerPosition,
     erasedAt: now,
     reason: r.request.reason,

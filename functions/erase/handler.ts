@@ -9,7 +9,7 @@ import { eraseContext } from '../composition.js';
 import type { JsonValue } from '../core/json.js';
 import { TidemarkError } from '../core/errors.js';
 import { type Log, logFromPowertools } from '../telemetry/sinks.js';
-import { type BeginOutput, beginErase, type EraseContext, type FindOutput, findEraseObjects, finishErase, rewriteEraseBatch } from './erase.js';
+import { abandonErase, type BeginOutput, beginErase, type EraseContext, type FindOutput, findEraseObjects, finishErase, rewriteEraseBatch } from './erase.js';
 
 export class UnknownEraseStepError extends TidemarkError {
   constructor(step: unknown) {
@@ -40,6 +40,8 @@ export async function eraseStep(input: StepInput, ctx: EraseContext): Promise<Js
       return json(await findEraseObjects(ctx, { runId, requestKey }));
     case 'rewrite':
       return json(await rewriteEraseBatch(ctx, { runId, requestKey, manifestKey: input.manifestKey ?? '', batch: input.batch ?? -1 }));
+    case 'abandon':
+      return json(await abandonErase(ctx, { requestKey }));
     case 'finish':
       if (!input.begin || !input.find) throw new UnknownEraseStepError('finish without begin and find results');
       return json(await finishErase(ctx, { runId, requestKey, begin: input.begin, find: input.find }));

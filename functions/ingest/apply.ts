@@ -10,7 +10,7 @@ import type { BatchPlan, PlannedWrite } from '../core/plan.js';
 import type { DynamoWriter, PreReadPolicy, WriteResult } from '../adapters/dynamo-writer.js';
 import type { RawStore } from '../adapters/raw-store.js';
 import type { StatusRow, StatusStore } from '../adapters/status-store.js';
-import type { Log } from '../telemetry/sinks.js';
+import type { KeyRef, Log } from '../telemetry/sinks.js';
 import type { TruncateSweeper } from '../adapters/truncate-sweep.js';
 import type { Decoded } from './decode.js';
 import { batchCoordinates } from './land.js';
@@ -27,11 +27,13 @@ export interface ApplyDeps {
   readonly sweeper: Pick<TruncateSweeper, 'sweep'>;
   readonly raw: Pick<RawStore, 'quarantine'>;
   readonly log: Log;
+  /** Names a key in log lines by its keyed hash. */
+  readonly keyRef: KeyRef;
   readonly now: () => number;
 }
 
 /** The plan's own counts: op mix, placeholders, and the events it collapsed. */
-export function countPlan(plan: BatchPlan, tally: BatchTally, log: Log): void {
+export function countPlan(plan: BatchPlan, tally: BatchTally, log: Log, keyRef: KeyRef): void {
   for (const [table, c] of plan.counts) {
     tally.count(table, 'opC', c.byOp.c);
     tally.count(table, 'opU', c.byOp.u);
@@ -45,7 +47,7 @@ export function countPlan(plan: BatchPlan, tally: BatchTally, log: Log): void {
     tally.count(table, 'snapshotEvents', c.snapshot);
     tally.count(table, 'beforeNullUpdates', c.beforeNullUpdates);
   }
-  for (const conflict of plan.conflicts) log.warn('conflicting events at one position; the later one was not applied', { table: conflict.table, key: conflict.keyId, position: conflict.encodedPosition });
+  for (const conflict of plan.conflicts) log.warn('conflicting events at one position; the later one was not applied', { table: conflict.table, keyHash: keyRef(conflict.table, conflict.keyId), position: conflict.encodedPosition });
 }
 
 /** Raises and sweeps each truncate's watermark; returns the highest watermark per table (recorded or new). */
@@ -105,7 +107,7 @@ export async function applyWrites(plan: BatchPlan, watermarks: ReadonlyMap<strin
     const w = plan.writes[i];
     if (!w) return;
     if (r.outcome === 'quarantined') refused.push({ write: w, result: r });
-    else countWrite(w, r, tally, appliedAt, deps.log, decoded);
+    else countWrite(w, r, tally, appliedAt, deps, decoded);
     countCost(w.table, r, tally);
   });
   if (refused.length > 0) await quarantineRefused(refused, deps, tally, decoded);
@@ -117,7 +119,7 @@ function countCost(table: string, r: WriteResult, tally: BatchTally): void {
   if (r.missing.length > 0) tally.count(table, 'missingColumns');
 }
 
-function countWrite(w: PlannedWrite, r: WriteResult, tally: BatchTally, appliedAt: number, log: Log, decoded: Decoded): void {
+function countWrite(w: PlannedWrite, r: WriteResult, tally: BatchTally, appliedAt: number, { log, keyRef }: Pick<ApplyDeps, 'log' | 'keyRef'>, decoded: Decoded): void {
   switch (r.outcome) {
     case 'applied':
       tally.count(w.table, 'applied');
@@ -131,12 +133,12 @@ function countWrite(w: PlannedWrite, r: WriteResult, tally: BatchTally, appliedA
       return;
     case 'conflict':
       tally.count(w.table, 'conflicts');
-      log.warn('stored row has the same position with different content; not applied', { table: w.table, key: w.keyId, position: w.encodedPosition });
+      log.warn('stored row has the same position with different content; not applied', { table: w.table, keyHash: keyRef(w.table, w.keyId), position: w.encodedPosition });
       return;
     default:
       tally.count(w.table, 'failed');
       tally.fail(w.table, decoded.recordsOf(w.sources), r.error?.message ?? r.outcome);
-      log.error('write failed; records will be retried', { table: w.table, key: w.keyId, position: w.encodedPosition, error: r.error?.message });
+      log.error('write failed; records will be retried', { table: w.table, keyHash: keyRef(w.table, w.keyId), position: w.encodedPosition, error: r.error?.message });
   }
 }
 
@@ -157,7 +159,7 @@ async function quarantineRefused(refused: readonly { write: PlannedWrite; result
     tally.summary.s3Puts++;
     for (const { write, result } of refused) {
       tally.count(write.table, 'quarantined');
-      deps.log.warn('write refused; records quarantined', { table: write.table, key: write.keyId, position: write.encodedPosition, error: result.error?.message });
+      deps.log.warn('write refused; records quarantined', { table: write.table, keyHash: deps.keyRef(write.table, write.keyId), position: write.encodedPosition, error: result.error?.message });
     }
   } catch (err) {
     for (const { write } of refused) {

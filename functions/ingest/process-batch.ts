@@ -15,7 +15,7 @@ import { planBatch } from '../core/plan.js';
 import type { DynamoWriter } from '../adapters/dynamo-writer.js';
 import type { RawStore } from '../adapters/raw-store.js';
 import { type StatusStore, UNKNOWN_TABLE } from '../adapters/status-store.js';
-import type { Log, MetricSink } from '../telemetry/sinks.js';
+import { type KeyRef, type Log, type MetricSink, noKeyRef } from '../telemetry/sinks.js';
 import type { TruncateSweeper } from '../adapters/truncate-sweep.js';
 import { applyTruncates, applyWrites, countPlan } from './apply.js';
 import { decode } from './decode.js';
@@ -34,6 +34,8 @@ export interface IngestDeps {
   readonly sweeper: Pick<TruncateSweeper, 'sweep'>;
   readonly metrics: MetricSink;
   readonly log: Log;
+  /** Names a key in log lines by its keyed hash. @default none: lines carry table and position */
+  readonly keyRef?: KeyRef;
   readonly now?: () => number;
   /** How long raw landing may retry when there is no invocation clock. */
   readonly landing?: Omit<LandingBudget, 'remainingTimeMs'>;
@@ -64,7 +66,7 @@ export async function processBatch(records: readonly RawRecord[], deps: IngestDe
     for (const [table, row] of statusRows) if (row.lastPosition) deps.writer.seedHighWater(table, row.lastPosition);
     if (landed) {
       const plan = planBatch(decoded.changes, (e) => deps.normalizer.keyIdOf(e));
-      countPlan(plan, tally, deps.log);
+      countPlan(plan, tally, deps.log, deps.keyRef ?? noKeyRef);
       const apply = applyDeps(deps, now);
       const watermarks = await applyTruncates(plan, statusRows, apply, tally, decoded);
       await applyWrites(plan, watermarks, apply, tally, decoded);
@@ -97,5 +99,5 @@ async function settleAutoTombstones(records: readonly RawRecord[], deps: IngestD
 
 function applyDeps(deps: IngestDeps, now: () => number) {
   const tables = new Map<string, TableConfig>(deps.config.tables.map((t) => [t.source, t]));
-  return { ...deps, tables, concurrency: deps.config.apply.concurrency, preRead: 'auto' as const, now };
+  return { ...deps, tables, concurrency: deps.config.apply.concurrency, preRead: 'auto' as const, now, keyRef: deps.keyRef ?? noKeyRef };
 }

@@ -8,7 +8,7 @@ import type { TableConfig, TidemarkConfig } from '../config/types.js';
 import type { Normalizer } from '../core/normalize.js';
 import type { DynamoWriter } from '../adapters/dynamo-writer.js';
 import type { StatusStore } from '../adapters/status-store.js';
-import type { Log, MetricSink } from '../telemetry/sinks.js';
+import type { KeyRef, Log, MetricSink } from '../telemetry/sinks.js';
 import { TidemarkError } from '../core/errors.js';
 
 export interface JobDeps {
@@ -21,6 +21,8 @@ export interface JobDeps {
   readonly status: StatusStore;
   readonly metrics: MetricSink;
   readonly log: Log;
+  /** Names a key in log lines by its keyed hash. */
+  readonly keyRef: KeyRef;
   readonly now: () => number;
 }
 

@@ -8,7 +8,7 @@ import { createRuntimeClients } from '../adapters/clients.js';
 import { loadRuntimeConfig } from '../config/runtime.js';
 import { logFromPowertools, PowertoolsMetricSink } from '../telemetry/sinks.js';
 import type { JobDeps } from './deps.js';
-import { jobDeps } from '../composition.js';
+import { jobDeps, ledgerKeyRef } from '../composition.js';
 import { planReconcile } from './reconcile/plan.js';
 import { reducePartition } from './reconcile/reduce.js';
 import { reportReconcile } from './reconcile/report.js';
@@ -18,22 +18,23 @@ import type { PlanOutput, RawItem, ReconcileRequest, TableItem, ManifestItem, Ta
 import { detectTable, planSnapshot, reportSnapshot, type SnapshotRequest, type SnapshotTableInput, type SnapshotRunInput } from './snapshot/tasks.js';
 
 const logger = new Logger({ serviceName: 'tidemark-jobs' });
-let deps: JobDeps | undefined;
+let deps: Promise<JobDeps> | undefined;
 
-function coldStart(): JobDeps {
+async function coldStart(): Promise<JobDeps> {
   const config = loadRuntimeConfig();
   const clients = createRuntimeClients({ maxAttempts: config.apply.maxRetries + 1 });
-  return jobDeps(config, clients, {
-    metrics: new PowertoolsMetricSink(config.name),
-    log: logFromPowertools(logger),
-  });
+  const log = logFromPowertools(logger);
+  return jobDeps(config, clients, { metrics: new PowertoolsMetricSink(config.name), log, keyRef: await ledgerKeyRef(config, log) });
 }
 
 const withDeps =
   <I, O>(body: (input: I, deps: JobDeps) => Promise<O>) =>
-  (input: I): Promise<O> => {
-    deps ??= coldStart();
-    return body(input, deps);
+  async (input: I): Promise<O> => {
+    deps ??= coldStart().catch((err: unknown) => {
+      deps = undefined;
+      throw err;
+    });
+    return body(input, await deps);
   };
 
 export const reconcilePlan = withDeps<ReconcileRequest, PlanOutput>(planReconcile);

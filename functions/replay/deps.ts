@@ -8,8 +8,8 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import type { TableConfig, TidemarkConfig } from '../config/types.js';
 import type { Storage } from '../adapters/storage.js';
 import { StatusStore } from '../adapters/status-store.js';
-import type { Log } from '../telemetry/sinks.js';
-import { EraseLedger, LedgerView, loadLedgerSecret } from '../adapters/erase-ledger.js';
+import { type KeyRef, type Log, noKeyRef } from '../telemetry/sinks.js';
+import { EraseLedger, type LedgerView, loadLedgerKeys } from '../adapters/erase-ledger.js';
 import { ReplayEngine, type TruncateWatermarks } from './engine.js';
 import type { ReplayTarget } from './safety.js';
 import { SelectionError } from './selection.js';
@@ -72,14 +72,14 @@ export async function ledgerViewFor(config: TidemarkConfig, dynamodb: DynamoDBCl
   const ledger = new EraseLedger(dynamodb, config.statusTable, config.name);
   const entries = await ledger.list(tables);
   if (entries.length === 0) return null;
-  const secret = await loadLedgerSecret(config.replay.erase.ledgerKeySecret, env);
-  return new LedgerView(secret, entries);
+  // A wrong key would match no entry and let erased rows back: its fingerprint is checked first.
+  return ledger.view(await loadLedgerKeys(config.replay.erase.ledgerKeySecret, env), tables);
 }
 
 /** The replay engine over `storage`'s writer for the target tables, with the status table's watermarks. */
 export function buildReplayEngine(
   storage: Storage,
-  opts: { readonly tables: ReadonlyMap<string, TableConfig>; readonly target: ReplayTarget; readonly ledger: LedgerView | null; readonly log: Log },
+  opts: { readonly tables: ReadonlyMap<string, TableConfig>; readonly target: ReplayTarget; readonly ledger: LedgerView | null; readonly log: Log; readonly keyRef?: KeyRef },
 ): ReplayEngine {
   return new ReplayEngine({
     normalizer: storage.normalizer,
@@ -89,6 +89,7 @@ export function buildReplayEngine(
     watermarks: statusWatermarks(storage.config, storage.dynamodb, opts.target),
     ledger: opts.ledger,
     log: opts.log,
+    keyRef: opts.keyRef ?? noKeyRef,
     concurrency: storage.config.apply.concurrency,
   });
 }

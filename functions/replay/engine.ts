@@ -23,7 +23,7 @@ import { outcomeOf, resolveAgainstStored } from '../core/stored.js';
 import type { ChangeEvent, NormalizedEvent } from '../core/types.js';
 import type { DynamoWriter } from '../adapters/dynamo-writer.js';
 import { readStoredPositions, type StoredPosition } from '../adapters/stored-positions.js';
-import type { Log } from '../telemetry/sinks.js';
+import type { KeyRef, Log } from '../telemetry/sinks.js';
 import type { LedgerView } from '../adapters/erase-ledger.js';
 import { TruncateSweeper } from '../adapters/truncate-sweep.js';
 import { inArrivalRange, type ReplaySelection, selects } from './selection.js';
@@ -121,6 +121,8 @@ export interface ReplayEngineDeps {
   readonly watermarks: TruncateWatermarks | null;
   readonly ledger: LedgerView | null;
   readonly log: Log;
+  /** Names a key in log lines by its keyed hash. */
+  readonly keyRef: KeyRef;
   readonly concurrency: number;
 }
 
@@ -278,7 +280,7 @@ export class ReplayEngine {
       const w = writes[i];
       if (!w || (r.outcome !== 'failed' && r.outcome !== 'quarantined')) return;
       failures.push({ table: w.table, key: w.keyId, position: w.encodedPosition, error: r.error?.message ?? r.outcome });
-      this.deps.log.error('replay write failed', { table: w.table, key: w.keyId, position: w.encodedPosition, error: r.error?.message });
+      this.deps.log.error('replay write failed', { table: w.table, keyHash: this.deps.keyRef(w.table, w.keyId), position: w.encodedPosition, error: r.error?.message });
     });
     return failures;
   }

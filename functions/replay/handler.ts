@@ -10,7 +10,7 @@ import type { JsonValue } from '../core/json.js';
 import { TidemarkError } from '../core/errors.js';
 import { type Log, logFromPowertools } from '../telemetry/sinks.js';
 import { type JobContext, planReplay, type ReplayRequest, replayBatch, summarizeReplay, verifyFresh } from './job.js';
-import { replayContext } from '../composition.js';
+import { ledgerKeyRef, replayContext } from '../composition.js';
 
 export class UnknownStepError extends TidemarkError {
   constructor(step: unknown) {
@@ -47,7 +47,7 @@ let ctx: JobContext | undefined;
 export async function handler(event: StepInput): Promise<JsonValue> {
   if (!ctx) {
     const config = loadRuntimeConfig();
-    ctx = replayContext(config, createRuntimeClients({ maxAttempts: config.apply.maxRetries + 1 }), lambdaLog);
+    ctx = replayContext(config, createRuntimeClients({ maxAttempts: config.apply.maxRetries + 1 }), lambdaLog, process.env, await ledgerKeyRef(config, lambdaLog));
   }
   return replayStep(event, ctx);
 }

@@ -18,7 +18,7 @@ import { TidemarkError } from '../core/errors.js';
 import { jobRunPrefix } from '../adapters/raw-layout.js';
 import { listRawObjects, parseRawObject, type RawObjectRef, RawRecordSet, readRawObject } from '../adapters/raw-reader.js';
 import type { Storage } from '../adapters/storage.js';
-import type { Log } from '../telemetry/sinks.js';
+import type { KeyRef, Log } from '../telemetry/sinks.js';
 import { addTally, emptyTally, type ReplayResult, type ReplayTally } from './engine.js';
 import { buildReplayEngine, ledgerViewFor, type ReplayClients, replayTables } from './deps.js';
 import { createFreshTable, type DiffReport, diffTables, switchSteps } from './fresh.js';
@@ -95,6 +95,8 @@ export interface JobContext {
   readonly clients: ReplayClients;
   readonly storage: Storage;
   readonly log: Log;
+  /** Names a key in log lines by its keyed hash. @default none */
+  readonly keyRef?: KeyRef;
   readonly env?: NodeJS.ProcessEnv;
 }
 
@@ -125,6 +127,9 @@ export async function planReplay(ctx: JobContext, request: ReplayRequest): Promi
   const tables = request.tables.length > 0 ? [...request.tables] : config.tables.map((t) => t.source);
   const target = parseTarget(request.into);
   const tableConfigs = replayTables(config, tables, target);
+  // The ledger key is checked before anything is written: without it (or with a wrong one) every
+  // batch would fail on it, or erased rows would come back (issue 20, item 16).
+  await ledgerViewFor(config, clients.dynamodb, tables, ctx.env);
   const objects: RawObjectRef[] = [];
   for (const table of tables) {
     objects.push(...(await listRawObjects(clients.s3, { bucket: config.raw.bucket, prefix: config.raw.prefix, table, since: request.since, until: request.until })));
@@ -182,7 +187,7 @@ export async function replayBatch(ctx: JobContext, input: { manifestKey: string;
   if (!keys) throw new ReplayBatchError(`run ${m.runId} has no batch ${input.batch}`);
   const selection = await selectionOf(ctx, m);
   const ledger = await ledgerViewFor(ctx.config, ctx.clients.dynamodb, m.tables, ctx.env);
-  const engine = buildReplayEngine(ctx.storage, { tables: replayTables(ctx.config, m.tables, m.target), target: m.target, ledger, log: ctx.log });
+  const engine = buildReplayEngine(ctx.storage, { tables: replayTables(ctx.config, m.tables, m.target), target: m.target, ledger, log: ctx.log, ...(ctx.keyRef ? { keyRef: ctx.keyRef } : {}) });
   const set = new RawRecordSet();
   for (const key of keys) set.add(parseRawObject(await readRawObject(ctx.clients.s3, ctx.config.raw.bucket, key), key));
   const result = await engine.replay(

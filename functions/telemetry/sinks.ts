@@ -6,16 +6,38 @@
  */
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import { keyHash } from '../core/key-hash.js';
 import { type MetricName, METRICS_NAMESPACE, SERVICE_NAME } from './contract.js';
 
 export { MetricUnit };
 export type Unit = 'Count' | 'Bytes' | 'Milliseconds';
 
+/**
+ * The fields of a log line. A field named `key` does not compile: a primary key is named by its
+ * keyed hash (`keyHash`, from a {@link KeyRef}), because logs are kept out of erase's reach.
+ */
+export type LogFields = Record<string, unknown> & { readonly key?: never };
+
 export interface Log {
-  debug(message: string, extra?: Record<string, unknown>): void;
-  info(message: string, extra?: Record<string, unknown>): void;
-  warn(message: string, extra?: Record<string, unknown>): void;
-  error(message: string, extra?: Record<string, unknown>): void;
+  debug(message: string, extra?: LogFields): void;
+  info(message: string, extra?: LogFields): void;
+  warn(message: string, extra?: LogFields): void;
+  error(message: string, extra?: LogFields): void;
+}
+
+/**
+ * Names one key in a log line without the key: the erase ledger's keyed hash under the current
+ * ledger key (functions/core/key-hash.ts), so an operator with the key finds the lines of a key,
+ * and nobody without it can. Undefined when no ledger key is at hand (a local run without one).
+ */
+export type KeyRef = (table: string, keyId: string) => string | undefined;
+
+/** No ledger key: log lines carry table and position only. */
+export const noKeyRef: KeyRef = () => undefined;
+
+/** The keyed hash under `secret`. */
+export function keyRefOf(secret: Uint8Array): KeyRef {
+  return (table, keyId) => keyHash(secret, table, keyId);
 }
 
 /** A Powertools logger as a {@link Log}: used by the Lambda handler and the CLI alike. */

@@ -392,21 +392,33 @@ function tableIssues(config: TidemarkConfig): string[] {
   return issues;
 }
 
+/**
+ * The key prefixes of the raw bucket must each be non-empty and apart from every other: roles are
+ * granted object access by prefix, lifecycle rules expire by prefix, and erase rewrites by prefix,
+ * so an empty or overlapping one would widen a grant (an empty `replay.jobsPrefix` once gave the
+ * replay and erase roles the whole bucket) or expire raw.
+ */
 function prefixIssues(config: TidemarkConfig): string[] {
   const { prefix, quarantinePrefix } = config.raw;
   const issues: string[] = [];
   const overlaps = (a: string, b: string) => a.startsWith(b) || b.startsWith(a);
-  if (prefix === '') issues.push('raw.prefix: must not be empty (raw would then contain the quarantine)');
-  if (overlaps(prefix, quarantinePrefix)) {
-    issues.push(`raw.quarantinePrefix: "${quarantinePrefix}" and raw.prefix "${prefix}" must not be equal or a prefix of one another`);
-  }
-  for (const [field, value] of [
+  const prefixes: [string, string][] = [
     ['raw.prefix', prefix],
     ['raw.quarantinePrefix', quarantinePrefix],
-  ] as const) {
-    if (value.startsWith('/')) issues.push(`${field}: "${value}" must not start with "/"`);
-    if (value !== '' && overlaps(value, ON_FAILURE_PREFIX)) issues.push(`${field}: "${value}" overlaps "${ON_FAILURE_PREFIX}", where Lambda writes failed batches`);
+    ['replay.jobsPrefix', config.replay.jobsPrefix],
+    ['jobs.reportPrefix', config.jobs.reportPrefix],
+  ];
+  // Lambda writes failed batches under aws/lambda/ of the on-failure bucket, the raw bucket by default.
+  if (config.replay.onFailureBucket === undefined || config.replay.onFailureBucket === config.raw.bucket) prefixes.push(['the on-failure destination', ON_FAILURE_PREFIX]);
+  for (const [field, value] of prefixes) {
+    if (value === '') issues.push(`${field}: must not be empty (it would cover the whole bucket)`);
+    else if (value.startsWith('/')) issues.push(`${field}: "${value}" must not start with "/"`);
   }
+  prefixes.forEach(([field, value], i) => {
+    for (const [other, otherValue] of prefixes.slice(0, i)) {
+      if (value !== '' && otherValue !== '' && overlaps(value, otherValue)) issues.push(`${field}: "${value}" and ${other} "${otherValue}" must not be equal or a prefix of one another`);
+    }
+  });
   return issues;
 }
 

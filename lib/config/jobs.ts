@@ -55,6 +55,8 @@ export const JobsConfigSchema = z
       .string()
       .regex(/^([A-Za-z0-9._=-]+\/)+$/, 'must be a key prefix ending in "/"')
       .default('reports/'),
+    /** Days objects under `reportPrefix` (reports and the jobs' scratch space) are kept. @default 90 */
+    reportRetentionDays: z.number().int().min(1).max(3650).default(90),
     reconcile: z
       .object({
         window: z

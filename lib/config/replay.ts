@@ -38,8 +38,16 @@ export const ReplayConfigSchema = z
     toleratedFailurePercentage: z.number().min(0).max(100).default(0),
     /** Raw objects per Distributed Map item batch (and per local chunk). @default 20 */
     objectsPerBatch: z.number().int().min(1).max(1000).default(20),
-    /** Where job manifests and results are written in the raw bucket. @default "jobs/" */
-    jobsPrefix: z.string().default('jobs/'),
+    /**
+     * Where job requests, manifests and results are written in the raw bucket; its objects expire
+     * after `jobsRetentionDays` (an erase request holds a key until its run deletes it). @default "jobs/"
+     */
+    jobsPrefix: z
+      .string()
+      .regex(/^([A-Za-z0-9._=-]+\/)+$/, 'must be a key prefix ending in "/", e.g. "jobs/"')
+      .default('jobs/'),
+    /** Days objects under `jobsPrefix` are kept. @default 14 */
+    jobsRetentionDays: z.number().int().min(1).max(3650).default(14),
     /**
      * Where the event source mapping's S3 on-failure destination writes (one invocation record with
      * the whole batch per object, named `aws/lambda/<mapping id>/<shard>/YYYY/MM/DD/…`), read by

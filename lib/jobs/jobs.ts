@@ -18,6 +18,7 @@ import { METRIC_NAMESPACE, SERVICE_NAME } from '../defaults.js';
 import { tableStatements } from '../ingest-function.js';
 import { RECONCILE_TASKS, reconcileDefinition, SNAPSHOT_TASKS, snapshotDefinition } from './definitions.js';
 import { type JobTaskProps, TidemarkJob } from './job.js';
+import type { LedgerKeyAccess } from '../replay/jobs.js';
 
 export interface TidemarkJobsProps {
   readonly config: TidemarkConfig;
@@ -34,6 +35,8 @@ export interface TidemarkJobsProps {
    * @default `functions/jobs.ts`, or the prebuilt handlers of the installed package
    */
   readonly entry?: string;
+  /** The erase ledger key, read at cold start: log lines name keys by its keyed hash. @default - log lines name no keys */
+  readonly ledgerKey?: LedgerKeyAccess;
 }
 
 export class TidemarkJobs extends Construct {
@@ -62,9 +65,10 @@ export class TidemarkJobs extends Construct {
       (...statements: iam.PolicyStatement[]) =>
       (role: iam.IRole) => {
         for (const s of statements) role.addToPrincipalPolicy(s);
+        if (props.ledgerKey && role instanceof iam.Role) props.ledgerKey.grantRead(role);
       };
     const common = {
-      config,
+      config: props.ledgerKey ? props.ledgerKey.runtimeConfig(config) : config,
       ...(props.encryptionKey ? { encryptionKey: props.encryptionKey } : {}),
       ...(props.alarmTopic ? { alarmTopic: props.alarmTopic } : {}),
       ...(props.removalPolicy ? { removalPolicy: props.removalPolicy } : {}),

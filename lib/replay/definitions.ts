@@ -108,20 +108,26 @@ export function replayDefinition(opts: JobMachineOptions): Record<string, unknow
   };
 }
 
-/** The erase state machine. Input: `{runId, requestKey}` (the request object holds the key; Finish deletes it). */
+/**
+ * The erase state machine. Input: `{runId, requestKey}`. The request object is the only place the
+ * key is written: Finish deletes it when the run completes, and every path that fails goes through
+ * Abandon first, which deletes it too (the jobs prefix also expires what a crash could leave).
+ */
 export function eraseDefinition(opts: JobMachineOptions): Record<string, unknown> {
   const ids = { 'runId.$': '$.runId', 'requestKey.$': '$.requestKey' };
+  const abandonOnError = [{ ErrorEquals: ['States.ALL'], ResultPath: '$.error', Next: 'Abandon' }];
   return {
     Comment: 'tidemark erase: one key out of current state, raw, quarantine; recorded in the ledger',
     StartAt: 'Begin',
     States: {
-      Begin: { ...task(ERASE_FUNCTION, 'begin', ids, '$.begin', 'Find'), Catch: catchAll },
-      Find: { ...task(ERASE_FUNCTION, 'find', ids, '$.find', 'Rewrite'), Catch: catchAll },
+      Begin: { ...task(ERASE_FUNCTION, 'begin', ids, '$.begin', 'Find'), Catch: abandonOnError },
+      Find: { ...task(ERASE_FUNCTION, 'find', ids, '$.find', 'Rewrite'), Catch: abandonOnError },
       Rewrite: distributedMap(opts, ERASE_FUNCTION, 'rewrite', '$.find.batches', { ...ids, 'manifestKey.$': '$.find.manifestKey' }, 'Finish'),
-      Finish: { ...task(ERASE_FUNCTION, 'finish', { ...ids, 'begin.$': '$.begin', 'find.$': '$.find' }, '$.summary', 'CheckFailures'), Catch: catchAll },
+      Finish: { ...task(ERASE_FUNCTION, 'finish', { ...ids, 'begin.$': '$.begin', 'find.$': '$.find' }, '$.summary', 'CheckFailures'), Catch: abandonOnError },
       CheckFailures: incompleteIfMapFailed('Done'),
       Done: { Type: 'Succeed' },
       Incomplete: { Type: 'Fail', Error: 'EraseIncomplete', Cause: 'some raw objects could not be rewritten; run the erase again' },
+      Abandon: { ...task(ERASE_FUNCTION, 'abandon', { 'requestKey.$': '$.requestKey' }, '$.abandoned', 'Failed'), Catch: catchAll },
       Failed: failed,
     },
   };

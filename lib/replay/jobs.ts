@@ -54,6 +54,19 @@ function withLedgerKeySecret(config: TidemarkConfig, secretName: string): Tidema
   return { ...config, replay: { ...config.replay, erase: { ...config.replay.erase, ledgerKeySecret: `secretsmanager:${secretName}` } } };
 }
 
+/**
+ * What a function that hashes keys needs of the erase ledger key: the config it runs with (the key
+ * read from Secrets Manager), and read access to exactly that secret. The replay and erase
+ * functions match and write ledger entries with it; the ingest and the jobs name keys in their log
+ * lines by its keyed hash.
+ */
+export interface LedgerKeyAccess {
+  /** `config` as the deployed functions are given it. */
+  runtimeConfig(config: TidemarkConfig): TidemarkConfig;
+  /** GetSecretValue on the one secret, for `role`. */
+  grantRead(role: iam.Role): void;
+}
+
 export interface ReplayJobsProps {
   readonly config: TidemarkConfig;
   readonly rawStore: RawStore;
@@ -79,6 +92,8 @@ export class ReplayJobs extends Construct {
    * undefined with a `secretsmanager:` reference (the operator's secret).
    */
   readonly ledgerKeySecret?: secretsmanager.Secret;
+  /** The ledger key as the ingest, the jobs, replay and erase read it. */
+  readonly ledgerKey: LedgerKeyAccess;
   /** The staged code folders (bundle and the config the functions run with), for inspection. */
   readonly codeDirectories: { readonly replay: string; readonly erase: string };
 
@@ -93,13 +108,18 @@ export class ReplayJobs extends Construct {
       // again, so an erased key could come back through replay.
       this.ledgerKeySecret = new secretsmanager.Secret(this, 'LedgerKeySecret', {
         secretName,
-        description: `tidemark ${config.name}: HMAC key of the erase ledger (never rotate: every ledger entry is hashed with it)`,
+        description: `tidemark ${config.name}: HMAC key of the erase ledger (rotate by adding a key id, never by replacing: docs/replay.md)`,
         generateSecretString: { passwordLength: GENERATED_LEDGER_KEY_LENGTH, excludePunctuation: true, includeSpace: false },
         removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
         ...(props.encryptionKey ? { encryptionKey: props.encryptionKey } : {}),
       });
       config = withLedgerKeySecret(config, secretName);
     }
+    const reference = config.replay.erase.ledgerKeySecret;
+    this.ledgerKey = {
+      runtimeConfig: (c) => ({ ...c, replay: { ...c.replay, erase: { ...c.replay.erase, ledgerKeySecret: reference } } }),
+      grantRead: (role) => this.grantLedgerKey(role, reference),
+    };
     const jobProps: ReplayJobsProps = { ...props, config };
     const raw = config.raw;
     const jobs = config.replay.jobsPrefix;
@@ -155,22 +175,7 @@ export class ReplayJobs extends Construct {
     logGroup.grantWrite(role);
     for (const s of statements) role.addToPrincipalPolicy(s);
     if (props.encryptionKey) role.addToPrincipalPolicy(statement('UsePipelineKey', ['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey', 'kms:DescribeKey'], [props.encryptionKey.keyArn]));
-    const secret = config.replay.erase.ledgerKeySecret;
-    const secretId = secret.startsWith('secretsmanager:') ? secret.slice('secretsmanager:'.length) : null;
-    if (this.ledgerKeySecret) {
-      // The generated secret's own ARN (its random suffix included): no wildcard.
-      role.addToPrincipalPolicy(statement('ReadLedgerKey', ['secretsmanager:GetSecretValue'], [this.ledgerKeySecret.secretArn]));
-    } else if (secretId) {
-      const arn = secretId.startsWith('arn:') ? secretId : Stack.of(this).formatArn({ service: 'secretsmanager', resource: 'secret', resourceName: `${secretId}-??????`, arnFormat: ArnFormat.COLON_RESOURCE_NAME });
-      role.addToPrincipalPolicy(statement('ReadLedgerKey', ['secretsmanager:GetSecretValue'], [arn]));
-      if (!secretId.startsWith('arn:')) {
-        const { region, account } = env(this);
-        Validations.of(role).acknowledge({
-          id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:secretsmanager:${region}:${account}:secret:${secretId}-??????]`,
-          reason: 'the one ledger key secret: Secrets Manager appends six random characters to a secret name.',
-        });
-      }
-    }
+    this.ledgerKey.grantRead(role);
     // The bundle with the resolved config beside it (read by loadRuntimeConfig at cold start): the
     // config never travels in the environment, which Lambda caps at 4 KB.
     const { code, directory } = handlerCode({ name: handlerName, config, ...(entry ? { entry } : {}) });
@@ -187,6 +192,25 @@ export class ReplayJobs extends Construct {
       logGroup,
     });
     return { fn, directory };
+  }
+
+  /** GetSecretValue on the ledger key's secret: the generated one by its ARN, the operator's by name or ARN. */
+  private grantLedgerKey(role: iam.Role, reference: string): void {
+    const secretId = reference.startsWith('secretsmanager:') ? reference.slice('secretsmanager:'.length) : null;
+    if (this.ledgerKeySecret) {
+      // The generated secret's own ARN (its random suffix included): no wildcard.
+      role.addToPrincipalPolicy(statement('ReadLedgerKey', ['secretsmanager:GetSecretValue'], [this.ledgerKeySecret.secretArn]));
+    } else if (secretId) {
+      const arn = secretId.startsWith('arn:') ? secretId : Stack.of(this).formatArn({ service: 'secretsmanager', resource: 'secret', resourceName: `${secretId}-??????`, arnFormat: ArnFormat.COLON_RESOURCE_NAME });
+      role.addToPrincipalPolicy(statement('ReadLedgerKey', ['secretsmanager:GetSecretValue'], [arn]));
+      if (!secretId.startsWith('arn:')) {
+        const { region, account } = env(this);
+        Validations.of(role).acknowledge({
+          id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:secretsmanager:${region}:${account}:secret:${secretId}-??????]`,
+          reason: 'the one ledger key secret: Secrets Manager appends six random characters to a secret name.',
+        });
+      }
+    }
   }
 
   private machine(id: string, name: string, definition: Record<string, unknown>, substitution: string, fn: lambda.IFunction, props: ReplayJobsProps): sfn.StateMachine {

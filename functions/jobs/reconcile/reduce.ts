@@ -154,7 +154,7 @@ async function repairKey(deps: JobDeps, raw: MergedRaw, cache: Map<string, Parse
   if (!write) return 'unrepairable: nothing to write';
   if (mismatchOf !== null) return replaceMismatch(deps, write, mismatchOf);
   const result = await deps.writer.write(write);
-  if (result.outcome === 'failed') deps.log.warn('reconcile repair failed', { table: raw.t, key: raw.k, position: write.encodedPosition, error: result.error ? errorMessage(result.error) : 'unknown' });
+  if (result.outcome === 'failed') deps.log.warn('reconcile repair failed', { table: raw.t, keyHash: deps.keyRef(raw.t, raw.k), position: write.encodedPosition, error: result.error ? errorMessage(result.error) : 'unknown' });
   return result.outcome;
 }
 

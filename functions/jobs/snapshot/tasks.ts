@@ -249,7 +249,7 @@ async function tombstoneOrphan(deps: JobDeps, source: string, row: TableSideReco
   if (outcome === 'applied') orphans.tombstoned++;
   else {
     orphans.failed++;
-    deps.log.warn('orphan not tombstoned', { table: source, key: row.k, position, outcome });
+    deps.log.warn('orphan not tombstoned', { table: source, keyHash: deps.keyRef(source, row.k), position, outcome });
   }
 }
 

@@ -199,6 +199,7 @@ const SERVICE_OF_PACKAGE: Record<string, string> = {
   '@aws-sdk/client-sqs': 'sqs',
   '@aws-sdk/client-sfn': 'states',
   '@aws-sdk/client-kinesis': 'kinesis',
+  '@aws-sdk/client-secrets-manager': 'secretsmanager',
 };
 
 /** `service:Operation` for every `new XxxCommand(` whose class is imported from an SDK client, per bundled source file. */

@@ -14,14 +14,14 @@ import { ledgerKeyHint } from '../../../bin/cli/ledger-key.js';
 import type { TidemarkConfig } from '../../../lib/config/config.js';
 import { ledgerKeySecretName } from '../../../lib/config/replay.js';
 import { RUNTIME_CONFIG_FILE } from '../../../functions/config/runtime.js';
-import { EraseSecretError, loadLedgerSecret } from '../../../functions/adapters/erase-ledger.js';
+import { EraseSecretError, loadLedgerKeys } from '../../../functions/adapters/erase-ledger.js';
 import { GENERATED_LEDGER_KEY_LENGTH } from '../../../lib/replay/jobs.js';
 import { buildStack, testConfig } from './fixtures/stack.js';
 
 type Resource = { Type: string; Properties?: Record<string, unknown>; DeletionPolicy?: string; UpdateReplacePolicy?: string };
 type Statement = { Action: string | string[]; Sid?: string; Resource: unknown };
 
-const MIN_SECRET_BYTES = 16; // functions/adapters/erase-ledger.ts refuses a shorter key
+const MIN_SECRET_BYTES = 16; // functions/adapters/ledger-keys.ts refuses a shorter key
 
 function synth(config: TidemarkConfig, pipeline: Parameters<typeof buildStack>[1] = {}) {
   const { stack } = buildStack(config, pipeline);
@@ -40,8 +40,8 @@ function synth(config: TidemarkConfig, pipeline: Parameters<typeof buildStack>[1
       .filter(([, p]) => JSON.stringify(p.Properties?.Roles) === JSON.stringify([{ Ref: role }]))
       .flatMap(([, p]) => (p.Properties?.PolicyDocument as { Statement?: Statement[] } | undefined)?.Statement ?? []);
   };
-  const shipped = (job: 'replay' | 'erase'): TidemarkConfig =>
-    JSON.parse(readFileSync(path.join(stack.pipeline.replay.codeDirectories[job], RUNTIME_CONFIG_FILE), 'utf8')) as TidemarkConfig;
+  const shipped = (job: 'replay' | 'erase' | 'ingest'): TidemarkConfig =>
+    JSON.parse(readFileSync(path.join(job === 'ingest' ? stack.pipeline.ingest.codeDirectory : stack.pipeline.replay.codeDirectories[job], RUNTIME_CONFIG_FILE), 'utf8')) as TidemarkConfig;
   return { stack, resources, ofType, functionNamed, roleStatements, shipped };
 }
 
@@ -74,9 +74,12 @@ describe('erase ledger key when deployed', () => {
       // Exactly one statement, one action, one resource: that secret's own ARN (a Ref), no wildcard.
       assert.deepEqual(secretActions(s.roleStatements(`shop-${job}`)), [{ Sid: 'ReadLedgerKey', Effect: 'Allow', Action: 'secretsmanager:GetSecretValue', Resource: { Ref: secretId } }]);
     }
-    // Nothing else in the stack may read it, and the ingest function is left as it was.
+    // The ingest and the job tasks read it too, to name keys in log lines by its keyed hash (issue 20,
+    // item 8), each with that one statement; no other policy mentions Secrets Manager.
     const granted = s.ofType('AWS::IAM::Policy').filter(([, p]) => JSON.stringify(p.Properties?.PolicyDocument).includes('secretsmanager:'));
-    assert.equal(granted.length, 2, 'only the replay and erase roles');
+    for (const [, p] of granted) assert.deepEqual(secretActions(((p.Properties?.PolicyDocument ?? { Statement: [] }) as { Statement: never[] }).Statement), [{ Sid: 'ReadLedgerKey', Effect: 'Allow', Action: 'secretsmanager:GetSecretValue', Resource: { Ref: secretId } }]);
+    assert.equal(s.shipped('ingest').replay.erase.ledgerKeySecret, `secretsmanager:${name}`, 'ingest reads the generated secret');
+    assert.ok(granted.length >= 3, `${granted.length} policies`);
     assert.equal(hasExtensionLayer(s.functionNamed('shop-ingest')), false);
     // The operator's own config keeps its env: reference (the CLI reads the exported key).
     assert.equal(config.replay.erase.ledgerKeySecret, 'env:TIDEMARK_ERASE_KEY');
@@ -116,7 +119,7 @@ describe('erase ledger key when deployed', () => {
 
 describe('tidemark erase without the ledger key', () => {
   it('says how to export the key the deployed stack generated', async () => {
-    const missing = await loadLedgerSecret('env:TIDEMARK_ERASE_KEY', {}).catch((err: unknown) => err);
+    const missing = await loadLedgerKeys('env:TIDEMARK_ERASE_KEY', {}).catch((err: unknown) => err);
     assert.ok(missing instanceof EraseSecretError);
     const hint = ledgerKeyHint(testConfig(), missing);
     assert.ok(hint instanceof EraseSecretError);

@@ -121,7 +121,10 @@ describe('TidemarkPipeline with a Kinesis source', () => {
     template.hasResourceProperties('AWS::Logs::LogGroup', { LogGroupName: '/aws/lambda/shop-ingest', RetentionInDays: 30 });
     const dir = built.stack.pipeline.ingest.codeDirectory;
     assert.deepEqual(readdirSync(dir).sort(), ['index.mjs', 'tidemark.config.json']);
-    assert.deepEqual(JSON.parse(readFileSync(path.join(dir, 'tidemark.config.json'), 'utf8')), JSON.parse(JSON.stringify(testConfig())));
+    // The config as resolved, but for the ledger key: read from the secret the stack generated (log lines name keys by its keyed hash).
+    const shipped = testConfig();
+    const expected = { ...shipped, replay: { ...shipped.replay, erase: { ...shipped.replay.erase, ledgerKeySecret: 'secretsmanager:tidemark/shop/erase-ledger-key' } } };
+    assert.deepEqual(JSON.parse(readFileSync(path.join(dir, 'tidemark.config.json'), 'utf8')), JSON.parse(JSON.stringify(expected)));
   });
 
   it('reserves concurrency and ships source maps only when asked', () => {
@@ -220,13 +223,16 @@ describe('TidemarkPipeline with a Kinesis source', () => {
     });
   });
 
-  it('moves raw to infrequent access, expires quarantine and old versions, aborts stale multipart uploads', () => {
+  it('moves raw to infrequent access, expires quarantine, job runs, reports and old versions, aborts stale multipart uploads', () => {
     template.hasResourceProperties('AWS::S3::Bucket', {
       BucketName: 'shop-cdc-raw',
       LifecycleConfiguration: {
         Rules: Match.arrayWith([
           Match.objectLike({ Prefix: 'raw/', Status: 'Enabled', Transitions: [{ StorageClass: 'STANDARD_IA', TransitionInDays: 30 }] }),
           Match.objectLike({ Prefix: 'quarantine/', Status: 'Enabled', ExpirationInDays: 90 }),
+          // Job runs (an erase request holds a key until its run deletes it) and reports expire (issue 20, item 6).
+          Match.objectLike({ Prefix: 'jobs/', Status: 'Enabled', ExpirationInDays: 14 }),
+          Match.objectLike({ Prefix: 'reports/', Status: 'Enabled', ExpirationInDays: 90 }),
           Match.objectLike({ NoncurrentVersionExpiration: { NoncurrentDays: 30 }, AbortIncompleteMultipartUpload: { DaysAfterInitiation: 7 } }),
         ]),
       },

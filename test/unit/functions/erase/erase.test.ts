@@ -6,8 +6,10 @@
 import assert from 'node:assert/strict';
 import { afterEach, describe, it } from 'node:test';
 import { gunzipSync, gzipSync } from 'node:zlib';
+import { DynamoDBClient, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import { mockClient } from 'aws-sdk-client-mock';
 import { parseConfig } from '../../../../lib/config/config.js';
-import { type EraseContext, findEraseObjects, mentionsKey, rewriteEraseBatch, submitErase } from '../../../../functions/erase/erase.js';
+import { abandonErase, type EraseContext, findEraseObjects, mentionsKey, rewriteEraseBatch, submitErase } from '../../../../functions/erase/erase.js';
 import { keyFilterMetadata } from '../../../../functions/core/key-filter.js';
 import { readFixture } from '../../../helpers/messages.js';
 import { type FakeS3, fakeS3 } from '../../../helpers/fake-s3.js';
@@ -23,6 +25,14 @@ const config = parseConfig({
 });
 const env = { TIDEMARK_ERASE_KEY: 'unit-test-ledger-key-0123456789' };
 const quiet = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
+/** The status table as far as submitting needs it: the ledger key's fingerprint row, absent at first. */
+function ledgerDynamo(): DynamoDBClient {
+  const client = new DynamoDBClient({ region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'y' } });
+  const mock = mockClient(client);
+  mock.on(GetItemCommand).resolves({});
+  mock.on(PutItemCommand).resolves({});
+  return client;
+}
 const t = (seq: number) => ({ kind: 'kinesis', stream: 's', shard: 'shardId-0', sequence: String(seq), partitionKey: 'p', arrivalTime: 1 });
 
 function line(table: string, id: number | string, seq: number, extra: Record<string, unknown> = {}) {
@@ -40,9 +50,23 @@ describe('erase on a versioned store', () => {
   let s3: FakeS3;
   afterEach(() => s3.restore());
 
+  it('validates everything before it writes the request, and abandoning deletes the request (issue 20, item 6)', async () => {
+    s3 = fakeS3();
+    const base: EraseContext = { config, clients: { s3: s3.client, dynamodb: ledgerDynamo() }, log: quiet, env };
+    await assert.rejects(submitErase({ ...base, env: {} }, 'e0', { table: 'public.customers', key: { id: 42 }, reason: 'unit' }), /Environment variable TIDEMARK_ERASE_KEY is required/);
+    await assert.rejects(submitErase(base, 'e0', { table: 'public.customers', key: { name: 'x' }, reason: 'unit' }), /must hold every key column of public\.customers \(id\); missing id/);
+    await assert.rejects(submitErase(base, 'e0', { table: 'public.nope', key: { id: 1 }, reason: 'unit' }), /not configured/);
+    await assert.rejects(submitErase(base, 'e0', { table: 'public.customers', key: { id: 1 }, reason: ' ' }), /needs a reason/);
+    assert.deepEqual(s3.keys(), [], 'a request that cannot run leaves nothing behind');
+    const requestKey = await submitErase(base, 'e0', { table: 'public.customers', key: { id: 42 }, reason: 'unit' });
+    assert.deepEqual(s3.keys(), [requestKey]);
+    await abandonErase(base, { requestKey });
+    assert.deepEqual(s3.keys(), []);
+  });
+
   it('HEADs every object, GETs only those whose key filter may hold the key, and removes the key with all older versions', async () => {
     s3 = fakeS3();
-    const ctx: EraseContext = { config, clients: { s3: s3.client, dynamodb: undefined as never }, log: quiet, env };
+    const ctx: EraseContext = { config, clients: { s3: s3.client, dynamodb: ledgerDynamo() }, log: quiet, env };
     const objects: string[] = [];
     for (let o = 0; o < 8; o++) {
       const lines = Array.from({ length: 50 }, (_, i) => line('public.customers', 1000 + o * 50 + i, o * 100 + i));
@@ -77,7 +101,7 @@ describe('erase on a versioned store', () => {
 
   it('drops every line of a record that carried the key: a multi-row message holds its values (both layouts)', async () => {
     s3 = fakeS3();
-    const ctx: EraseContext = { config, clients: { s3: s3.client, dynamodb: undefined as never }, log: quiet, env };
+    const ctx: EraseContext = { config, clients: { s3: s3.client, dynamodb: ledgerDynamo() }, log: quiet, env };
     // Flink's canal-data.txt-style message with rows 112 and 113 (test/fixtures/canal).
     const canal = JSON.stringify(readFixture('canal', 'insert-two-rows-in-one-message').message_value);
     const rows = [

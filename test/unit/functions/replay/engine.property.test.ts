@@ -11,7 +11,9 @@ import fc from 'fast-check';
 import { parseConfig } from '../../../../lib/config/config.js';
 import { Normalizer, type RawRecord } from '../../../../functions/core/normalize.js';
 import { DynamoWriter } from '../../../../functions/adapters/dynamo-writer.js';
-import { keyHash, LedgerView } from '../../../../functions/adapters/erase-ledger.js';
+import { LedgerKeyring, LedgerView } from '../../../../functions/adapters/erase-ledger.js';
+import { keyHash } from '../../../../functions/core/key-hash.js';
+import { noKeyRef } from '../../../../functions/telemetry/sinks.js';
 import { ReplayEngine } from '../../../../functions/replay/engine.js';
 import { PgHistory } from '../../../helpers/debezium.js';
 import { FakeDynamoDB } from '../../../helpers/fake-dynamodb.js';
@@ -55,7 +57,7 @@ describe('replay engine (property)', () => {
           const ledgerPos = erasure && erasedEvents.length > 0 ? (erasedEvents[erasure.at % erasedEvents.length]?.position ?? '') : null;
           const ledger =
             erasure && ledgerPos !== null
-              ? new LedgerView(secret, [{ table: 'public.customers', keyHash: keyHash(secret, 'public.customers', `["${erasure.key}"]`), position: ledgerPos, erasedAt: 1, reason: 'p' }])
+              ? new LedgerView(LedgerKeyring.parse(secret.toString()), [{ table: 'public.customers', keyHash: keyHash(secret, 'public.customers', `["${erasure.key}"]`), keyId: 'k1', position: ledgerPos, erasedAt: 1, reason: 'p' }])
               : null;
           const fake = new FakeDynamoDB(config.tables);
           const engine = new ReplayEngine({
@@ -66,6 +68,7 @@ describe('replay engine (property)', () => {
             watermarks: null,
             ledger,
             log: quiet,
+            keyRef: noKeyRef,
             concurrency: 4,
           });
           for (const chunk of chunks) {

@@ -125,8 +125,19 @@ describe('config validation', () => {
     assert.match(issuesOf(withRaw({ prefix: 'data/', quarantinePrefix: 'data/q/' })).join(), /must not be equal or a prefix/);
     assert.match(issuesOf(withRaw({ prefix: 'data/raw/', quarantinePrefix: 'data/' })).join(), /must not be equal or a prefix/);
     assert.match(issuesOf(withRaw({ prefix: '' })).join(), /raw\.prefix: must not be empty/);
-    assert.match(issuesOf(withRaw({ prefix: 'aws/' })).join(), /overlaps "aws\/lambda\/"/);
+    assert.match(issuesOf(withRaw({ prefix: 'aws/' })).join(), /the on-failure destination: "aws\/lambda\/" and raw\.prefix "aws\/" must not be equal or a prefix/);
     assert.doesNotThrow(() => parseConfig(withRaw({ prefix: 'raw/', quarantinePrefix: 'rawq/' })));
+  });
+
+  it('validates replay.jobsPrefix and jobs.reportPrefix as raw.prefix is validated: non-empty, apart from every other prefix (issue 20, item 11)', () => {
+    const withReplay = (replay: object) => ({ ...valid, replay });
+    assert.match(issuesOf(withReplay({ jobsPrefix: '' })).join(), /replay\.jobsPrefix: must be a key prefix ending in "\/"/);
+    assert.match(issuesOf(withReplay({ jobsPrefix: 'raw/jobs/' })).join(), /replay\.jobsPrefix: "raw\/jobs\/" and raw\.prefix "raw\/" must not be equal or a prefix/);
+    assert.match(issuesOf(withReplay({ jobsPrefix: 'reports/' })).join(), /jobs\.reportPrefix: "reports\/" and replay\.jobsPrefix "reports\/"/);
+    assert.match(issuesOf(withReplay({ jobsPrefix: 'aws/' })).join(), /"aws\/lambda\/" and replay\.jobsPrefix "aws\/"/);
+    assert.match(issuesOf({ ...valid, jobs: { reportPrefix: 'quarantine/r/' } }).join(), /jobs\.reportPrefix: "quarantine\/r\/" and raw\.quarantinePrefix "quarantine\/"/);
+    // A separate on-failure bucket frees aws/ in the raw bucket.
+    assert.doesNotThrow(() => parseConfig({ ...valid, replay: { jobsPrefix: 'aws/', onFailureBucket: 'shop-failed' } }));
   });
 
   it('rejects a status table that is also a target', () => {

@@ -81,4 +81,25 @@ describe('replay and erase definitions', () => {
     });
     assert.deepEqual(steps, ['begin', 'find', 'rewrite', 'rewrite', 'finish']);
   });
+
+  it('erase: a failing step goes through Abandon, which deletes the request object, before the run fails (issue 20, item 6)', async () => {
+    for (const failing of ['begin', 'find', 'finish']) {
+      const steps: string[] = [];
+      const run = runLocalStateMachine(eraseDefinition(opts), { runId: 'e', requestKey: 'jobs/erase/e/request.json' }, {
+        handlers: {
+          [ERASE_FUNCTION]: (input): JsonValue => {
+            const i = input as { step: string; requestKey?: string };
+            steps.push(i.step);
+            if (i.step === failing) throw new Error(`${failing} failed`);
+            if (i.step === 'find') return { manifestKey: 'm', batches: [] };
+            if (i.step === 'abandon') return { requestDeleted: true, requestKey: i.requestKey ?? null };
+            return { ok: true };
+          },
+        },
+      });
+      await assert.rejects(run);
+      assert.equal(steps.at(-1), 'abandon', `${failing}: ${steps.join(' → ')}`);
+      assert.equal(steps.filter((s) => s === 'abandon').length, 1);
+    }
+  });
 });
