@@ -23,9 +23,9 @@ import { type Position, sourcePosition } from '../position.js';
 import { type ChangeEvent, type DecodeContext, type FormatDecoder, type InboundMessage, isRowOp, type Row, type RowOp } from '../types.js';
 import { bestKey, isSnapshotMarker } from './debezium-fields.js';
 import { placeholderColumns } from './debezium-placeholders.js';
-import { parsePgSequence, readUnsigned } from './debezium-positions.js';
+import { parsePgSequence } from './debezium-positions.js';
 import { decodeRow } from './debezium-types.js';
-import { changeEvent, decodeError, describe, epochMsOrNull, idText, transportOrder } from './kit.js';
+import { changeEvent, decodeError, describe, epochMsOrNull, idText, readUnsigned, transportOrder } from './kit.js';
 
 const FORMAT = 'debezium-flattened';
 
