@@ -65,6 +65,8 @@ const commitNs = (name: string) => range(`${name} (commit time, ns since the epo
 const db2Lsn = (name: string) => range(`${name} (Db2 LSN, 10 or 16 bytes)`, pow2(128n));
 /** An Informix LSN is (loguniq << 32) + logpos in a Java long. */
 const informixLsn = (name: string) => range(`${name} (Informix LSN, (loguniq << 32) + logpos, 63 bits)`, I63);
+/** Aurora DSQL `source.txId` as an integer: a 0x01 byte, then its UTF-8 bytes (at most 64; see aurora-dsql.ts). */
+const DSQL_TXID = range('source.txId as an integer (0x01 then at most 64 UTF-8 bytes)', pow2(8n * 65n));
 
 /** Transport-strength shapes every format may fall back to: the sequence, then a row index. */
 export const TRANSPORT_SHAPES: readonly (readonly ElementRange[])[] = [[TRANSPORT_SEQUENCE], [TRANSPORT_SEQUENCE, ROW_INDEX]];
@@ -96,6 +98,7 @@ export const POSITION_RANGES: Readonly<Record<string, FormatPositions>> = {
   'debezium-spanner': { source: [[commitNs('source.ts_ns'), range('source.sequence (record_sequence, 64-bit signed)', I63), range('source.mod_number (32-bit signed)', I31)]] },
   // `source.ts_hlc` when set; the connector leaves it null today, and the position is then transport order.
   'debezium-cockroachdb': { source: [[HLC_WALL, HLC_LOGICAL]] },
+  'aurora-dsql': { source: [[commitNs('source.ts_ns'), DSQL_TXID]] },
   'debezium-flattened': {
     source: [[pgLsn('__sequence[0]'), pgLsn('__sequence[1]')], [pgLsn('__lsn')], [BINLOG_FILE, binlogPos('__pos'), range('__row', I31)]],
   },

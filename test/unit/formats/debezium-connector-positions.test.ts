@@ -120,6 +120,8 @@ describe('position ranges of the new formats (limits.ts POSITION_RANGES)', () =>
     ['debezium-cockroachdb', { tuple: [7n], strength: 'transport' }, null],
     ['debezium-yashandb', sourcePosition(828249295637925888n, 3692924n, 220n, 0n), null],
     ['debezium-yashandb', sourcePosition(U64 + 1n, 0n, 0n, 0n), 'bad-position'],
+    ['aurora-dsql', sourcePosition(1705318200000000000n, 1n << 200n), null],
+    ['aurora-dsql', sourcePosition(1705318200000000000n, 1n << 520n), 'bad-position'],
   ] as [string, Position, string | null][]) {
     it(`${format} [${pos.tuple.map((v) => (String(v).length > 12 ? `${String(v).length} digits` : String(v))).join(', ')}] ${pos.strength}: ${expected ?? 'accepted'}`, () => {
       assert.equal(reasonOf(() => checkPosition(format, pos)), expected);

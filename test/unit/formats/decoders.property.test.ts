@@ -25,6 +25,7 @@ const FIXTURE_DIRS: Readonly<Record<FormatName, { dir: string; match: RegExp }>>
   maxwell: { dir: 'maxwell', match: /./ },
   canal: { dir: 'canal', match: /./ },
   generic: { dir: 'generic', match: /./ },
+  'aurora-dsql': { dir: 'aurora-dsql', match: /./ },
 };
 
 interface Sample {
