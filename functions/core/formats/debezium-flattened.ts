@@ -25,7 +25,7 @@ import { bestKey, isSnapshotMarker } from './debezium-fields.js';
 import { placeholderColumns } from './debezium-placeholders.js';
 import { parsePgSequence } from './debezium-positions.js';
 import { decodeRow } from './debezium-types.js';
-import { changeEvent, decodeError, describe, epochMsOrNull, idText, readUnsigned, transportOrder } from './kit.js';
+import { binlogFileNo, changeEvent, decodeError, describe, epochMsOrNull, idText, readUnsigned, transportOrder } from './kit.js';
 
 const FORMAT = 'debezium-flattened';
 
@@ -118,10 +118,10 @@ export function flattenedPosition(meta: MetaReader): Position | null {
   const lsn = meta('lsn');
   if (lsn !== undefined && lsn !== null) return sourcePosition(readUnsigned(lsn, '__lsn', '33228232'));
   const file = meta('file');
-  const fileNo = typeof file === 'string' ? /(\d+)$/.exec(file)?.[1] : undefined;
-  if (fileNo !== undefined) {
+  const fileNo = typeof file === 'string' ? binlogFileNo(file, '__file') : null;
+  if (fileNo !== null) {
     const row = meta('row');
-    return sourcePosition(BigInt(fileNo), readUnsigned(meta('pos'), '__pos', '154'), row === undefined || row === null ? 0n : readUnsigned(row, '__row', '0'));
+    return sourcePosition(fileNo, readUnsigned(meta('pos'), '__pos', '154'), row === undefined || row === null ? 0n : readUnsigned(row, '__row', '0'));
   }
   return null;
 }

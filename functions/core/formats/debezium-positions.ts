@@ -16,14 +16,13 @@
  * Incremental-snapshot reads get no position at all: see {@link debeziumPosition}.
  * Example: MySQL `{file: "mysql-bin.000003", pos: 154, row: 0}` → [3, 154, 0].
  */
-import { PositionError } from '../errors.js';
 import { type JsonObject, type JsonValue, parseJson } from '../json.js';
 import type { InboundMessage } from '../types.js';
-import { binlogFileNumber, NO_POSITION, type Position, sourcePosition } from '../position.js';
+import { NO_POSITION, type Position, sourcePosition } from '../position.js';
 import type { Connector } from './debezium-connectors.js';
 import { commitLsnPosition, informixPosition, parseHexLsn, totalOrderOf, yashanPosition } from './debezium-positions-commit.js';
 import { cockroachPosition, spannerPosition, vitessPosition } from './debezium-positions-distributed.js';
-import { decodeError, describe, readUnsigned, readUnsignedOrZero } from './kit.js';
+import { binlogFileNo, decodeError, describe, readUnsigned, readUnsignedOrZero } from './kit.js';
 
 /**
  * Parses a Debezium PostgreSQL `source.sequence`, the JSON text `'["<lastCommitLsn>","<lsn>"]'`
@@ -68,13 +67,8 @@ function mysqlPosition(source: JsonObject): Position {
   if (typeof source.file !== 'string' || source.file === '') {
     throw decodeError('missing-field', `expected source.file to be a binlog file name (e.g. "mysql-bin.000003"), got ${describe(source.file)}`);
   }
-  let fileNo: bigint;
-  try {
-    fileNo = binlogFileNumber(source.file);
-  } catch (e) {
-    if (!(e instanceof PositionError)) throw e;
-    throw decodeError('bad-position', `expected source.file to end in a number (e.g. "mysql-bin.000003"), got ${JSON.stringify(source.file)}`, { cause: e });
-  }
+  const fileNo = binlogFileNo(source.file, 'source.file');
+  if (fileNo === null) throw decodeError('bad-position', `expected source.file to end in a number (e.g. "mysql-bin.000003"), got ${describe(source.file)}`);
   return sourcePosition(fileNo, readUnsigned(source.pos, 'source.pos', '154'), readUnsignedOrZero(source.row, 'source.row', '0'));
 }
 

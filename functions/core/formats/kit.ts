@@ -181,6 +181,22 @@ export function readUnsignedOrZero(value: JsonValue | undefined, what: string, e
   return value === null || value === undefined ? 0n : readUnsigned(value, what, example);
 }
 
+/** MySQL caps a file name at FN_REFLEN (512) characters: longer text is not a binlog file name. */
+const MAX_BINLOG_FILE = 512;
+
+/**
+ * The number a binlog file name ends in (`"mysql-bin.000003"` → 3n), or null when it ends in none.
+ * Read by a scan from the end, in linear time (a pattern like `/(\d+)\s*$/` is quadratic on a long
+ * run of digits); a name longer than MySQL allows is `bad-position`.
+ */
+export function binlogFileNo(file: string, what: string): bigint | null {
+  if (file.length > MAX_BINLOG_FILE) throw decodeError('bad-position', `expected ${what} to be a binlog file name of at most ${MAX_BINLOG_FILE} characters, got ${describe(file)}`);
+  const name = file.trimEnd();
+  let start = name.length;
+  while (start > 0 && name.charCodeAt(start - 1) >= 0x30 && name.charCodeAt(start - 1) <= 0x39) start--;
+  return start === name.length ? null : BigInt(name.slice(start));
+}
+
 /** The record's transport sequence as an exact integer; DecodeError `bad-position` if it is not one. */
 export function transportSequence(message: InboundMessage): bigint {
   const seq = message.transport.sequence;

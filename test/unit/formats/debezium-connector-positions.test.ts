@@ -10,6 +10,7 @@ import fc from 'fast-check';
 import { DecodeError } from '../../../functions/core/errors.js';
 import { debezium } from '../../../functions/core/formats/debezium.js';
 import { parseHexLsn } from '../../../functions/core/formats/debezium-positions-commit.js';
+import { binlogFileNo } from '../../../functions/core/formats/kit.js';
 import { cloneJson, type JsonObject } from '../../../functions/core/json.js';
 import { checkPosition } from '../../../functions/core/limits.js';
 import { comparePositions, type Position, sourcePosition } from '../../../functions/core/position.js';
@@ -99,6 +100,19 @@ describe('Debezium CockroachDB positions', () => {
   it('refuses a ts_hlc that is not an HLC string', () => {
     assert.equal(reasonOf(() => changeOf('cockroachdb-insert', { ts_hlc: 'yesterday' })), 'bad-position');
     assert.equal(reasonOf(() => changeOf('cockroachdb-insert', { ts_hlc: 17 })), 'bad-position');
+  });
+});
+
+describe('binlog file names (MySQL, MariaDB, Maxwell, flattened) are read in linear time', () => {
+  it('reads the trailing number by a scan, and refuses a name longer than MySQL allows before any pattern runs', () => {
+    assert.equal(binlogFileNo('mariadb-bin.000003', 'f'), 3n);
+    assert.equal(binlogFileNo('mysql-bin.000042 ', 'f'), 42n);
+    assert.equal(binlogFileNo('no-number', 'f'), null);
+    // A run of digits with no number at the end took seconds through /(\d+)\s*$/: now it is refused at once.
+    const poison = `${'1'.repeat(2_000_000)}x`;
+    assert.equal(reasonOf(() => changeOf('mariadb-insert', { file: poison })), 'bad-position');
+    assert.equal(reasonOf(() => binlogFileNo(poison, 'f')), 'bad-position');
+    assert.equal(reasonOf(() => changeOf('mariadb-insert', { file: 'mariadb-bin' })), 'bad-position');
   });
 });
 
