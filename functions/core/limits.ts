@@ -61,6 +61,15 @@ const oracleScn = (name: string) => range(`${name} (Oracle SCN, 64-bit unsigned)
 export const HLC_WALL = range('HLC wall time (ns since the epoch, 2015-01-01 to 2100-01-01)', 4_102_444_800_000_000_000n, 1_420_070_400_000_000_000n);
 const HLC_LOGICAL = range('HLC logical counter (32-bit signed)', I31);
 
+/** A commit time in ns since the epoch, 2015-01-01 to 2100-01-01, the same bounds as {@link HLC_WALL}. */
+const commitNs = (name: string) => range(`${name} (ns, 2015 to 2100)`, HLC_WALL.max, HLC_WALL.min);
+/** Db2 LSNs are 10 bytes (Db2 for z/OS, LUW before 10.1) or 16 bytes (LUW 10.1 and later). */
+const db2Lsn = (name: string) => range(`${name} (Db2 LSN)`, pow2(128n));
+/** An Informix LSN is (loguniq << 32) + logpos in a Java long. */
+const informixLsn = (name: string) => range(`${name} (Informix LSN)`, I63);
+/** Aurora DSQL `source.txId` as an integer: a 0x01 byte, then its UTF-8 bytes (at most 64; see aurora-dsql.ts). */
+const DSQL_TXID = range('source.txId (at most 64 bytes)', pow2(8n * 65n));
+
 /** Transport-strength shapes every format may fall back to: the sequence, then a row index. */
 export const TRANSPORT_SHAPES: readonly (readonly ElementRange[])[] = [[TRANSPORT_SEQUENCE], [TRANSPORT_SEQUENCE, ROW_INDEX]];
 
@@ -78,8 +87,20 @@ export const POSITION_RANGES: Readonly<Record<string, FormatPositions>> = {
     transport: [[range('constant 0', 0n), pgLsn('source.lsn')], ...TRANSPORT_SHAPES],
   },
   'debezium-mysql': { source: [MYSQL_SHAPE] },
+  'debezium-mariadb': { source: [MYSQL_SHAPE] },
   'debezium-sqlserver': { source: [[sqlServerLsn('source.commit_lsn'), sqlServerLsn('source.change_lsn'), range('source.event_serial_no', I63)]] },
   'debezium-oracle': { source: [[oracleScn('source.commit_scn'), oracleScn('source.scn'), range('source.txSeq or transaction.total_order', I63)]] },
+  'debezium-db2': { source: [[db2Lsn('source.commit_lsn'), db2Lsn('source.change_lsn')]] },
+  'debezium-informix': { source: [[informixLsn('source.commit_lsn'), informixLsn('source.change_lsn'), range('transaction.total_order', I63)]] },
+  'debezium-yashandb': {
+    source: [[range('source.position_scn', U64), range('source.group_lsn', U64), range('source.group_offset', I31), range('source.batch_row_id', I31)]],
+  },
+  // Only with ordered transaction metadata; else transport order (VGTIDs are per shard).
+  'debezium-vitess': { source: [[range('transaction.transaction_epoch', I63), range('transaction_rank', pow2(128n)), range('transaction.total_order', I63)]] },
+  'debezium-spanner': { source: [[commitNs('source.ts_ns'), range('source.sequence', I63), range('source.mod_number', I31)]] },
+  // `source.ts_hlc` when set; the connector leaves it null today, and the position is then transport order.
+  'debezium-cockroachdb': { source: [[HLC_WALL, HLC_LOGICAL]] },
+  'aurora-dsql': { source: [[commitNs('source.ts_ns'), DSQL_TXID]] },
   'debezium-flattened': {
     source: [[pgLsn('__sequence[0]'), pgLsn('__sequence[1]')], [pgLsn('__lsn')], [BINLOG_FILE, binlogPos('__pos'), range('__row', I31)]],
   },

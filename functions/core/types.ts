@@ -15,8 +15,12 @@ export function isRowOp(value: unknown): value is RowOp {
   return typeof value === 'string' && (ROW_OPS as readonly string[]).includes(value);
 }
 
-/** Non-row messages: kept in raw, never applied as rows. */
-export const CONTROL_KINDS = ['tx-begin', 'tx-end', 'heartbeat', 'resolved', 'schema', 'message', 'kafka-tombstone', 'control'] as const;
+/**
+ * Non-row messages: kept in raw, never applied as rows. `chunked` and `fragment` are the two halves
+ * of a split Aurora DSQL record (the main record, and one piece of an image): they become a row only
+ * once reassembled (formats/aurora-dsql-fragments.ts).
+ */
+export const CONTROL_KINDS = ['tx-begin', 'tx-end', 'heartbeat', 'resolved', 'schema', 'message', 'kafka-tombstone', 'control', 'chunked', 'fragment'] as const;
 export type ControlKind = (typeof CONTROL_KINDS)[number];
 
 export type Row = JsonObject;

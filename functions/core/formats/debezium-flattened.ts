@@ -23,11 +23,9 @@ import { type Position, sourcePosition } from '../position.js';
 import { type ChangeEvent, type DecodeContext, type FormatDecoder, type InboundMessage, isRowOp, type Row, type RowOp } from '../types.js';
 import { bestKey, isSnapshotMarker } from './debezium-fields.js';
 import { placeholderColumns } from './debezium-placeholders.js';
-import { parsePgSequence, readUnsigned } from './debezium-positions.js';
+import { parsePgSequence } from './debezium-positions.js';
 import { decodeRow } from './debezium-types.js';
-import { changeEvent, decodeError, describe, epochMsOrNull, idText, transportOrder } from './kit.js';
-import { trailingDigits } from '../decimal.js';
-import { MAX_ELEMENT_DIGITS } from '../position.js';
+import { binlogFileNo, changeEvent, decodeError, describe, epochMsOrNull, idText, readUnsigned, transportOrder } from './kit.js';
 
 const FORMAT = 'debezium-flattened';
 
@@ -120,10 +118,10 @@ export function flattenedPosition(meta: MetaReader): Position | null {
   const lsn = meta('lsn');
   if (lsn !== undefined && lsn !== null) return sourcePosition(readUnsigned(lsn, '__lsn', '33228232'));
   const file = meta('file');
-  const fileNo = typeof file === 'string' && /\d$/.test(file.slice(-1)) ? trailingDigits(file) : null;
-  if (fileNo !== null && fileNo.length <= MAX_ELEMENT_DIGITS) {
+  const fileNo = typeof file === 'string' ? binlogFileNo(file, '__file') : null;
+  if (fileNo !== null) {
     const row = meta('row');
-    return sourcePosition(BigInt(fileNo), readUnsigned(meta('pos'), '__pos', '154'), row === undefined || row === null ? 0n : readUnsigned(row, '__row', '0'));
+    return sourcePosition(fileNo, readUnsigned(meta('pos'), '__pos', '154'), row === undefined || row === null ? 0n : readUnsigned(row, '__row', '0'));
   }
   return null;
 }

@@ -2,58 +2,27 @@
  * Source positions of Debezium events, one fixed tuple shape per connector so that any two
  * events of one connector compare element by element (docs/formats.md, "Debezium"):
  *
- * | connector  | tuple                                      | strength                        |
- * |------------|--------------------------------------------|---------------------------------|
- * | postgresql | [lastCommitLsn, lsn] from `source.sequence` | source                          |
- * | postgresql | [0, lsn] when `sequence` is absent          | transport (weak, see below)     |
- * | mysql      | [binlog file number, pos, row]              | source (within one server_id)   |
- * | sqlserver  | [commit_lsn, change_lsn, event_serial_no]   | source                          |
- * | oracle     | [commit_scn, scn, txSeq ?? total_order ?? 0] | source                         |
+ * | connector      | tuple                                                        | strength                       |
+ * |----------------|--------------------------------------------------------------|--------------------------------|
+ * | postgresql     | [lastCommitLsn, lsn] from `source.sequence`                  | source                         |
+ * | postgresql     | [0, lsn] when `sequence` is absent                           | transport (weak, see below)    |
+ * | mysql, mariadb | [binlog file number, pos, row]                               | source (within one server_id)  |
+ * | sqlserver      | [commit_lsn, change_lsn, event_serial_no]                    | source                         |
+ * | oracle         | [commit_scn, scn, txSeq ?? total_order ?? 0]                 | source                         |
+ * | db2, informix, yashandb | see debezium-positions-commit.ts                    | source                         |
+ * | vitess, spanner, cockroachdb | see debezium-positions-distributed.ts          | source or transport            |
  *
  * Every element is read losslessly (BigInt from the JSON text, never through a float).
  * Incremental-snapshot reads get no position at all: see {@link debeziumPosition}.
+ * Example: MySQL `{file: "mysql-bin.000003", pos: 154, row: 0}` → [3, 154, 0].
  */
-import { PositionError } from '../errors.js';
-import { isJsonObject, type JsonObject, type JsonValue, parseJson, toBigInt } from '../json.js';
-import { binlogFileNumber, NO_POSITION, type Position, sourcePosition } from '../position.js';
-import { decodeError, describe } from './kit.js';
-
-/** The relational connectors the envelope decoder reads (MongoDB has its own decoder). */
-export const CONNECTORS = ['postgresql', 'mysql', 'sqlserver', 'oracle'] as const;
-export type Connector = (typeof CONNECTORS)[number];
-
-function isConnector(value: unknown): value is Connector {
-  return typeof value === 'string' && (CONNECTORS as readonly string[]).includes(value);
-}
-
-/**
- * The connector of a `source` block: `source.connector`, or, for records of Debezium before 1.0
- * (no `connector` field, but the logical server `name`), the one whose position fields it carries.
- * Null when it is neither.
- */
-export function connectorOf(source: JsonObject): Connector | null {
-  if ('connector' in source) return isConnector(source.connector) ? source.connector : null;
-  if (typeof source.name !== 'string') return null;
-  if (typeof source.file === 'string' && 'pos' in source) return 'mysql';
-  if ('commit_lsn' in source || 'change_lsn' in source) return 'sqlserver';
-  if ('scn' in source) return 'oracle';
-  if ('lsn' in source || 'sequence' in source) return 'postgresql';
-  return null;
-}
-
-/** An unsigned integer from a JSON number, LosslessNumber or decimal string; throws `bad-position`. */
-export function readUnsigned(value: JsonValue | undefined, what: string, example: string): bigint {
-  const n = toBigInt(value);
-  if (n === undefined || n < 0n) {
-    throw decodeError('bad-position', `expected ${what} to be an unsigned integer (e.g. ${example}), got ${describe(value)}`);
-  }
-  return n;
-}
-
-/** Like {@link readUnsigned} but null or missing reads as 0. */
-function readUnsignedOrZero(value: JsonValue | undefined, what: string, example: string): bigint {
-  return value === null || value === undefined ? 0n : readUnsigned(value, what, example);
-}
+import { type JsonObject, type JsonValue, parseJson } from '../json.js';
+import type { InboundMessage } from '../types.js';
+import { NO_POSITION, type Position, sourcePosition } from '../position.js';
+import type { Connector } from './debezium-connectors.js';
+import { commitLsnPosition, informixPosition, parseHexLsn, totalOrderOf, yashanPosition } from './debezium-positions-commit.js';
+import { cockroachPosition, spannerPosition, vitessPosition } from './debezium-positions-distributed.js';
+import { binlogFileNo, decodeError, describe, readUnsigned, readUnsignedOrZero } from './kit.js';
 
 /**
  * Parses a Debezium PostgreSQL `source.sequence`, the JSON text `'["<lastCommitLsn>","<lsn>"]'`
@@ -98,24 +67,14 @@ function mysqlPosition(source: JsonObject): Position {
   if (typeof source.file !== 'string' || source.file === '') {
     throw decodeError('missing-field', `expected source.file to be a binlog file name (e.g. "mysql-bin.000003"), got ${describe(source.file)}`);
   }
-  let fileNo: bigint;
-  try {
-    fileNo = binlogFileNumber(source.file);
-  } catch (e) {
-    if (!(e instanceof PositionError)) throw e;
-    throw decodeError('bad-position', `expected source.file to end in a number (e.g. "mysql-bin.000003"), got ${JSON.stringify(source.file)}`, { cause: e });
-  }
+  const fileNo = binlogFileNo(source.file, 'source.file');
+  if (fileNo === null) throw decodeError('bad-position', `expected source.file to end in a number (e.g. "mysql-bin.000003"), got ${describe(source.file)}`);
   return sourcePosition(fileNo, readUnsigned(source.pos, 'source.pos', '154'), readUnsignedOrZero(source.row, 'source.row', '0'));
 }
 
-/**
- * Parses a SQL Server LSN `xxxxxxxx:xxxxxxxx:xxxx` (VLF, block, slot in hex) into one integer
- * `(vlf << 48) | (block << 16) | slot`, which orders exactly like the fixed-width text.
- */
+/** A SQL Server LSN `xxxxxxxx:xxxxxxxx:xxxx` as one 80-bit integer (see {@link parseHexLsn}). */
 export function parseSqlServerLsn(text: string, what = 'LSN'): bigint {
-  const m = /^([0-9a-fA-F]{1,8}):([0-9a-fA-F]{1,8}):([0-9a-fA-F]{1,4})$/.exec(text.trim());
-  if (!m) throw decodeError('bad-position', `expected ${what} to be a SQL Server LSN like "00000027:00000758:0003", got ${JSON.stringify(text)}`);
-  return (BigInt(`0x${m[1]}`) << 48n) | (BigInt(`0x${m[2]}`) << 16n) | BigInt(`0x${m[3]}`);
+  return parseHexLsn(text, what);
 }
 
 function sqlServerPosition(source: JsonObject): Position {
@@ -135,8 +94,7 @@ function oraclePosition(source: JsonObject, transaction: JsonValue | undefined):
   const scn = readUnsigned(source.scn, 'source.scn', '"2122185"');
   if (source.commit_scn === null || source.commit_scn === undefined) return sourcePosition(scn, scn, 0n);
   const commitScn = readUnsigned(source.commit_scn, 'source.commit_scn', '"2122187"');
-  const totalOrder = isJsonObject(transaction) ? transaction.total_order : undefined;
-  const seq = source.txSeq ?? totalOrder;
+  const seq = source.txSeq ?? totalOrderOf(transaction);
   return sourcePosition(commitScn, scn, readUnsignedOrZero(seq, 'source.txSeq or transaction.total_order', '1'));
 }
 
@@ -148,17 +106,30 @@ function oraclePosition(source: JsonObject, transaction: JsonValue | undefined):
  * sorts below every real position, so such a row only fills a key the stream has not touched and
  * never overwrites streamed state or a tombstone.
  */
-export function debeziumPosition(connector: Connector, source: JsonObject, transaction: JsonValue | undefined): Position {
+export function debeziumPosition(connector: Connector, source: JsonObject, transaction: JsonValue | undefined, message: InboundMessage): Position {
   if (source.snapshot === 'incremental') return NO_POSITION;
   switch (connector) {
     case 'postgresql':
       return pgPosition(source);
     case 'mysql':
+    case 'mariadb':
       return mysqlPosition(source);
     case 'sqlserver':
       return sqlServerPosition(source);
     case 'oracle':
       return oraclePosition(source, transaction);
+    case 'db2':
+      return commitLsnPosition(source);
+    case 'informix':
+      return informixPosition(source, transaction);
+    case 'yashandb':
+      return yashanPosition(source);
+    case 'vitess':
+      return vitessPosition(transaction, message);
+    case 'spanner':
+      return spannerPosition(source);
+    case 'cockroachdb':
+      return cockroachPosition(source, message);
   }
 }
 

@@ -1,8 +1,15 @@
 /**
- * Debezium change events from the PostgreSQL, MySQL, SQL Server and Oracle connectors, plus the
- * Debezium messages around them: transaction metadata, heartbeats, logical-decoding messages and
- * schema-change records. MongoDB has its own decoder; flattened (`ExtractNewRecordState`) records
- * are {@link debeziumFlattened}. docs/formats.md, "Debezium", has the rules.
+ * Debezium change events from the relational connectors (PostgreSQL, MySQL, MariaDB, SQL Server,
+ * Oracle, Db2, Informix, Vitess, Spanner, CockroachDB, YashanDB: debezium-connectors.ts lists them
+ * with what differs), plus the Debezium messages around them: transaction metadata, heartbeats,
+ * logical-decoding messages and schema-change records. MongoDB has its own decoder; flattened
+ * (`ExtractNewRecordState`) records are {@link debeziumFlattened}. An envelope from any other
+ * connector (`source.connector: "cassandra"`) is refused as `unsupported-connector`, naming it.
+ * docs/formats.md, "Debezium", has the rules.
+ *
+ * Example: `{op: "c", after: {ID: 1005, …}, source: {connector: "db2", schema: "MYSCHEMA",
+ * table: "CUSTOMERS", commit_lsn: "00000027:00000758:0005", change_lsn: "00000027:00000758:0003"}}`
+ * is an insert into `MYSCHEMA.CUSTOMERS` at position [commit LSN, change LSN].
  *
  * The caller has already unwrapped JsonConverter `{schema, payload}` wrapping: `message.value` is
  * the envelope and `message.valueSchema` its schema (used to decode decimals and time types).
@@ -16,54 +23,37 @@ import { type ChangeEvent, type DecodeContext, type FormatDecoder, type InboundM
 import { decodeHeartbeat, decodeMessageEvent, decodeSchemaChange, decodeTransaction, isHeartbeat, isSchemaChange, isTransactionMetadata } from './debezium-control.js';
 import { bestKey, isSnapshotMarker } from './debezium-fields.js';
 import { placeholderColumns } from './debezium-placeholders.js';
-import { CONNECTORS, type Connector, connectorOf, debeziumPosition } from './debezium-positions.js';
+import { CONNECTOR_RULES, CONNECTORS, type Connector, connectorOf, unsupportedConnector } from './debezium-connectors.js';
+import { debeziumPosition } from './debezium-positions.js';
 import { decodeRow, envelopeFieldSchema } from './debezium-types.js';
-import { changeEvent, decodeError, describe, epochMsOrNull, idText, requireString, rowOrNull } from './kit.js';
+import { changeEvent, decodeError, describe, requireString, rowOrNull } from './kit.js';
 
 export { debeziumFlattened } from './debezium-flattened.js';
 
-/** True for a Debezium envelope `{op, source}` of one of the connectors handled here (named or recognized). */
+/**
+ * True for a Debezium envelope `{op, source}`: of a connector handled here (named or recognized), or
+ * naming another connector in `source.connector` (claimed, to be refused as `unsupported-connector`),
+ * MongoDB excepted: its decoder claims it.
+ */
 function isEnvelope(value: JsonValue | null): value is JsonObject {
-  return isJsonObject(value) && typeof value.op === 'string' && isJsonObject(value.source) && connectorOf(value.source) !== null;
+  if (!isJsonObject(value) || typeof value.op !== 'string' || !isJsonObject(value.source)) return false;
+  const other = unsupportedConnector(value.source);
+  return connectorOf(value.source) !== null || (other !== null && other !== 'mongodb');
 }
 
 /**
- * Source table name: `<schema>.<table>` (PostgreSQL, SQL Server, Oracle), `<db>.<table>` (MySQL).
- * Records of Debezium before 1.0 may lack the schema or table: the topic `<prefix>.<schema>.<table>` names it then.
+ * Source table name: `<namespace>.<table>`, the namespace being the connector's (CONNECTOR_RULES):
+ * `schema` (PostgreSQL, SQL Server, Oracle, Db2, …), `db` (MySQL, MariaDB), `keyspace` (Vitess), or
+ * none (Spanner: the table alone). Records of Debezium before 1.0 may lack the schema or table: the
+ * topic `<prefix>.<schema>.<table>` names it then.
  */
 function tableName(connector: Connector, source: JsonObject, topic: string | null): string {
-  const namespaceField = connector === 'mysql' ? 'db' : 'schema';
+  const { namespace, example } = CONNECTOR_RULES[connector];
+  if (namespace === null) return requireString(source, 'table', 'source', '"Users"');
   const parts = topic?.split('.') ?? [];
-  if ((typeof source.table !== 'string' || typeof source[namespaceField] !== 'string') && parts.length >= 3) return parts.slice(-2).join('.');
+  if ((typeof source.table !== 'string' || typeof source[namespace] !== 'string') && parts.length >= 3) return parts.slice(-2).join('.');
   const table = requireString(source, 'table', 'source', '"customers"');
-  const example = connector === 'mysql' ? '"inventory"' : connector === 'oracle' ? '"DEBEZIUM"' : '"public"';
-  return `${requireString(source, namespaceField, 'source', example)}.${table}`;
-}
-
-/** Transaction id per connector: PG `txId`, MySQL `gtid` (or null), SQL Server `commit_lsn`, Oracle `txId`. */
-function txidOf(connector: Connector, source: JsonObject): string | null {
-  switch (connector) {
-    case 'postgresql':
-    case 'oracle':
-      return idText(source.txId);
-    case 'mysql':
-      return typeof source.gtid === 'string' && source.gtid !== '' ? source.gtid : null;
-    case 'sqlserver':
-      return idText(source.commit_lsn);
-  }
-}
-
-/**
- * Commit time: `source.ts_ms`. Records before Debezium 1.0 have `ts_sec` (MySQL) or `ts_usec`
- * (PostgreSQL) instead.
- */
-function commitTsOf(source: JsonObject): number | null {
-  const ms = epochMsOrNull(source.ts_ms);
-  if (ms !== null) return ms;
-  const sec = epochMsOrNull(source.ts_sec);
-  if (sec !== null) return sec * 1000;
-  const usec = epochMsOrNull(source.ts_usec);
-  return usec === null ? null : Math.trunc(usec / 1000);
+  return `${requireString(source, namespace, 'source', example)}.${table}`;
 }
 
 /** Reads and checks `source` and `op` of a message the decoder was asked to decode. */
@@ -73,10 +63,11 @@ function envelopeParts(value: JsonValue | null): { envelope: JsonObject; source:
   if (!isJsonObject(value.source)) throw decodeError('missing-field', `expected ${shape}: source is ${describe(value.source)}`);
   const connector = connectorOf(value.source);
   if (connector === null) {
-    throw decodeError(
-      'missing-field',
-      `expected source.connector to be one of ${CONNECTORS.join(', ')} (mongodb has its own decoder), got ${describe(value.source.connector)}`,
-    );
+    const other = unsupportedConnector(value.source);
+    const supported = `tidemark decodes Debezium envelopes of ${CONNECTORS.join(', ')} (mongodb has its own decoder, format debezium-mongodb)`;
+    if (other === 'mongodb') throw decodeError('unsupported-connector', 'Debezium MongoDB events have their own decoder: set format debezium-mongodb, or auto');
+    if (other !== null) throw decodeError('unsupported-connector', `the Debezium ${describe(other)} connector is not supported: ${supported}`);
+    throw decodeError('missing-field', `expected source.connector to name the connector: ${supported}; got ${describe(value.source.connector)}`);
   }
   if (typeof value.op !== 'string') throw decodeError('missing-field', `expected op to be a string ("c", "u", "d", "r", "t" or "m"), got ${describe(value.op)}`);
   return { envelope: value, source: value.source, connector, op: value.op };
@@ -104,9 +95,9 @@ function decodeChange(message: InboundMessage, ctx: DecodeContext, value: JsonOb
     before,
     after,
     placeholders,
-    position: debeziumPosition(connector, source, value.transaction),
-    txid: txidOf(connector, source),
-    commitTs: commitTsOf(source),
+    position: debeziumPosition(connector, source, value.transaction, message),
+    txid: CONNECTOR_RULES[connector].txid(source, value.transaction),
+    commitTs: CONNECTOR_RULES[connector].commitTs(source),
     snapshot: op === 'r' || isSnapshotMarker(source.snapshot),
   });
 }
@@ -127,12 +118,12 @@ function decodeDebezium(message: InboundMessage, ctx: DecodeContext): Normalized
   return [decodeChange(message, ctx, envelope, source, connector, op)];
 }
 
-/** Debezium envelopes (PostgreSQL, MySQL, SQL Server, Oracle), transaction metadata, heartbeats, schema changes. */
+/** Debezium envelopes of the relational connectors, transaction metadata, heartbeats, schema changes. */
 export const debezium: FormatDecoder = {
   name: 'debezium',
   ordering: 'source',
   shape:
-    '{before, after, source:{connector: postgresql|mysql|sqlserver|oracle, ...}, op: c|u|d|r|t|m}, or {status: BEGIN|END, id}, or heartbeat {ts_ms}, or a schema change {source, databaseName, ddl, tableChanges}',
+    '{before, after, source:{connector, ...}, op: c|u|d|r|t|m}, or {status: BEGIN|END, id}, or heartbeat {ts_ms}, or a schema change {source, databaseName, ddl, tableChanges}',
   detect(message: InboundMessage): boolean {
     const value = message.value;
     return isEnvelope(value) || isTransactionMetadata(value) || isSchemaChange(value) || isHeartbeat(message);

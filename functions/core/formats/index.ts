@@ -4,6 +4,7 @@
  * docs/formats.md describes each format and how it is ordered.
  */
 import type { FormatDecoder } from '../types.js';
+import { auroraDsql } from './aurora-dsql.js';
 import { canal } from './canal.js';
 import { cockroachdb } from './cockroachdb.js';
 import { debezium } from './debezium.js';
@@ -25,11 +26,12 @@ export const DECODERS: Readonly<Record<FormatName, FormatDecoder>> = {
   dms,
   maxwell,
   canal,
+  'aurora-dsql': auroraDsql,
   generic,
 };
 
 /** Detection order for `format: "auto"`. */
-const DETECTION_ORDER: readonly FormatName[] = ['debezium-mongodb', 'debezium', 'debezium-flattened', 'cockroachdb', 'dms', 'maxwell', 'canal', 'generic'];
+const DETECTION_ORDER: readonly FormatName[] = ['debezium-mongodb', 'debezium', 'debezium-flattened', 'aurora-dsql', 'cockroachdb', 'dms', 'maxwell', 'canal', 'generic'];
 
 export const FORMATS: readonly FormatDecoder[] = DETECTION_ORDER.map((name) => DECODERS[name]);
 

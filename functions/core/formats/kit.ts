@@ -6,7 +6,8 @@
  *   (no images, no patch, no placeholders, no txid or commit time; `snapshot` true for `r`).
  * - {@link decodeError}: a DecodeError whose reason is checked against the closed vocabulary.
  * - Readers: {@link describe}, {@link rowOrNull}, {@link textOf}, {@link msOf}, {@link idText},
- *   {@link epochMsOrNull}, {@link requireString}, {@link keyFromImages}, {@link decimalNumber}.
+ *   {@link epochMsOrNull}, {@link requireString}, {@link keyFromImages}, {@link decimalNumber},
+ *   {@link readUnsigned} (a position element, losslessly: `"33228232"`, `33228232` → 33228232n).
  * - Transport order: the Kinesis sequence number or Kafka offset of the record, the fallback
  *   position of formats that carry no comparable source position. It is weak ordering: a connector
  *   redelivery looks newer than it is.
@@ -155,6 +156,45 @@ export function requireString(obj: JsonObject, field: string, where: string, exa
     throw decodeError('missing-field', `expected ${where}.${field} to be a non-empty string (e.g. ${example}), got ${describe(value)}`);
   }
   return value;
+}
+
+/** The longest decimal text read as one position element. */
+const MAX_ELEMENT_TEXT = 160;
+
+/**
+ * An unsigned integer position element from a JSON number, LosslessNumber or decimal string, never
+ * through a float; anything else throws `bad-position` naming `what` and an example.
+ */
+export function readUnsigned(value: JsonValue | undefined, what: string, example: string): bigint {
+  // No position element has more digits (a Kinesis sequence number has 129): longer text is refused
+  // before BigInt reads it, whose cost grows faster than its length.
+  const text = typeof value === 'string' ? value : isLosslessNumber(value) ? value.value : '';
+  const n = text.length > MAX_ELEMENT_TEXT ? undefined : toBigInt(value);
+  if (n === undefined || n < 0n) {
+    throw decodeError('bad-position', `expected ${what} to be an unsigned integer (e.g. ${example}), got ${describe(value)}`);
+  }
+  return n;
+}
+
+/** Like {@link readUnsigned} but null or missing reads as 0. */
+export function readUnsignedOrZero(value: JsonValue | undefined, what: string, example: string): bigint {
+  return value === null || value === undefined ? 0n : readUnsigned(value, what, example);
+}
+
+/** MySQL caps a file name at FN_REFLEN (512) characters: longer text is not a binlog file name. */
+const MAX_BINLOG_FILE = 512;
+
+/**
+ * The number a binlog file name ends in (`"mysql-bin.000003"` → 3n), or null when it ends in none.
+ * Read by a scan from the end, in linear time (a pattern like `/(\d+)\s*$/` is quadratic on a long
+ * run of digits); a name longer than MySQL allows is `bad-position`.
+ */
+export function binlogFileNo(file: string, what: string): bigint | null {
+  if (file.length > MAX_BINLOG_FILE) throw decodeError('bad-position', `expected ${what} to be a binlog file name of at most ${MAX_BINLOG_FILE} characters, got ${describe(file)}`);
+  const name = file.trimEnd();
+  let start = name.length;
+  while (start > 0 && name.charCodeAt(start - 1) >= 0x30 && name.charCodeAt(start - 1) <= 0x39) start--;
+  return start === name.length ? null : BigInt(name.slice(start));
 }
 
 /** The record's transport sequence as an exact integer; DecodeError `bad-position` if it is not one. */

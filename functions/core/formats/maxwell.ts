@@ -17,11 +17,10 @@
  *   object form `{"database","table","pk.<col>":v}` (the `pk.` prefix is stripped; `_uuid` of a
  *   PK-less table is ignored) or the array form `["db","table",[{col:v}]]`.
  */
-import { PositionError } from '../errors.js';
 import { isJsonObject, type JsonObject, type JsonValue, toBigInt } from '../json.js';
-import { binlogFileNumber, MAX_ELEMENT_DIGITS, NO_POSITION, type Position, sourcePosition } from '../position.js';
+import { MAX_ELEMENT_DIGITS, NO_POSITION, type Position, sourcePosition } from '../position.js';
 import type { FormatDecoder, InboundMessage, Key, NormalizedEvent, RowOp } from '../types.js';
-import { changeEvent, controlEvent, decodeError, describe, lookup, msOf, put, textOf, transportOrder } from './kit.js';
+import { binlogFileNo, changeEvent, controlEvent, decodeError, describe, lookup, msOf, put, textOf, transportOrder } from './kit.js';
 
 const isDigits = (text: string): boolean => {
   for (let i = 0; i < text.length; i++) {
@@ -46,13 +45,8 @@ function binlogPosition(value: JsonObject): Position | null {
   if (fileName === undefined || offset === undefined || offset === '' || offset.length > MAX_ELEMENT_DIGITS || !isDigits(offset)) {
     throw decodeError('bad-position', `maxwell "position" must be "<binlog file>:<offset>", got ${describe(position)}`);
   }
-  let file: bigint;
-  try {
-    file = binlogFileNumber(fileName);
-  } catch (err) {
-    if (err instanceof PositionError) throw decodeError('bad-position', `maxwell "position": ${err.message}`, { cause: err });
-    throw err;
-  }
+  const file = binlogFileNo(fileName, 'the maxwell "position" file');
+  if (file === null) throw decodeError('bad-position', `maxwell "position": binlog file name has no numeric suffix: ${describe(fileName)}`);
   let xoffset = 0n;
   if (value.xoffset !== undefined && value.xoffset !== null) {
     const x = toBigInt(value.xoffset);

@@ -38,7 +38,7 @@ describe('debezium positions', () => {
     assert.deepEqual(e.position.tuple, [18446744073709551000n, 18446744073709551557n]);
     assert.equal(e.txid, '9007199254740993');
     assert.deepEqual(decodePosition(encodePosition(e.position.tuple)), [18446744073709551000n, 18446744073709551557n]);
-    const lsnOnly = debeziumPosition('postgresql', parseJson('{"lsn": 18446744073709551557}') as JsonObject, null);
+    const lsnOnly = debeziumPosition('postgresql', parseJson('{"lsn": 18446744073709551557}') as JsonObject, null, inboundFrom({}));
     assert.deepEqual(lsnOnly.tuple, [0n, 18446744073709551557n]);
   });
 

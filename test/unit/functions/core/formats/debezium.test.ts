@@ -272,7 +272,7 @@ describe('debezium decode errors', () => {
   it('rejects a message without source, or from a connector this decoder does not handle', () => {
     assertDecodeError(() => debezium.decode(inboundFrom({ op: 'c', after: { id: 1 } }), ctx), 'missing-field', /source is nothing/);
     const mongo = inboundFrom({ op: 'c', after: '{}', source: { connector: 'mongodb' } });
-    assertDecodeError(() => debezium.decode(mongo, ctx), 'missing-field', /mongodb has its own decoder/);
+    assertDecodeError(() => debezium.decode(mongo, ctx), 'unsupported-connector', /MongoDB events have their own decoder: set format debezium-mongodb/);
   });
 
   it('rejects an insert whose after image is missing', () => {

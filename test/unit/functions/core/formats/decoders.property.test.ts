@@ -17,7 +17,7 @@ import { kafkaRecord, normalizerFor } from './normalizer-kit.js';
 
 /** Fixture folders holding valid messages of each format. */
 const FIXTURE_DIRS: Readonly<Record<FormatName, { dir: string; match: RegExp }>> = {
-  debezium: { dir: 'debezium', match: /^(pg|mysql|sqlserver|oracle|legacy)-/ },
+  debezium: { dir: 'debezium', match: /^(pg|mysql|sqlserver|oracle|legacy|mariadb|db2|informix|vitess|spanner|cockroachdb|yashandb)-/ },
   'debezium-flattened': { dir: 'debezium', match: /^flattened-/ },
   'debezium-mongodb': { dir: 'debezium-mongodb', match: /./ },
   cockroachdb: { dir: 'cockroachdb', match: /./ },
@@ -25,6 +25,7 @@ const FIXTURE_DIRS: Readonly<Record<FormatName, { dir: string; match: RegExp }>>
   maxwell: { dir: 'maxwell', match: /./ },
   canal: { dir: 'canal', match: /./ },
   generic: { dir: 'generic', match: /./ },
+  'aurora-dsql': { dir: 'aurora-dsql', match: /./ },
 };
 
 interface Sample {

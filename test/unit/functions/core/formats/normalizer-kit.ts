@@ -49,6 +49,21 @@ export function kafkaRecord(value: JsonValue | null, options: RecordOptions = {}
   };
 }
 
+/**
+ * A Kinesis record of a value, as Aurora DSQL writes one: a random-looking partition key, which
+ * decoders must not take for the row's key.
+ */
+export function kinesisRecord(value: JsonValue | null, shard = 'shardId-000000000000', sequence = '49590338271490256608559692538361571095921575989136588898'): RawRecord {
+  const partitionKey = 'f3b1c6a2-partition';
+  return {
+    value: bytes(value),
+    key: new TextEncoder().encode(partitionKey),
+    topic: null,
+    headers: {},
+    transport: { kind: 'kinesis', stream: 'cdc', shard, sequence, partitionKey, arrivalTime: 1_735_732_900_000 },
+  };
+}
+
 /** The record of a fixture: its value, key, topic and headers; `options` override. */
 export function fixtureRecord(dir: string, name: string, options: RecordOptions = {}): RawRecord {
   const f = readFixture(dir, name);
