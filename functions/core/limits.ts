@@ -62,13 +62,13 @@ export const HLC_WALL = range('HLC wall time (ns since the epoch, 2015-01-01 to 
 const HLC_LOGICAL = range('HLC logical counter (32-bit signed)', I31);
 
 /** A commit time in ns since the epoch, 2015-01-01 to 2100-01-01, the same bounds as {@link HLC_WALL}. */
-const commitNs = (name: string) => range(`${name} (ns, 2015 to 2100)`, HLC_WALL.max, HLC_WALL.min);
+const commitNs = (name: string) => range(`${name} (commit time, ns since the epoch, 2015-01-01 to 2100-01-01)`, HLC_WALL.max, HLC_WALL.min);
 /** Db2 LSNs are 10 bytes (Db2 for z/OS, LUW before 10.1) or 16 bytes (LUW 10.1 and later). */
-const db2Lsn = (name: string) => range(`${name} (Db2 LSN)`, pow2(128n));
+const db2Lsn = (name: string) => range(`${name} (Db2 LSN, 10 or 16 bytes)`, pow2(128n));
 /** An Informix LSN is (loguniq << 32) + logpos in a Java long. */
-const informixLsn = (name: string) => range(`${name} (Informix LSN)`, I63);
+const informixLsn = (name: string) => range(`${name} (Informix LSN, (loguniq << 32) + logpos, 63 bits)`, I63);
 /** Aurora DSQL `source.txId` as an integer: a 0x01 byte, then its UTF-8 bytes (at most 64; see aurora-dsql.ts). */
-const DSQL_TXID = range('source.txId (at most 64 bytes)', pow2(8n * 65n));
+const DSQL_TXID = range('source.txId as an integer (0x01 then at most 64 UTF-8 bytes)', pow2(8n * 65n));
 
 /** Transport-strength shapes every format may fall back to: the sequence, then a row index. */
 export const TRANSPORT_SHAPES: readonly (readonly ElementRange[])[] = [[TRANSPORT_SEQUENCE], [TRANSPORT_SEQUENCE, ROW_INDEX]];
@@ -93,11 +93,11 @@ export const POSITION_RANGES: Readonly<Record<string, FormatPositions>> = {
   'debezium-db2': { source: [[db2Lsn('source.commit_lsn'), db2Lsn('source.change_lsn')]] },
   'debezium-informix': { source: [[informixLsn('source.commit_lsn'), informixLsn('source.change_lsn'), range('transaction.total_order', I63)]] },
   'debezium-yashandb': {
-    source: [[range('source.position_scn', U64), range('source.group_lsn', U64), range('source.group_offset', I31), range('source.batch_row_id', I31)]],
+    source: [[range('source.position_scn (commit SCN, 64-bit unsigned)', U64), range('source.group_lsn (64-bit unsigned)', U64), range('source.group_offset (32-bit signed)', I31), range('source.batch_row_id (32-bit signed)', I31)]],
   },
   // Only with ordered transaction metadata; else transport order (VGTIDs are per shard).
-  'debezium-vitess': { source: [[range('transaction.transaction_epoch', I63), range('transaction_rank', pow2(128n)), range('transaction.total_order', I63)]] },
-  'debezium-spanner': { source: [[commitNs('source.ts_ns'), range('source.sequence', I63), range('source.mod_number', I31)]] },
+  'debezium-vitess': { source: [[range('transaction.transaction_epoch', I63), range('transaction.transaction_rank (sum of the shard GTID sequence numbers)', pow2(128n)), range('transaction.total_order', I63)]] },
+  'debezium-spanner': { source: [[commitNs('source.ts_ns'), range('source.sequence (record_sequence, 64-bit signed)', I63), range('source.mod_number (32-bit signed)', I31)]] },
   // `source.ts_hlc` when set; the connector leaves it null today, and the position is then transport order.
   'debezium-cockroachdb': { source: [[HLC_WALL, HLC_LOGICAL]] },
   'aurora-dsql': { source: [[commitNs('source.ts_ns'), DSQL_TXID]] },

@@ -51,14 +51,14 @@ const invalid = (message: string) => decodeError('fragment-invalid', message);
 
 function chunkId(value: JsonValue | undefined, where: string): string {
   if (typeof value !== 'string' || value === '' || value.length > MAX_CHUNK_ID) {
-    throw invalid(`expected ${where}.chunk_id of 1 to ${MAX_CHUNK_ID} characters, got ${describe(value)}`);
+    throw invalid(`expected ${where}.chunk_id to be a non-empty string of at most ${MAX_CHUNK_ID} characters, got ${describe(value)}`);
   }
   return value;
 }
 
 function count(value: JsonValue | undefined, what: string, min: number): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min || value > MAX_FRAGMENTS) {
-    throw invalid(`expected ${what} from ${min} to ${MAX_FRAGMENTS}, got ${describe(value)}`);
+    throw invalid(`expected ${what} to be a whole number from ${min} to ${MAX_FRAGMENTS}, got ${describe(value)}`);
   }
   return value;
 }
@@ -73,14 +73,14 @@ export function fragmentPart(value: JsonObject): FragmentPart {
   const id = chunkId(value.chunk_id, 'fragment');
   const index = count(value.index, 'fragment.index', 0);
   if (index >= MAX_FRAGMENTS) throw invalid(`fragment.index must be below ${MAX_FRAGMENTS}, got ${index}`);
-  if (typeof value.data !== 'string') throw invalid(`expected fragment.data to be text, got ${describe(value.data)}`);
+  if (typeof value.data !== 'string') throw invalid(`expected fragment.data to be a piece of JSON text (a string), got ${describe(value.data)}`);
   return { chunkId: id, index, data: value.data };
 }
 
 /** The split images a main record (`type: "chunked"`) refers to, in `before`, `after` order. */
 export function chunkRefs(main: JsonObject): ChunkRef[] {
   const chunked = main.chunked;
-  if (!isJsonObject(chunked)) throw invalid(`expected chunked to be {before?, after?}, got ${describe(chunked)}`);
+  if (!isJsonObject(chunked)) throw invalid(`expected a chunked record to carry a chunked object {after: {chunk_id, total_fragments, crc32c}}, got ${describe(chunked)}`);
   const refs: ChunkRef[] = [];
   for (const image of IMAGES) {
     const ref = chunked[image];
@@ -88,12 +88,12 @@ export function chunkRefs(main: JsonObject): ChunkRef[] {
     if (!isJsonObject(ref)) throw invalid(`expected chunked.${image} to be {chunk_id, total_fragments, crc32c}, got ${describe(ref)}`);
     const crc = ref.crc32c;
     if (typeof crc !== 'string' || !CRC_TEXT.test(crc) || Number(crc) > 0xffffffff) {
-      throw invalid(`expected chunked.${image}.crc32c as decimal text, got ${describe(crc)}`);
+      throw invalid(`expected chunked.${image}.crc32c to be a CRC32C as a decimal string (e.g. "2073618257"), got ${describe(crc)}`);
     }
     refs.push({ image, chunkId: chunkId(ref.chunk_id, `chunked.${image}`), totalFragments: count(ref.total_fragments, `chunked.${image}.total_fragments`, 1), crc32c: Number(crc) });
   }
-  if (refs.length === 0) throw invalid('chunked names no image');
-  if (refs.length === 2 && refs[0]?.chunkId === refs[1]?.chunkId) throw invalid('chunked.before and chunked.after share a chunk_id');
+  if (refs.length === 0) throw invalid('a chunked record must split its before or after image: chunked has neither');
+  if (refs.length === 2 && refs[0]?.chunkId === refs[1]?.chunkId) throw invalid('chunked.before and chunked.after name the same chunk_id');
   return refs;
 }
 
@@ -105,10 +105,10 @@ function imageText(ref: ChunkRef, parts: readonly FragmentPart[]): { readonly te
   const pieces = new Array<string | undefined>(ref.totalFragments);
   for (const part of parts) {
     if (part.chunkId !== ref.chunkId) continue;
-    if (part.index >= ref.totalFragments) throw invalid(`fragment ${part.index} of chunk ${ref.chunkId} is beyond its ${ref.totalFragments}`);
+    if (part.index >= ref.totalFragments) throw invalid(`fragment ${part.index} of chunk ${ref.chunkId} is outside its ${ref.totalFragments} fragments`);
     const seen = pieces[part.index];
     // A redelivered fragment carries the same text; a different text for one index is not a redelivery.
-    if (seen !== undefined && seen !== part.data) throw invalid(`fragment ${part.index} of chunk ${ref.chunkId} came twice with different data`);
+    if (seen !== undefined && seen !== part.data) throw invalid(`fragment ${part.index} of chunk ${ref.chunkId} arrived twice with different data`);
     pieces[part.index] = part.data;
   }
   const missing: number[] = [];
@@ -119,14 +119,14 @@ function imageText(ref: ChunkRef, parts: readonly FragmentPart[]): { readonly te
 /** Parses one reassembled image, checking its CRC32C first. */
 function imageOf(ref: ChunkRef, text: string): JsonObject {
   const crc = crc32c(new TextEncoder().encode(text));
-  if (crc !== ref.crc32c) throw invalid(`chunk ${ref.chunkId}: CRC32C ${crc}, expected ${ref.crc32c}`);
+  if (crc !== ref.crc32c) throw invalid(`chunk ${ref.chunkId} (${ref.image}) reassembles to text whose CRC32C is ${crc}, the main record says ${ref.crc32c}`);
   let image: JsonValue;
   try {
     image = parseJson(text);
   } catch {
-    throw invalid(`chunk ${ref.chunkId}: not JSON`);
+    throw invalid(`chunk ${ref.chunkId} (${ref.image}) reassembles to text that is not JSON`);
   }
-  if (!isJsonObject(image)) throw invalid(`chunk ${ref.chunkId}: ${describe(image)}, not a row`);
+  if (!isJsonObject(image)) throw invalid(`chunk ${ref.chunkId} (${ref.image}) reassembles to ${describe(image)}, not a row object`);
   return image;
 }
 
@@ -140,7 +140,7 @@ function imageOf(ref: ChunkRef, text: string): JsonObject {
 export function assembleFragments(main: JsonObject, parts: readonly FragmentPart[]): Assembly {
   const refs = chunkRefs(main);
   const stray = parts.find((p) => !refs.some((r) => r.chunkId === p.chunkId));
-  if (stray !== undefined) throw invalid(`chunk ${stray.chunkId} is not one of this record's`);
+  if (stray !== undefined) throw invalid(`fragment ${stray.index} of chunk ${stray.chunkId} belongs to no image of this main record`);
   const texts = refs.map((ref) => ({ ref, image: imageText(ref, parts) }));
   const missing = texts.flatMap(({ ref, image }) => ('missing' in image ? [{ chunkId: ref.chunkId, indexes: image.missing }] : []));
   if (missing.length > 0) return { complete: false, missing };

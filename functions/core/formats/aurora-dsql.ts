@@ -44,7 +44,7 @@ export const MAX_TXID_BYTES = 64;
 export function txIdRank(txId: string): bigint {
   const bytes = txId.length > MAX_TXID_BYTES ? null : Buffer.from(txId, 'utf8');
   if (bytes === null || bytes.length === 0 || bytes.length > MAX_TXID_BYTES) {
-    throw decodeError('bad-position', `expected source.txId of 1 to ${MAX_TXID_BYTES} bytes, got ${describe(txId)}`);
+    throw decodeError('bad-position', `expected source.txId to be a transaction id of 1 to ${MAX_TXID_BYTES} bytes (e.g. "ffthunp5stx6ffs2vyfqoatmfu"), got ${describe(txId)}`);
   }
   return BigInt(`0x01${bytes.toString('hex')}`);
 }
@@ -61,7 +61,7 @@ function isChangeRecord(value: JsonValue | null): value is JsonObject {
 function opOf(op: string, after: JsonObject | null): RowOp {
   if (op === 'c' || op === 'u' || op === 'd') return op;
   if (after !== null) return 'u';
-  throw decodeError('bad-op', `expected op c, u or d (or any op with an after image: an upsert), got ${describe(op)} and no after`);
+  throw decodeError('bad-op', `expected op "c", "u" or "d" (or another op with an after image, applied as an upsert), got ${describe(op)} without an after image`);
 }
 
 interface Envelope {
@@ -74,7 +74,7 @@ interface Envelope {
 function envelopeOf(source: JsonObject): Envelope {
   const table = `${requireString(source, 'schema', 'source', '"public"')}.${requireString(source, 'table', 'source', '"order_items"')}`;
   if (source.ts_ns === undefined || source.ts_ns === null) {
-    throw decodeError('missing-field', 'expected source.ts_ns (commit time, ns), found none');
+    throw decodeError('missing-field', 'expected source.ts_ns, the commit time in nanoseconds (e.g. 1705318200000000000), on an Aurora DSQL record, found none');
   }
   const txid = requireString(source, 'txId', 'source', '"ffthunp5stx6ffs2vyfqoatmfu"');
   const position = sourcePosition(readUnsigned(source.ts_ns, 'source.ts_ns', '1705318200000000000'), txIdRank(txid));
@@ -86,7 +86,7 @@ function decodeFull(value: JsonObject, source: JsonObject, op: string, ctx: Deco
   const before = rowOrNull(value.before, 'before');
   const after = rowOrNull(value.after, 'after');
   const rowOp = opOf(op, after);
-  if (rowOp !== 'd' && after === null) throw decodeError('missing-field', `expected after to hold the row of a "${op}" record, got ${describe(value.after)}`);
+  if (rowOp !== 'd' && after === null) throw decodeError('missing-field', `expected after to hold the row on an Aurora DSQL "${op}" record for ${table}, got ${describe(value.after)}`);
   return changeEvent({ format: FORMAT, op: rowOp, table, key: keyFromImages(table, ctx, [after, before]), before, after, position, txid, commitTs, snapshot: false });
 }
 
@@ -103,12 +103,12 @@ function decodeDsql(message: InboundMessage, ctx: DecodeContext): NormalizedEven
     const part = fragmentPart(value);
     return [controlEvent({ format: FORMAT, control: 'fragment', detail: { chunkId: part.chunkId, index: part.index, data: part.data } })];
   }
-  const shape = 'an Aurora DSQL record {type, op, before, after, source}';
+  const shape = 'an Aurora DSQL record {type, op, before, after, source: {ts_ns, txId, schema, table, cluster, …}}';
   if (!isJsonObject(value)) throw decodeError('bad-shape', `expected ${shape}, got ${describe(value)}`);
   if (!isJsonObject(value.source)) throw decodeError('missing-field', `expected ${shape}: source is ${describe(value.source)}`);
-  if (typeof value.op !== 'string') throw decodeError('missing-field', `expected op to be a string, got ${describe(value.op)}`);
+  if (typeof value.op !== 'string') throw decodeError('missing-field', `expected op to be a string ("c", "u" or "d"), got ${describe(value.op)}`);
   if (value.type === 'chunked') return [decodeChunked(value, value.source, value.op)];
-  if (value.type !== undefined && value.type !== 'full') throw decodeError('bad-field', `expected type full, chunked or fragment, got ${describe(value.type)}`);
+  if (value.type !== undefined && value.type !== 'full') throw decodeError('bad-field', `expected type "full", "chunked" or "fragment", got ${describe(value.type)}`);
   return [decodeFull(value, value.source, value.op, ctx)];
 }
 
@@ -116,7 +116,7 @@ function decodeDsql(message: InboundMessage, ctx: DecodeContext): NormalizedEven
 export const auroraDsql: FormatDecoder = {
   name: FORMAT,
   ordering: 'source',
-  shape: '{type: full|chunked, op, before, after, source:{ts_ns, txId, schema, table, cluster}}, or {type: fragment, chunk_id, index, data}',
+  shape: '{type: full|chunked, op: c|u|d, before, after, source:{ts_ns, txId, schema, table, db, cluster}}, or {type: fragment, chunk_id, index, data}',
   detect(message: InboundMessage): boolean {
     return isChangeRecord(message.value) || isFragmentRecord(message.value);
   },

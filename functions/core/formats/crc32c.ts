@@ -10,24 +10,19 @@
 /** The reflected Castagnoli polynomial. */
 const POLYNOMIAL = 0x82f63b78;
 
-let table: Uint32Array | null = null;
-
-/** The byte table, built on first use (so a bundle that never checks a CRC carries no start-up work). */
-function tableOf(): Uint32Array {
-  if (table !== null) return table;
-  table = new Uint32Array(256);
+const TABLE: Uint32Array = (() => {
+  const table = new Uint32Array(256);
   for (let n = 0; n < 256; n++) {
     let c = n;
     for (let k = 0; k < 8; k++) c = c & 1 ? (c >>> 1) ^ POLYNOMIAL : c >>> 1;
     table[n] = c >>> 0;
   }
   return table;
-}
+})();
 
 /** The CRC32C of `bytes`, as an unsigned 32-bit integer. */
 export function crc32c(bytes: Uint8Array): number {
-  const t = tableOf();
   let crc = 0xffffffff;
-  for (let i = 0; i < bytes.length; i++) crc = (t[(crc ^ (bytes[i] ?? 0)) & 0xff] ?? 0) ^ (crc >>> 8);
+  for (let i = 0; i < bytes.length; i++) crc = (TABLE[(crc ^ (bytes[i] ?? 0)) & 0xff] ?? 0) ^ (crc >>> 8);
   return (crc ^ 0xffffffff) >>> 0;
 }

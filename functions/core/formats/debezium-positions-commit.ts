@@ -32,7 +32,7 @@ export function parseHexLsn(text: string, what: string, tails: readonly number[]
   const width = tails.find((w) => tail.length === w) ?? (only !== undefined && tail.length <= only ? only : undefined);
   if (!m || width === undefined || tail === '') {
     const shape = `xxxxxxxx:xxxxxxxx:${tails.map((n) => 'x'.repeat(n)).join(' or …:')}`;
-    throw decodeError('bad-position', `expected ${what} to be a hex LSN ${shape}, got ${describe(text)}`);
+    throw decodeError('bad-position', `expected ${what} to be a hex LSN like ${shape} (e.g. "00000027:00000758:0003"), got ${describe(text)}`);
   }
   const w = BigInt(4 * width);
   return (BigInt(`0x${m[1]}`) << (32n + w)) | (BigInt(`0x${m[2]}`) << w) | BigInt(`0x${tail}`);
@@ -46,7 +46,7 @@ export function totalOrderOf(transaction: JsonValue | undefined): JsonValue | un
 /** A Db2 LSN: the hex text of its 10 (Db2 for z/OS, older LUW) or 16 bytes, as Debezium's `Lsn.toString` writes it. */
 function db2Lsn(value: JsonValue | undefined, what: string): bigint {
   if (typeof value !== 'string') {
-    throw decodeError('missing-field', `expected ${what} to be a Db2 LSN, got ${describe(value)}`);
+    throw decodeError('missing-field', `expected ${what} to be a Db2 LSN like "00000027:00000758:0005", got ${describe(value)}`);
   }
   return parseHexLsn(value, what, [4, 16]);
 }
@@ -73,7 +73,7 @@ export function commitLsnPosition(source: JsonObject): Position {
  */
 export function informixPosition(source: JsonObject, transaction: JsonValue | undefined): Position {
   if (source.commit_lsn === null || source.commit_lsn === undefined) {
-    throw decodeError('missing-field', 'expected source.commit_lsn (Informix LSN), found none');
+    throw decodeError('missing-field', 'expected source.commit_lsn (an Informix LSN such as "627404540760620") on a Debezium Informix event, found none');
   }
   const commit = readUnsigned(source.commit_lsn, 'source.commit_lsn', '"627404540760620"');
   const change = readUnsignedOrZero(source.change_lsn, 'source.change_lsn', '"627404540485812"');
@@ -89,7 +89,7 @@ export function informixPosition(source: JsonObject, transaction: JsonValue | un
 export function yashanPosition(source: JsonObject): Position {
   const commit = source.position_scn ?? source.scn;
   if (commit === null || commit === undefined) {
-    throw decodeError('missing-field', 'expected source.position_scn (commit SCN), found none');
+    throw decodeError('missing-field', 'expected source.position_scn (the commit SCN, e.g. 828249295637925888) on a Debezium YashanDB event, found none');
   }
   return sourcePosition(
     readUnsigned(commit, 'source.position_scn', '828249295637925888'),

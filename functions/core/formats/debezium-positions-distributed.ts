@@ -31,11 +31,11 @@ const DECIMAL_BYTES = /^[A-Za-z0-9+/]{1,44}={0,2}$/;
 function rankOf(value: JsonValue | undefined): bigint {
   if (typeof value !== 'string') return readUnsigned(value, 'transaction.transaction_rank', '68');
   if (!DECIMAL_BYTES.test(value) || value.length % 4 !== 0) {
-    throw decodeError('bad-position', `expected transaction_rank as a number or base64 Decimal, got ${describe(value)}`);
+    throw decodeError('bad-position', `expected transaction.transaction_rank to be a number or base64 Decimal bytes (e.g. 68 or "RA=="), got ${describe(value)}`);
   }
   const bytes = Buffer.from(value, 'base64');
   if (bytes.length === 0 || ((bytes[0] ?? 0) & 0x80) !== 0) {
-    throw decodeError('bad-position', `expected transaction_rank to be unsigned, got ${describe(value)}`);
+    throw decodeError('bad-position', `expected transaction.transaction_rank to be an unsigned Decimal, got ${describe(value)}`);
   }
   return BigInt(`0x${bytes.toString('hex')}`);
 }
@@ -65,7 +65,7 @@ function commitNanos(source: JsonObject): bigint {
   if (source.ts_ns !== undefined && source.ts_ns !== null) return readUnsigned(source.ts_ns, 'source.ts_ns', '1670955531785000000');
   if (source.ts_us !== undefined && source.ts_us !== null) return readUnsigned(source.ts_us, 'source.ts_us', '1670955531785000') * 1000n;
   if (source.ts_ms !== undefined && source.ts_ms !== null) return readUnsigned(source.ts_ms, 'source.ts_ms', '1670955531785') * 1_000_000n;
-  throw decodeError('missing-field', 'expected source.ts_ns (commit time), found none');
+  throw decodeError('missing-field', 'expected source.ts_ns (the Spanner commit timestamp, e.g. 1670955531785000000) on a Debezium Spanner event, found none');
 }
 
 /**
@@ -77,7 +77,7 @@ function commitNanos(source: JsonObject): bigint {
  */
 export function spannerPosition(source: JsonObject): Position {
   if (source.sequence === null || source.sequence === undefined) {
-    throw decodeError('missing-field', 'expected source.sequence (record_sequence), found none');
+    throw decodeError('missing-field', 'expected source.sequence (the Spanner record_sequence, e.g. "1") on a Debezium Spanner event, found none');
   }
   return sourcePosition(
     commitNanos(source),
@@ -96,7 +96,7 @@ export function cockroachPosition(source: JsonObject, message: InboundMessage): 
   const hlc = source.ts_hlc;
   if (hlc === null || hlc === undefined) return transportOrder(message);
   if (typeof hlc !== 'string' || hlc.length > 40) {
-    throw decodeError('bad-position', `expected source.ts_hlc "<wall ns>.<logical>", got ${describe(hlc)}`);
+    throw decodeError('bad-position', `expected source.ts_hlc to be an HLC "<wall ns>.<logical>" (e.g. "1705312200000000000.0000000001"), got ${describe(hlc)}`);
   }
   try {
     return sourcePosition(...parseHlc(hlc));

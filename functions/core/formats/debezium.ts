@@ -123,7 +123,7 @@ export const debezium: FormatDecoder = {
   name: 'debezium',
   ordering: 'source',
   shape:
-    '{before, after, source:{connector, ...}, op: c|u|d|r|t|m}, or {status: BEGIN|END, id}, or heartbeat {ts_ms}, or a schema change {source, databaseName, ddl, tableChanges}',
+    '{before, after, source:{connector: postgresql|mysql|mariadb|sqlserver|oracle|db2|informix|vitess|spanner|cockroachdb|yashandb, ...}, op: c|u|d|r|t|m}, or {status: BEGIN|END, id}, or heartbeat {ts_ms}, or a schema change {source, databaseName, ddl, tableChanges}',
   detect(message: InboundMessage): boolean {
     const value = message.value;
     return isEnvelope(value) || isTransactionMetadata(value) || isSchemaChange(value) || isHeartbeat(message);

@@ -9,12 +9,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { DecodeError } from '../../../functions/core/errors.js';
-import { assembleFragments, decideSplit, type FragmentPart, fragmentPart } from '../../../functions/core/formats/aurora-dsql-fragments.js';
-import { crc32c } from '../../../functions/core/formats/crc32c.js';
-import { cloneJson, type JsonObject, stringifyJson } from '../../../functions/core/json.js';
-import type { ControlEvent } from '../../../functions/core/types.js';
-import { readFixture } from '../../helpers/messages.js';
+import { DecodeError } from '../../../../../functions/core/errors.js';
+import { assembleFragments, decideSplit, type FragmentPart, fragmentPart } from '../../../../../functions/core/formats/aurora-dsql-fragments.js';
+import { crc32c } from '../../../../../functions/core/formats/crc32c.js';
+import { cloneJson, type JsonObject, stringifyJson } from '../../../../../functions/core/json.js';
+import type { ControlEvent } from '../../../../../functions/core/types.js';
+import { readFixture } from '../../../../helpers/messages.js';
 import { storeView } from './delivery-kit.js';
 import { applyBatches, changesOf, kinesisRecord, normalizerFor } from './normalizer-kit.js';
 

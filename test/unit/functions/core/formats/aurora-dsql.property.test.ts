@@ -11,10 +11,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { txIdRank } from '../../../functions/core/formats/aurora-dsql.js';
-import { type JsonObject, LosslessNumber } from '../../../functions/core/json.js';
-import type { RawRecord } from '../../../functions/core/normalize.js';
-import { encodePosition } from '../../../functions/core/position.js';
+import { txIdRank } from '../../../../../functions/core/formats/aurora-dsql.js';
+import { type JsonObject, LosslessNumber } from '../../../../../functions/core/json.js';
+import type { RawRecord } from '../../../../../functions/core/normalize.js';
+import { encodePosition } from '../../../../../functions/core/position.js';
 import { applyBatches, kinesisRecord, normalizerFor } from './normalizer-kit.js';
 
 const n = normalizerFor([{ source: 'public.order_items', key: ['order_id', 'item_id'], keyTypes: { order_id: 'number', item_id: 'number' } }]);

@@ -8,12 +8,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { DecodeError } from '../../../functions/core/errors.js';
-import { auroraDsql, txIdRank } from '../../../functions/core/formats/aurora-dsql.js';
-import { cloneJson, type JsonObject, type JsonValue } from '../../../functions/core/json.js';
-import { comparePositions } from '../../../functions/core/position.js';
-import type { ControlEvent } from '../../../functions/core/types.js';
-import { readFixture } from '../../helpers/messages.js';
+import { DecodeError } from '../../../../../functions/core/errors.js';
+import { auroraDsql, txIdRank } from '../../../../../functions/core/formats/aurora-dsql.js';
+import { cloneJson, type JsonObject, type JsonValue } from '../../../../../functions/core/json.js';
+import { comparePositions } from '../../../../../functions/core/position.js';
+import type { ControlEvent } from '../../../../../functions/core/types.js';
+import { readFixture } from '../../../../helpers/messages.js';
 import { storeView } from './delivery-kit.js';
 import { applyBatches, changesOf, kinesisRecord, normalizerFor } from './normalizer-kit.js';
 

@@ -7,14 +7,14 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { DecodeError } from '../../../functions/core/errors.js';
-import { debezium } from '../../../functions/core/formats/debezium.js';
-import { parseHexLsn } from '../../../functions/core/formats/debezium-positions-commit.js';
-import { binlogFileNo } from '../../../functions/core/formats/kit.js';
-import { cloneJson, type JsonObject } from '../../../functions/core/json.js';
-import { checkPosition } from '../../../functions/core/limits.js';
-import { comparePositions, type Position, sourcePosition } from '../../../functions/core/position.js';
-import { decodeContext, inboundFrom, onlyChange, readFixture } from '../../helpers/messages.js';
+import { DecodeError } from '../../../../../functions/core/errors.js';
+import { debezium } from '../../../../../functions/core/formats/debezium.js';
+import { parseHexLsn } from '../../../../../functions/core/formats/debezium-positions-commit.js';
+import { binlogFileNo } from '../../../../../functions/core/formats/kit.js';
+import { cloneJson, type JsonObject } from '../../../../../functions/core/json.js';
+import { checkPosition } from '../../../../../functions/core/limits.js';
+import { comparePositions, type Position, sourcePosition } from '../../../../../functions/core/position.js';
+import { decodeContext, inboundFrom, onlyChange, readFixture } from '../../../../helpers/messages.js';
 
 const ctx = decodeContext();
 

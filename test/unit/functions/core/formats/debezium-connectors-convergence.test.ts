@@ -10,9 +10,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { cloneJson, type JsonObject, type JsonValue, LosslessNumber } from '../../../functions/core/json.js';
-import type { RawRecord } from '../../../functions/core/normalize.js';
-import { readFixture } from '../../helpers/messages.js';
+import { cloneJson, type JsonObject, type JsonValue, LosslessNumber } from '../../../../../functions/core/json.js';
+import type { RawRecord } from '../../../../../functions/core/normalize.js';
+import { readFixture } from '../../../../helpers/messages.js';
 import { deliveries, inOrderDeliveries, storeView } from './delivery-kit.js';
 import { applyBatches, fixtureRecord, kafkaRecord, normalizerFor } from './normalizer-kit.js';
 

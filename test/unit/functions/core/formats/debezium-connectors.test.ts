@@ -8,9 +8,9 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { cloneJson, type JsonObject, parseJson } from '../../../functions/core/json.js';
-import type { ControlEvent } from '../../../functions/core/types.js';
-import { readFixture } from '../../helpers/messages.js';
+import { cloneJson, type JsonObject, parseJson } from '../../../../../functions/core/json.js';
+import type { ControlEvent } from '../../../../../functions/core/types.js';
+import { readFixture } from '../../../../helpers/messages.js';
 import { changesOf, fixtureRecord, kafkaRecord, normalizerFor, type TableSpec } from './normalizer-kit.js';
 
 const TABLES: readonly TableSpec[] = [

@@ -6,7 +6,7 @@
  * re-sends a window after the end, as a connector does when it restarts from an older offset.
  */
 import fc from 'fast-check';
-import type { MemoryStore } from '../../../functions/core/memory-store.js';
+import type { MemoryStore } from '../../../../../functions/core/memory-store.js';
 
 /** Index batches: every index at least once, any order, some twice, split into batches of 1 to 4. */
 export function deliveries(n: number): fc.Arbitrary<number[][]> {
