@@ -4,7 +4,8 @@
  * builds or parses these keys; ingest, replay, erase, the jobs, the Glue table (lib/history.ts) and
  * the CLI call these functions.
  *
- *   <raw>table=<table>/dt=2026-11-30/hr=06/<shard>-<first seq>-<last seq>-<digest>.jsonl.gz   raw, per table
+ *   <raw>dt=2026-11-30/hr=06/<shard>-<first seq>-<last seq>-<digest>.jsonl.gz        raw, one object per batch
+ *   <raw>table=<table>/dt=2026-11-30/hr=06/<shard>-<first seq>-<last seq>-<digest>.jsonl.gz   raw, the first layout (per table)
  *   <raw>spill/table=<table>/<key digest>/<position>.json.gz                                spilled rows
  *   <quarantine>dt=2026-11-30/hr=06/<shard>-<first seq>-<last seq>-<digest>.jsonl.gz         quarantine
  *   aws/lambda/<mapping id>/<shard>/2026/11/30/...                                          on-failure (Lambda's)
@@ -136,7 +137,24 @@ export function hoursBetween(fromMs: number, toMs: number): number[] {
 const batchFileName = (batch: BatchCoordinates, digest: string) =>
   `${encodeSegment(batch.shard)}-${encodeSegment(batch.firstSequence)}-${encodeSegment(batch.lastSequence)}-${digest}.jsonl.gz`;
 
-/** A raw object of one table's lines of one batch. */
+/**
+ * The raw object of one batch: every table's lines and the control messages, in the hour of the
+ * batch's first arrival (docs/history.md §1). One PUT per batch, whatever the number of tables.
+ */
+export function rawBatchKey(rawPrefix: string, batch: BatchCoordinates, digest: string): string {
+  return `${rawPrefix}${hourPath(batch.firstArrival)}/${batchFileName(batch, digest)}`;
+}
+
+/** Where every raw batch object sits (list it whole, or an hour or a day of it). */
+export const rawBatchesPrefix = (rawPrefix: string): string => `${rawPrefix}dt=`;
+
+/** One hour of raw batch objects: list it to find every batch that began in the hour. */
+export const rawHourPrefix = (rawPrefix: string, hourStart: number): string => `${rawPrefix}${hourPath(hourStart)}/`;
+
+/** One day of raw batch objects. */
+export const rawDayPrefix = (rawPrefix: string, dayStart: number): string => `${rawPrefix}${dayPath(dayStart)}/`;
+
+/** A raw object of one table's lines of one batch: the first layout, still read by every reader. */
 export function rawObjectKey(rawPrefix: string, table: string, batch: BatchCoordinates, digest: string): string {
   return `${rawPrefix}table=${encodeSegment(table)}/${hourPath(batch.firstArrival)}/${batchFileName(batch, digest)}`;
 }
@@ -149,6 +167,9 @@ export const rawTablePrefix = (rawPrefix: string, segment: string): string => `$
  * `source_table` (the table's segment, injected), `dt` and `hr` in the raw object layout.
  */
 export const rawLocationTemplate = (root: string): string => `${root}table=\${source_table}/dt=\${dt}/hr=\${hr}/`;
+
+/** The Glue table's `storage.location.template` over the batch objects: partition keys `dt` and `hr`. */
+export const rawBatchLocationTemplate = (root: string): string => `${root}dt=\${dt}/hr=\${hr}/`;
 
 /** Where every table segment sits: list it with a delimiter. */
 export const rawTablesPrefix = (rawPrefix: string): string => `${rawPrefix}table=`;
@@ -163,24 +184,34 @@ export function quarantineObjectKey(quarantinePrefix: string, batch: BatchCoordi
 
 /** Where a raw object sits in the layout, read from its key. */
 export interface RawObjectKeyParts {
-  readonly tableSegment: string;
+  /** `batch`: one object per batch (every table); `table`: the first layout, one object per table per batch. */
+  readonly layout: 'batch' | 'table';
+  /** The table segment of a first-layout object; null for a batch object. */
+  readonly tableSegment: string | null;
   /** Epoch ms of the partition hour (the batch's first arrival, truncated to the hour). */
   readonly hourStart: number;
   /** The file name without `.jsonl.gz`: `<shard>-<first seq>-<last seq>[-<digest>]`. */
   readonly name: string;
 }
 
-const RAW_KEY = /^table=([^/]+)\/dt=(\d{4}-\d{2}-\d{2})\/hr=(\d{2})\/([^/]+)\.jsonl\.gz$/;
+const TABLE_KEY = /^table=([^/]+)\/dt=(\d{4}-\d{2}-\d{2})\/hr=(\d{2})\/([^/]+)\.jsonl\.gz$/;
+const BATCH_KEY = /^dt=(\d{4}-\d{2}-\d{2})\/hr=(\d{2})\/([^/]+)\.jsonl\.gz$/;
 
-/** Parses `<raw>table=…/dt=…/hr=…/<name>.jsonl.gz`; null for anything else (spill objects, stray files). */
+/**
+ * Parses `<raw>dt=…/hr=…/<name>.jsonl.gz` (a batch object) or `<raw>table=…/dt=…/hr=…/<name>.jsonl.gz`
+ * (the first layout); null for anything else (spill objects, stray files). Keys are at most 1,024
+ * bytes in S3; longer text is refused before any pattern runs.
+ */
 export function parseRawObjectKey(rawPrefix: string, key: string): RawObjectKeyParts | null {
   if (!key.startsWith(rawPrefix) || key.length - rawPrefix.length > 4096) return null;
-  const m = RAW_KEY.exec(key.slice(rawPrefix.length));
-  if (!m) return null;
-  const [, tableSegment = '', dt = '', hr = '', name = ''] = m;
+  const rest = key.slice(rawPrefix.length);
+  const table = TABLE_KEY.exec(rest);
+  const batch = table === null ? BATCH_KEY.exec(rest) : null;
+  const [dt, hr, name] = table !== null ? [table[2], table[3], table[4]] : batch !== null ? [batch[1], batch[2], batch[3]] : [];
+  if (dt === undefined || hr === undefined || name === undefined) return null;
   const hourStart = Date.parse(`${dt}T${hr}:00:00.000Z`);
   if (Number.isNaN(hourStart)) return null;
-  return { tableSegment, hourStart, name };
+  return table !== null ? { layout: 'table', tableSegment: table[1] ?? '', hourStart, name } : { layout: 'batch', tableSegment: null, hourStart, name };
 }
 
 /** Whether a raw object's file name is of a batch of `shard` (either encoding). */

@@ -29,7 +29,7 @@ import { gunzip } from 'node:zlib';
 import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import type { RawRecord } from '../core/normalize.js';
 import type { TransportMeta } from '../core/types.js';
-import { dayPath, parseRawObjectKey, type RawObjectKeyParts, rawTablePrefix, rawTablesPrefix, segmentNames } from './raw-layout.js';
+import { dayPath, parseRawObjectKey, rawBatchesPrefix, type RawObjectKeyParts, rawTablePrefix, rawTablesPrefix, segmentNames } from './raw-layout.js';
 
 const gunzipAsync = promisify(gunzip);
 const HOUR_MS = 3_600_000;
@@ -108,9 +108,13 @@ export async function tableSegments(s3: S3Client, bucket: string, prefix: string
   return (await allTableSegments(s3, bucket, prefix)).filter((seg) => segmentNames(seg, table));
 }
 
-/** Lists a table's raw objects whose partition hour overlaps the landing-time range, oldest first. */
+/**
+ * Lists the raw objects that may hold a table's lines and whose partition hour overlaps the
+ * landing-time range, oldest first: the batch objects (every table's lines; readers keep the
+ * table's by the lines' own `table`) and the table's objects of the first layout.
+ */
 export async function listRawObjects(s3: S3Client, options: ListRawOptions): Promise<RawObjectRef[]> {
-  const out: RawObjectRef[] = [];
+  const out: RawObjectRef[] = await listBatchObjects(s3, options);
   for (const segment of await tableSegments(s3, options.bucket, options.prefix, options.table)) {
     const base = rawTablePrefix(options.prefix, segment);
     for (const listPrefix of dayPrefixes(base, options)) {
@@ -124,15 +128,29 @@ export async function listRawObjects(s3: S3Client, options: ListRawOptions): Pro
   return out.sort((a, b) => a.hourStart - b.hourStart || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
 }
 
+/** The batch objects (one per batch, every table) whose hour overlaps the range. */
+export async function listBatchObjects(s3: S3Client, options: RawRange & { readonly bucket: string; readonly prefix: string }): Promise<RawObjectRef[]> {
+  const out: RawObjectRef[] = [];
+  for (const listPrefix of dayPrefixes(rawBatchesPrefix(options.prefix), options, true)) {
+    const { keys } = await listAll(s3, options.bucket, listPrefix);
+    for (const k of keys) {
+      const parts = parseRawObjectKey(options.prefix, k.key);
+      if (parts?.layout === 'batch' && hourOverlaps(parts.hourStart, options)) out.push({ ...k, ...parts });
+    }
+  }
+  return out;
+}
+
 /** One listing per day of a bounded range (a month at most); the whole segment otherwise. */
-function dayPrefixes(base: string, range: RawRange): string[] {
+function dayPrefixes(base: string, range: RawRange, batches = false): string[] {
   if (range.since === undefined) return [base];
   const end = range.until ?? Date.now();
   const first = Math.floor((range.since - 2 * HOUR_MS) / (24 * HOUR_MS));
   const last = Math.floor(end / (24 * HOUR_MS));
   if (last - first > 31) return [base];
   const out: string[] = [];
-  for (let d = first; d <= last; d++) out.push(`${base}${dayPath(d * 24 * HOUR_MS)}/`);
+  // `base` of the batch objects already ends in `dt=`.
+  for (let d = first; d <= last; d++) out.push(batches ? `${base}${dayPath(d * 24 * HOUR_MS).slice(3)}/` : `${base}${dayPath(d * 24 * HOUR_MS)}/`);
   return out;
 }
 
@@ -319,12 +337,16 @@ export class RawRecordSet {
   duplicates = 0;
   lines = 0;
 
-  /** Adds an object's records; with `table`, only those with a line of that table (a lossy segment may hold two). */
-  add(parsed: ParsedRawObject, table?: string): void {
+  /**
+   * Adds an object's records; with `tables`, only those with a line of one of them (a batch object
+   * holds every table's lines, and a lossy segment of the first layout may hold two tables).
+   */
+  add(parsed: ParsedRawObject, tables?: string | readonly string[]): void {
     this.lines += parsed.lineCount;
-    this.problemList.push(...parsed.problems);
+    for (const p of parsed.problems) this.problemList.push(p);
+    const only = tables === undefined ? null : new Set(typeof tables === 'string' ? [tables] : tables);
     for (const r of parsed.records) {
-      if (table !== undefined && !r.lines.some((l) => l.table === table)) continue;
+      if (only !== null && !r.lines.some((l) => l.table !== null && only.has(l.table))) continue;
       const seen = this.byId.get(r.id);
       if (seen) this.duplicates++;
       else this.byId.set(r.id, r);

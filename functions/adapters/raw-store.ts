@@ -12,7 +12,7 @@ import { gzip } from 'node:zlib';
 import { PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import type { TransportMeta } from '../core/types.js';
 import { keyFilterMetadata } from '../core/key-filter.js';
-import { type BatchCoordinates, quarantineObjectKey, rawObjectKey, spillObjectKey } from './raw-layout.js';
+import { type BatchCoordinates, quarantineObjectKey, rawBatchKey, spillObjectKey } from './raw-layout.js';
 
 export type { BatchCoordinates } from './raw-layout.js';
 
@@ -40,9 +40,10 @@ export const contentDigest = (ndjson: string | Uint8Array): string => createHash
  * text, and keeping it all alive until it is encoded moved it to the old generation, which doubled
  * the serialization cost (test/bench goal 2).
  */
-export function ndjsonBytes(lines: readonly unknown[]): Buffer {
+export function ndjsonBytes<T>(lines: readonly T[], groupOf?: (line: T) => string): { bytes: Buffer; byGroup: Map<string, number> } {
+  const byGroup = new Map<string, number>();
   // The joined text of no lines is the final newline alone.
-  if (lines.length === 0) return Buffer.from('\n');
+  if (lines.length === 0) return { bytes: Buffer.from('\n'), byGroup };
   let out = Buffer.allocUnsafe(Math.max(4096, lines.length * 512));
   let at = 0;
   for (const line of lines) {
@@ -55,12 +56,21 @@ export function ndjsonBytes(lines: readonly unknown[]): Buffer {
     }
     at += out.write(text, at, 'utf8');
     out[at++] = 0x0a;
+    if (groupOf) {
+      const g = groupOf(line);
+      byGroup.set(g, (byGroup.get(g) ?? 0) + need);
+    }
   }
-  return out.subarray(0, at);
+  return { bytes: out.subarray(0, at), byGroup };
 }
 
+/** The version of the raw line layout this code writes (docs/history.md §1). */
+export const RAW_LINE_VERSION = 2;
+
 /**
- * One raw line: the message as delivered, transport metadata, normalized fields.
+ * One raw line: the message as delivered, transport metadata, and as top-level fields what the jobs'
+ * SQL reads (table, key id, encoded position, op, content hash, commit and arrival time), so no query
+ * parses a message. docs/history.md §1 lists every field.
  *
  * A message that holds several rows (CockroachDB webhook batches, Canal, Maxwell bootstrap) gives one
  * line per row. Its first line in an object carries the message; the record's later lines in the
@@ -70,18 +80,30 @@ export function ndjsonBytes(lines: readonly unknown[]): Buffer {
  * (raw-reader.ts) is the one reader that rebuilds the delivered records from these lines.
  */
 export interface RawLine {
+  /** The layout version: 2. Lines of the first layout have none. */
+  readonly v: typeof RAW_LINE_VERSION;
   readonly kind: 'change' | 'control';
   readonly format: string;
   readonly op: string | null;
   readonly control: string | null;
   readonly table: string | null;
+  /** Canonical key text (`keyId`, functions/core/keys.ts): what the jobs group and join by. */
+  readonly keyId: string | null;
   /** JSON text of the normalized key. */
   readonly key: string | null;
   readonly position: string | null;
   readonly orderingStrength: string | null;
+  /** Content hash of the event (as `__hash` on items): tells a duplicate from a conflict, and a mismatch. */
+  readonly hash: string | null;
   readonly commitTs: number | null;
+  /** Arrival at the stream, epoch ms (a copy of `transport.arrivalTime`, for SQL). */
+  readonly arrivalTs: number;
   readonly txid: string | null;
   readonly snapshot: boolean;
+  /** An update delivered without a before image. */
+  readonly beforeNull: boolean;
+  /** The event carries placeholders or is a patch. */
+  readonly partial: boolean;
   readonly transport: TransportMeta;
   readonly topic: string | null;
   readonly headers: Readonly<Record<string, string>>;
@@ -114,7 +136,10 @@ export interface LandResult {
   readonly objects: number;
   readonly bytes: number;
   readonly keys: readonly string[];
-  /** Compressed bytes landed per source table (control messages under `_control`). */
+  /**
+   * Compressed bytes landed per source table (control messages under `_control`): the batch
+   * object's bytes shared out by each table's share of its uncompressed lines.
+   */
   readonly bytesByTable: ReadonlyMap<string, number>;
 }
 
@@ -126,16 +151,19 @@ export class RawStore {
     private readonly quarantinePrefix: string,
   ) {}
 
-  /** Lands a batch: one object per source table (control messages under `_control`). Throws if any PUT fails. */
-  async land(batch: BatchCoordinates, linesByTable: ReadonlyMap<string, readonly RawLine[]>, quarantined: readonly QuarantineLine[]): Promise<LandResult> {
-    const puts: Promise<{ table: string | null; key: string; bytes: number }>[] = [];
-    for (const [table, lines] of linesByTable) {
-      if (lines.length > 0) puts.push(this.put((d) => rawObjectKey(this.rawPrefix, table, batch, d), lines, keyFilterMetadata(lines)).then((r) => ({ ...r, table })));
-    }
-    if (quarantined.length > 0) puts.push(this.quarantine(batch, quarantined).then((r) => ({ ...r, table: null })));
+  /**
+   * Lands a batch: one raw object holding every line (all tables and the control messages), and one
+   * quarantine object when records were refused. Throws if either PUT fails.
+   */
+  async land(batch: BatchCoordinates, lines: readonly RawLine[], quarantined: readonly QuarantineLine[]): Promise<LandResult> {
+    const puts: Promise<{ key: string; bytes: number }>[] = [];
+    const encoded = lines.length > 0 ? ndjsonBytes(lines, (line) => line.table ?? CONTROL_TABLE) : null;
+    if (encoded) puts.push(this.putBody((d) => rawBatchKey(this.rawPrefix, batch, d), encoded.bytes, keyFilterMetadata(lines)));
+    if (quarantined.length > 0) puts.push(this.quarantine(batch, quarantined));
     const done = await Promise.all(puts);
     const bytesByTable = new Map<string, number>();
-    for (const d of done) if (d.table !== null) bytesByTable.set(d.table, d.bytes);
+    const rawBytes = encoded ? (done[0]?.bytes ?? 0) : 0;
+    if (encoded) for (const [table, n] of encoded.byGroup) bytesByTable.set(table, Math.round((rawBytes * n) / Math.max(1, encoded.bytes.length)));
     return { objects: done.length, bytes: done.reduce((n, d) => n + d.bytes, 0), keys: done.map((d) => d.key), bytesByTable };
   }
 
@@ -152,8 +180,11 @@ export class RawStore {
     return `s3://${this.bucket}/${key}`;
   }
 
-  private async put(keyFor: (digest: string) => string, lines: readonly unknown[], metadata?: Record<string, string>): Promise<{ key: string; bytes: number }> {
-    const ndjson = ndjsonBytes(lines);
+  private put(keyFor: (digest: string) => string, lines: readonly unknown[], metadata?: Record<string, string>): Promise<{ key: string; bytes: number }> {
+    return this.putBody(keyFor, ndjsonBytes(lines).bytes, metadata);
+  }
+
+  private async putBody(keyFor: (digest: string) => string, ndjson: Buffer, metadata?: Record<string, string>): Promise<{ key: string; bytes: number }> {
     const key = keyFor(contentDigest(ndjson));
     const body = await gzipAsync(ndjson, RAW_GZIP);
     await this.s3.send(

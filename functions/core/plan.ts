@@ -94,6 +94,12 @@ export interface BatchPlan {
 /** What planBatch needs to group events: the canonical key text of an event's key. */
 export type KeyIdentity = (event: ChangeEvent) => string;
 
+/** The identity of events already computed (the ingest computes both for the raw lines): planBatch reuses them. */
+export interface KnownIdentity {
+  keyId(index: number): string | undefined;
+  hash(index: number): string | undefined;
+}
+
 export const emptyCounts = (): TableCounts => ({
   events: 0,
   byOp: { c: 0, u: 0, d: 0, r: 0, t: 0 },
@@ -180,7 +186,7 @@ interface Group {
  *   const plan = planBatch(events, (e) => keyId(tableConfig(e.table), e.key));
  *   for (const w of plan.writes) await writer.write(w);
  */
-export function planBatch(events: readonly ChangeEvent[], identify: KeyIdentity): BatchPlan {
+export function planBatch(events: readonly ChangeEvent[], identify: KeyIdentity, known?: KnownIdentity): BatchPlan {
   const counts = new Map<string, TableCounts>();
   const truncates = new Map<string, TruncateGroup>();
   // Groups by table, then by key id (no joined string per event); `groups` keeps first-arrival order.
@@ -190,9 +196,9 @@ export function planBatch(events: readonly ChangeEvent[], identify: KeyIdentity)
   for (let index = 0; index < events.length; index++) {
     const event = events[index] as ChangeEvent;
     countEvent(countsFor(counts, event.table), event);
-    const candidate: Candidate = { index, event, hash: null };
+    const candidate: Candidate = { index, event, hash: known?.hash(index) ?? null };
     if (event.op === 't') addTruncate(truncates, candidate);
-    else addToGroup(byTable, groups, candidate, identify(event));
+    else addToGroup(byTable, groups, candidate, known?.keyId(index) ?? identify(event));
   }
 
   const plannedTruncates: PlannedTruncate[] = [];

@@ -12,18 +12,21 @@ import type { Normalizer, RawRecord, RecordTexts } from '../core/normalize.js';
 import type { ChangeEvent, NormalizedEvent } from '../core/types.js';
 import type { QuarantineLine, RawLine } from '../adapters/raw-store.js';
 import type { Log } from '../telemetry/sinks.js';
-import { quarantineLineFor, rawLineFor, rawTableOf, recordPart } from './raw-lines.js';
+import { type LineIdentity, quarantineLineFor, rawLineFor, recordPart } from './raw-lines.js';
+import { contentHash, type KnownIdentity } from '../core/plan.js';
 import { encodePosition } from '../core/position.js';
 import type { BatchTally } from './tally.js';
 
 export interface Decoded {
   /** Change events, in delivery order. */
   readonly changes: readonly ChangeEvent[];
-  /** Raw lines per object (source table, or `_control`). */
-  readonly linesByTable: ReadonlyMap<string, readonly RawLine[]>;
+  /** The lines of the batch's raw object: every table's changes and the control messages, in delivery order. */
+  readonly lines: readonly RawLine[];
   readonly quarantined: readonly QuarantineLine[];
   /** The delivered records that carried the given change events (indexes into `changes`). */
   recordsOf(changeIndexes: readonly number[]): number[];
+  /** Key id and content hash of each change (by index into `changes`), computed once for the raw lines. */
+  readonly identity: KnownIdentity;
 }
 
 export interface DecodeDeps {
@@ -37,7 +40,7 @@ export function decode(records: readonly RawRecord[], deps: DecodeDeps, tally: B
   const known = (table: string | null | undefined): string => (table && configured.has(table) ? table : UNKNOWN_TABLE);
   const changes: ChangeEvent[] = [];
   const recordOfChange: number[] = [];
-  const lines = new RawLineCollector();
+  const lines = new RawLineCollector(deps.normalizer);
   const quarantined: QuarantineLine[] = [];
 
   records.forEach((record, index) => {
@@ -55,7 +58,7 @@ export function decode(records: readonly RawRecord[], deps: DecodeDeps, tally: B
     }
     // Accepted with nothing to apply: still landed in raw and counted once, as a control message.
     const events = result.events.length > 0 ? result.events : [emptyControl(result.format)];
-    lines.addRecord(index, record, events, result.texts);
+    lines.addRecord(record, events, result.texts);
     for (const e of events) {
       tally.summary.events++;
       if (e.kind === 'control') {
@@ -70,8 +73,9 @@ export function decode(records: readonly RawRecord[], deps: DecodeDeps, tally: B
 
   return {
     changes,
-    linesByTable: lines.byTable,
+    lines: lines.lines,
     quarantined,
+    identity: { keyId: (i) => lines.keyIds[i], hash: (i) => lines.hashes[i] },
     recordsOf: (changeIndexes) => [...new Set(changeIndexes.map((i) => recordOfChange[i] ?? -1).filter((i) => i >= 0))],
   };
 }
@@ -95,19 +99,27 @@ function noteChange(tally: BatchTally, e: ChangeEvent): void {
   else t.noteSnapshotRead(encodePosition(e.position.tuple));
 }
 
-/** Groups raw lines per object; a record's later lines in one object reference its first. */
+/**
+ * The lines of the batch's one raw object; a record's later lines reference its first. Each
+ * change's key id and content hash are computed here once, and planBatch reuses them.
+ */
 class RawLineCollector {
-  readonly byTable = new Map<string, RawLine[]>();
-  private readonly lastRecord = new Map<string, number>();
+  readonly lines: RawLine[] = [];
+  readonly keyIds: string[] = [];
+  readonly hashes: string[] = [];
 
-  addRecord(index: number, record: RawRecord, events: readonly NormalizedEvent[], texts: RecordTexts): void {
+  constructor(private readonly normalizer: Pick<Normalizer, 'keyIdOf'>) {}
+
+  addRecord(record: RawRecord, events: readonly NormalizedEvent[], texts: RecordTexts): void {
     const part = recordPart(record, texts);
-    for (const e of events) {
-      const table = rawTableOf(e);
-      const list = this.byTable.get(table) ?? [];
-      this.byTable.set(table, list);
-      list.push(rawLineFor(part, e, this.lastRecord.get(table) !== index));
-      this.lastRecord.set(table, index);
-    }
+    events.forEach((e, i) => {
+      let identity: LineIdentity | null = null;
+      if (e.kind === 'change') {
+        identity = { keyId: this.normalizer.keyIdOf(e), hash: contentHash(e) };
+        this.keyIds.push(identity.keyId);
+        this.hashes.push(identity.hash);
+      }
+      this.lines.push(rawLineFor(part, e, i === 0, identity));
+    });
   }
 }

@@ -46,7 +46,7 @@ export function batchCoordinates(records: readonly RawRecord[]): BatchCoordinate
 export async function land(records: readonly RawRecord[], decoded: Decoded, deps: LandDeps, tally: BatchTally): Promise<boolean> {
   const batch = batchCoordinates(records);
   try {
-    const landed = await retryWithinBudget(() => deps.raw.land(batch, decoded.linesByTable, decoded.quarantined), deps.landing ?? {}, (attempt, err, delay) =>
+    const landed = await retryWithinBudget(() => deps.raw.land(batch, decoded.lines, decoded.quarantined), deps.landing ?? {}, (attempt, err, delay) =>
       deps.log.warn('raw landing failed; retrying', { attempt, retryInMs: delay, error: errorMessage(err), shard: batch.shard, firstSequence: batch.firstSequence }),
     );
     tally.summary.s3Puts += landed.objects;

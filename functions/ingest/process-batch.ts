@@ -65,7 +65,7 @@ export async function processBatch(records: readonly RawRecord[], deps: IngestDe
     // A fresh container learns where each table stands, so a redelivered window is read, not written.
     for (const [table, row] of statusRows) if (row.lastPosition) deps.writer.seedHighWater(table, row.lastPosition);
     if (landed) {
-      const plan = planBatch(decoded.changes, (e) => deps.normalizer.keyIdOf(e));
+      const plan = planBatch(decoded.changes, (e) => deps.normalizer.keyIdOf(e), decoded.identity);
       countPlan(plan, tally, deps.log, deps.keyRef ?? noKeyRef);
       const apply = applyDeps(deps, now);
       const watermarks = await applyTruncates(plan, statusRows, apply, tally, decoded);

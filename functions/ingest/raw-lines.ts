@@ -9,7 +9,7 @@ import { stringifyJson } from '../core/json.js';
 import { encodePosition } from '../core/position.js';
 import type { Normalized, RawRecord, RecordTexts } from '../core/normalize.js';
 import type { NormalizedEvent } from '../core/types.js';
-import { CONTROL_TABLE, type QuarantineLine, type RawLine } from '../adapters/raw-store.js';
+import { type QuarantineLine, RAW_LINE_VERSION, type RawLine } from '../adapters/raw-store.js';
 
 /** A leading byte-order mark is kept (as U+FEFF), so the text is exactly the bytes. */
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
@@ -29,9 +29,6 @@ export function exactBytes(bytes: Uint8Array | null, text?: string | null): { te
 }
 
 const b64 = (bytes: Uint8Array | null) => (bytes && bytes.length > 0 ? Buffer.from(bytes).toString('base64') : null);
-
-/** The object (source table, or `_control`) a normalized event's raw line lands in. */
-export const rawTableOf = (e: NormalizedEvent): string => (e.kind === 'change' ? e.table : CONTROL_TABLE);
 
 /** The parts of a raw line that depend on the record only: computed once per record, shared by its lines. */
 export interface RecordPart {
@@ -58,24 +55,38 @@ export function recordPart(record: RawRecord, texts?: RecordTexts): RecordPart {
   };
 }
 
+/** What a raw line names a change by: its canonical key text and content hash (the Normalizer and plan.ts compute them). */
+export interface LineIdentity {
+  readonly keyId: string;
+  readonly hash: string;
+}
+
 /**
  * One raw line for one event of a record. `first` is false for the record's later lines in the same
  * object: those carry `message: null` and `messageRef: true` instead of another copy of the message.
+ * `identity` is the change's key id and content hash (null for a control event).
  */
-export function rawLineFor(part: RecordPart, e: NormalizedEvent, first: boolean): RawLine {
+export function rawLineFor(part: RecordPart, e: NormalizedEvent, first: boolean, identity: LineIdentity | null = null): RawLine {
   const { message, messageBase64, ...rest } = part;
+  const change = e.kind === 'change' ? e : null;
   return {
+    v: RAW_LINE_VERSION,
     kind: e.kind,
     format: e.format,
-    op: e.kind === 'change' ? e.op : null,
+    op: change ? change.op : null,
     control: e.kind === 'control' ? e.control : null,
     table: e.table,
-    key: e.kind === 'change' ? stringifyJson(e.key) : null,
+    keyId: identity?.keyId ?? null,
+    key: change ? stringifyJson(change.key) : null,
     position: e.position ? encodePosition(e.position.tuple) : null,
     orderingStrength: e.position?.strength ?? null,
+    hash: identity?.hash ?? null,
     commitTs: e.commitTs,
+    arrivalTs: part.transport.arrivalTime,
     txid: e.txid,
-    snapshot: e.kind === 'change' ? e.snapshot : false,
+    snapshot: change ? change.snapshot : false,
+    beforeNull: change !== null && change.op === 'u' && change.before === null,
+    partial: change !== null && (change.patch !== null || change.placeholders.length > 0),
     ...rest,
     ...(first ? { message, ...(messageBase64 !== undefined ? { messageBase64 } : {}) } : { message: null, messageRef: true as const }),
   };

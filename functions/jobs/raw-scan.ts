@@ -5,7 +5,7 @@
  */
 import { ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import { hourOverlaps, type ParsedRawObject, parseRawObject, readRawObject } from '../adapters/raw-reader.js';
-import { hoursBetween, parseRawObjectKey, rawTableHourPrefix, rawTablePrefix, segmentNames, tableSegments } from '../adapters/raw-layout.js';
+import { hoursBetween, parseRawObjectKey, rawBatchesPrefix, rawHourPrefix, rawTableHourPrefix, rawTablePrefix, segmentNames, tableSegments } from '../adapters/raw-layout.js';
 
 const HOUR_MS = 3_600_000;
 
@@ -53,6 +53,7 @@ function segmentPrefixes(rawPrefix: string, segment: string, range: ArrivalRange
  */
 export async function listTablesRaw(s3: S3Client, bucket: string, rawPrefix: string, tables: readonly string[], range?: ArrivalRange): Promise<ObjectRef[]> {
   const out = new Map<string, ObjectRef>();
+  for (const o of await listBatchObjects(s3, bucket, rawPrefix, range)) out.set(o.key, o);
   for (const table of tables) {
     for (const segment of tableSegments(table)) {
       for (const prefix of segmentPrefixes(rawPrefix, segment, range)) {
@@ -63,6 +64,19 @@ export async function listTablesRaw(s3: S3Client, bucket: string, rawPrefix: str
     }
   }
   return [...out.values()];
+}
+
+/** The batch objects (every table's lines) that can hold records that arrived in the range: listed once, whatever the tables. */
+async function listBatchObjects(s3: S3Client, bucket: string, rawPrefix: string, range: ArrivalRange | undefined): Promise<ObjectRef[]> {
+  const prefixes = range ? hoursBetween(range.fromMs - HOUR_MS, range.toMs).map((h) => rawHourPrefix(rawPrefix, h)) : [rawBatchesPrefix(rawPrefix)];
+  const out: ObjectRef[] = [];
+  for (const prefix of prefixes) {
+    for (const o of await listObjects(s3, bucket, prefix)) {
+      const parts = parseRawObjectKey(rawPrefix, o.key);
+      if (parts?.layout === 'batch' && (!range || hourOverlaps(parts.hourStart, { since: range.fromMs, until: range.toMs + 1 }))) out.push(o);
+    }
+  }
+  return out;
 }
 
 /** Reads one raw object into its delivered records (with the lines each produced) and problems. */

@@ -18,7 +18,7 @@ import { DeleteMessageCommand, ReceiveMessageCommand, type SQSClient } from '@aw
 import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import type { TidemarkConfig } from '../config/types.js';
 import type { RawRecord } from '../core/normalize.js';
-import { hoursBetween, parseRawObjectKey, rawObjectOfShard, rawTableHourPrefix, rawTablePrefix } from '../adapters/raw-layout.js';
+import { hoursBetween, parseRawObjectKey, rawBatchesPrefix, rawHourPrefix, rawObjectOfShard, rawTableHourPrefix, rawTablePrefix } from '../adapters/raw-layout.js';
 import { allTableSegments, parseRawObject, RawRecordSet, readRawObject } from '../adapters/raw-reader.js';
 import type { IngestDeps } from '../ingest/process-batch.js';
 import { processBatch } from '../ingest/process-batch.js';
@@ -103,7 +103,8 @@ async function* listKeys(s3: S3Client, bucket: string, prefix: string): AsyncGen
 /** The records of a range that raw holds: objects of the range's hours whose name starts with its shard. */
 export async function findRangeInRaw(s3: S3Client, config: TidemarkConfig, range: BatchRange): Promise<RawRecord[]> {
   const bucket = config.raw.bucket;
-  const segments = await allTableSegments(s3, bucket, config.raw.prefix);
+  // The batch objects of the range's hours, then each table segment's of the first layout.
+  const segments: (string | null)[] = [null, ...(await allTableSegments(s3, bucket, config.raw.prefix))];
   const set = new RawRecordSet();
   for (const segment of segments) {
     for (const listPrefix of hourPrefixes(config.raw.prefix, segment, range)) {
@@ -119,11 +120,14 @@ export async function findRangeInRaw(s3: S3Client, config: TidemarkConfig, range
     .filter((r) => inBatchRange(range, r.transport));
 }
 
-/** The hour prefixes of a table segment the range's batches may have landed in (at most 72), or the whole segment. */
-function hourPrefixes(rawPrefix: string, segment: string, range: BatchRange): string[] {
-  if (range.firstArrival === null) return [rawTablePrefix(rawPrefix, segment)];
+/**
+ * The hour prefixes the range's batches may have landed in (at most 72), or the whole layout: of the
+ * batch objects (`segment` null), or of one table segment of the first layout.
+ */
+function hourPrefixes(rawPrefix: string, segment: string | null, range: BatchRange): string[] {
+  if (range.firstArrival === null) return [segment === null ? rawBatchesPrefix(rawPrefix) : rawTablePrefix(rawPrefix, segment)];
   const hours = hoursBetween(range.firstArrival - HOUR_MS, range.lastArrival ?? range.firstArrival).slice(0, 72);
-  return hours.map((h) => rawTableHourPrefix(rawPrefix, segment, h));
+  return hours.map((h) => (segment === null ? rawHourPrefix(rawPrefix, h) : rawTableHourPrefix(rawPrefix, segment, h)));
 }
 
 /** An iterator at the range's first sequence number, or undefined when the stream no longer has it. */

@@ -130,11 +130,14 @@ export async function planReplay(ctx: JobContext, request: ReplayRequest): Promi
   // The ledger key is checked before anything is written: without it (or with a wrong one) every
   // batch would fail on it, or erased rows would come back (issue 20, item 16).
   await ledgerViewFor(config, clients.dynamodb, tables, ctx.env);
-  const objects: RawObjectRef[] = [];
+  // A batch object holds every table's lines, so it is listed once per table: keep it once.
+  const byKey = new Map<string, RawObjectRef>();
   for (const table of tables) {
-    objects.push(...(await listRawObjects(clients.s3, { bucket: config.raw.bucket, prefix: config.raw.prefix, table, since: request.since, until: request.until })));
+    for (const o of await listRawObjects(clients.s3, { bucket: config.raw.bucket, prefix: config.raw.prefix, table, since: request.since, until: request.until })) byKey.set(o.key, o);
   }
-  const oldestListed = objects.length > 0 ? Math.min(...objects.map((o) => o.hourStart)) : null;
+  const objects = [...byKey.values()].sort((a, b) => a.hourStart - b.hourStart || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  // No spread into Math.min: a year of objects is past the call stack's argument limit.
+  const oldestListed = objects.reduce<number | null>((min, o) => (min === null || o.hourStart < min ? o.hourStart : min), null);
   const oldestLanding = oldestListed === null ? null : Math.max(oldestListed, request.since ?? oldestListed);
   checkReplaySafety({ config, tables, target, oldestLanding, now: request.now ?? Date.now(), force: request.force === true });
   let freshTable: PlanOutput['freshTable'] = null;
@@ -189,7 +192,8 @@ export async function replayBatch(ctx: JobContext, input: { manifestKey: string;
   const ledger = await ledgerViewFor(ctx.config, ctx.clients.dynamodb, m.tables, ctx.env);
   const engine = buildReplayEngine(ctx.storage, { tables: replayTables(ctx.config, m.tables, m.target), target: m.target, ledger, log: ctx.log, ...(ctx.keyRef ? { keyRef: ctx.keyRef } : {}) });
   const set = new RawRecordSet();
-  for (const key of keys) set.add(parseRawObject(await readRawObject(ctx.clients.s3, ctx.config.raw.bucket, key), key));
+  // Only the replayed tables' records: a batch object holds every table's.
+  for (const key of keys) set.add(parseRawObject(await readRawObject(ctx.clients.s3, ctx.config.raw.bucket, key), key), m.tables);
   const result = await engine.replay(
     set.records().map((r) => r.record),
     selection,

@@ -158,15 +158,15 @@ export function measureGzipLevels<B>(
 ): GzipLevelCost[] {
   // Timed from the normalized events: the raw lines are built (as the ingest builds them), then
   // serialized as NDJSON (raw-store's ndjsonBytes), then gzipped.
-  const body = (batch: B) => ndjsonBytes(buildLines(batch));
+  const body = (batch: B) => ndjsonBytes(buildLines(batch)).bytes;
   const serializeOnly = batches.map((batch) => () => void body(batch));
   // Each level with the Lambda's other settings (memory level, chunk size).
   const sides = levels.map((level) => batches.map((batch) => () => void gzipSync(body(batch), { ...RAW_GZIP, level })));
   const [decodePlanMs, serializeMs, ...times] = interleaved([decodePlan, serializeOnly, ...sides], rounds) as [number, number, ...number[]];
   const lineBatches = batches.map(buildLines);
-  const plain = lineBatches.reduce((n, lines) => n + ndjsonBytes(lines).length, 0);
+  const plain = lineBatches.reduce((n, lines) => n + ndjsonBytes(lines).bytes.length, 0);
   return levels.map((level, i) => {
-    const compressed = lineBatches.reduce((n, lines) => n + gzipSync(ndjsonBytes(lines), { ...RAW_GZIP, level }).length, 0);
+    const compressed = lineBatches.reduce((n, lines) => n + gzipSync(ndjsonBytes(lines).bytes, { ...RAW_GZIP, level }).length, 0);
     const micros = ((times[i] as number) * 1000) / records;
     const serializeMicros = (serializeMs * 1000) / records;
     const decodePlanMicros = (decodePlanMs * 1000) / records;

@@ -219,7 +219,7 @@ add('envelope', 'top-level number', 'unknown-format', '42');
 add('envelope', 'top-level boolean', 'unknown-format', 'true');
 add('envelope', 'empty object', 'unknown-format', '{}');
 add('envelope', 'unrelated object', 'unknown-format', { hello: 'world', n: 1 });
-add('envelope', 'Debezium envelope of an unknown connector', 'unknown-format', pg(good(904), { source: { connector: 'db2' } }));
+add('envelope', 'Debezium envelope of an unsupported connector', 'unsupported-connector', pg(good(904), { source: { connector: 'cassandra' } }));
 add('envelope', 'schema wrapping with a non-struct schema', 'unknown-format', { schema: { type: 'string' }, payload: pg(good(905)) });
 add('envelope', 'source is a string', 'unknown-format', { ...pg(good(906)), source: 'postgresql' });
 add('envelope', 'Debezium op "x"', 'bad-op', pg(good(907), { op: 'x' }));
@@ -362,7 +362,7 @@ add('long-digits', 'binlog file name ending in a 200,000-digit run and a letter'
 add('long-digits', 'maxwell position with a 200,000-digit offset', 'bad-position', maxwell(good(1007), { position: `master.000006:${'9'.repeat(200_000)}` }));
 add('long-digits', 'number 1e followed by a 100,000-digit exponent', 'number-range', pgRaw(`{"id":1008,"v":1e${DIGITS_100K}}`));
 add('long-digits', 'ts_ms of 100,002 digits', 'bad-timestamp', pg(good(1009), { source: { ts_ms: DIGITS_100K } }));
-add('long-digits', 'key of 100,002 digits', 'bad-key', pgRaw(`{"id":${DIGITS_100K},"v":1}`));
+add('long-digits', 'key of 100,002 digits', 'number-precision', pgRaw(`{"id":${DIGITS_100K},"v":1}`));
 add('wide-row', 'after image of 320,000 columns', 'too-many-columns', pg({ id: 1010, ...Object.fromEntries(Array.from({ length: 320_000 }, (_, i) => [`c${i}`, i])) }));
 add('wide-row', 'before image of 5,001 columns', 'too-many-columns', pg(good(1011), { op: 'u', before: Object.fromEntries(Array.from({ length: 5001 }, (_, i) => [`c${i}`, i])) }));
 add('dynamo-value', 'number 1e126', 'number-range', pgRaw('{"id":1005,"v":1e126}'));

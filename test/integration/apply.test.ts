@@ -393,19 +393,18 @@ describe(`apply path on the integration target (${process.env.TIDEMARK_TARGET ??
     expectReason(3, 'unknown-table');
     expectReason(4, 'bad-key');
 
-    // Raw objects exist only for the configured tables of the accepted records.
+    // One raw object for the batch, holding lines of the configured tables of the accepted records only.
     const rawKeys = await listKeys(env, env.config.raw.prefix);
-    assert.deepEqual(
-      rawKeys.map((k) => k.split('/')[1]),
-      ['table=public.customers', 'table=public.orders'],
-    );
+    assert.equal(rawKeys.length, 1, rawKeys.join('\n'));
+    const rawTables = new Set((await readLines(env, rawKeys[0]!)).map((l) => l.table));
+    assert.deepEqual([...rawTables].sort(), ['public.customers', 'public.orders']);
     // Quarantines of configured tables count under the table; `*` only holds unknown tables.
     assert.equal((await status(env, '*'))?.quarantined, 2, 'invalid JSON and the unconfigured table');
     assert.equal((await status(env, 'public.customers'))?.quarantined, 2, 'missing and bad key of public.customers');
     assert.equal(lines.filter((l) => l.table === 'public.customers').length, 2);
   });
 
-  it('retries a batch that failed after raw landing and before apply: converges, one raw object per table', async () => {
+  it('retries a batch that failed after raw landing and before apply: converges, one raw object for the batch', async () => {
     const env = await fresh();
     const h = new PgHistory();
     const events = [
@@ -440,20 +439,19 @@ describe(`apply path on the integration target (${process.env.TIDEMARK_TARGET ??
       log.errors.some((m) => m === 'handler invocation failed'),
       log.errors.join('; '),
     );
-    assert.equal(rawBeforeRetry.length, 2, 'raw landed before the failure');
+    assert.equal(rawBeforeRetry.length, 1, 'raw landed before the failure');
     assert.equal(totals.applied, 3, JSON.stringify(totals));
     assert.equal(totals.duplicates + totals.stale, 0, 'nothing was applied by the failed attempt');
 
     const rawKeys = await listKeys(env, env.config.raw.prefix);
     assert.deepEqual(rawKeys, rawBeforeRetry, 'the retry rewrote the same deterministic keys');
-    const customerLines = await readLines(env, rawKeys.find((k) => k.includes('table=public.customers/'))!);
+    const lines = await readLines(env, rawKeys[0]!);
     assert.deepEqual(
-      customerLines.map((l) => (l.transport as JsonObject).sequence),
+      lines.filter((l) => l.table === 'public.customers').map((l) => (l.transport as JsonObject).sequence),
       [sequences[0], sequences[1], sequences[3]],
       'one line per record, not duplicated',
     );
-    const orderLines = await readLines(env, rawKeys.find((k) => k.includes('table=public.orders/'))!);
-    assert.equal(orderLines.length, 1);
+    assert.equal(lines.filter((l) => l.table === 'public.orders').length, 1);
 
     assert.deepEqual(columns(await getRow(target.clients.dynamodb, env.customers, { id: 31 })), events[3]!.after);
     assert.deepEqual(columns(await getRow(target.clients.dynamodb, env.customers, { id: 32 })), events[1]!.after);
@@ -487,7 +485,7 @@ describe(`apply path on the integration target (${process.env.TIDEMARK_TARGET ??
     assert.equal(totals.records, 3);
     assert.equal(totals.applied, 2, JSON.stringify(totals));
     assert.equal(totals.superseded, 1);
-    assert.equal((await listKeys(env, env.config.raw.prefix)).length, 2);
+    assert.equal((await listKeys(env, env.config.raw.prefix)).length, 1, 'one object for the batch');
     assert.deepEqual(columns(await getRow(target.clients.dynamodb, env.customers, { id: 35 })), events[0]!.after);
     const order = await getRow(target.clients.dynamodb, env.orders, { order_id: 45 });
     assert.equal(order?.status, 'paid');
@@ -568,7 +566,7 @@ describe(`apply path on the integration target (${process.env.TIDEMARK_TARGET ??
 
     const keys = await listKeys(env, env.config.raw.prefix);
     assert.equal(keys.length, 1, keys.join());
-    assert.match(keys[0]!, new RegExp(`^${env.config.raw.prefix}table=public\\.customers/dt=\\d{4}-\\d\\d-\\d\\d/hr=\\d\\d/${shardId}-${sequences[0]}-${sequences[1]}-[0-9a-f]{16}\\.jsonl\\.gz$`));
+    assert.match(keys[0]!, new RegExp(`^${env.config.raw.prefix}dt=\\d{4}-\\d\\d-\\d\\d/hr=\\d\\d/${shardId}-${sequences[0]}-${sequences[1]}-[0-9a-f]{16}\\.jsonl\\.gz$`));
     const lines = await readLines(env, keys[0]!);
     assert.equal(lines.length, 2);
     const [first, second] = lines as [JsonObject, JsonObject];
@@ -594,6 +592,14 @@ describe(`apply path on the integration target (${process.env.TIDEMARK_TARGET ??
     assert.equal(first.txid, '901');
     assert.equal(first.snapshot, false);
     assert.match(String(first.format), /^debezium/);
+    // The second layout's fields, read by the jobs' SQL without parsing the message.
+    assert.equal(first.v, 2);
+    assert.equal(first.keyId, '["61"]');
+    assert.equal(first.arrivalTs, transport.arrivalTime);
+    assert.match(String(first.hash), /^[A-Za-z0-9_-]+$/);
+    assert.notEqual(first.hash, second.hash, 'the content hash tells the two changes apart');
+    assert.equal(first.beforeNull, false);
+    assert.equal(first.partial, false);
   });
 
   it('keeps the whole records of a batch whose raw landing kept failing, in the S3 on-failure shape, and they apply later', async () => {
@@ -634,7 +640,7 @@ describe(`apply path on the integration target (${process.env.TIDEMARK_TARGET ??
     assert.deepEqual(response.batchItemFailures, []);
     assert.deepEqual(columns(await getRow(target.clients.dynamodb, env.customers, { id: 71 })), events[2]?.after ?? null);
     assert.deepEqual(columns(await getRow(target.clients.dynamodb, env.orders, { order_id: 80 })), events[1]?.after ?? null);
-    assert.equal((await listKeys(env, env.config.raw.prefix)).length, 2);
+    assert.equal((await listKeys(env, env.config.raw.prefix)).length, 1, 'one object for the batch');
   });
 
   it('gives a different batch with the same coordinates its own raw object instead of overwriting', async () => {

@@ -10,10 +10,10 @@
  * between concurrent transactions whose change LSNs interleave.
  */
 import { PositionError } from '../errors.js';
-import { isJsonObject, type JsonObject, type JsonValue, toBigInt } from '../json.js';
+import { isJsonObject, isLosslessNumber, type JsonObject, type JsonValue, toBigInt } from '../json.js';
 import { type Position, parsePgLsn, sourcePosition } from '../position.js';
 import { type ChangeEvent, type DecodeContext, type FormatDecoder, type InboundMessage, isRowOp, type Key, type Row, type RowOp } from '../types.js';
-import { changeEvent, decodeError, describe, idText, keyFromImages, lookup, rowOrNull } from './kit.js';
+import { changeEvent, decodeError, describe, epochMsOrNull, idText, keyFromImages, lookup, rowOrNull } from './kit.js';
 
 const FORMAT = 'generic';
 const OPERATIONS: Readonly<Record<string, RowOp>> = { insert: 'c', update: 'u', delete: 'd', read: 'r' };
@@ -57,9 +57,9 @@ function readCommitTs(value: JsonValue | undefined, what: string): number | null
     if (Number.isNaN(ms)) throw decodeError('bad-field', `expected ${what} to be an ISO-8601 timestamp or epoch milliseconds, got ${describe(value)}`);
     return ms;
   }
-  const n = toBigInt(value);
-  if (n === undefined) throw decodeError('bad-field', `expected ${what} to be an ISO-8601 timestamp or epoch milliseconds, got ${describe(value)}`);
-  return Number(n);
+  // Epoch milliseconds as a number or digit text: too many digits is a timestamp out of range.
+  if (typeof value === 'string' || typeof value === 'number' || isLosslessNumber(value)) return epochMsOrNull(value);
+  throw decodeError('bad-field', `expected ${what} to be an ISO-8601 timestamp or epoch milliseconds, got ${describe(value)}`);
 }
 
 function keyOf(message: InboundMessage, ctx: DecodeContext, table: string, rows: readonly (Row | null)[]): Key {

@@ -94,7 +94,7 @@ function sqlProblems(sql: string, database: string): string[] {
   }
   text = text.replace(/"[^"]+"/g, ' ');
   const from = /\bFROM\s+([a-z0-9_]+)\.([a-z0-9_]+)/i.exec(text);
-  if (from?.[1] !== database || from?.[2] !== 'raw_events') problems.push(`reads ${from?.[1]}.${from?.[2]}, not ${database}.raw_events`);
+  if (from?.[1] !== database || from?.[2] !== 'raw_lines') problems.push(`reads ${from?.[1]}.${from?.[2]}, not ${database}.raw_lines`);
   text = text.replace(/\bFROM\s+[a-z0-9_]+\.[a-z0-9_]+/i, ' ');
   const aliases = new Set([...text.matchAll(/\bAS\s+([a-z_][a-z0-9_]*)/gi)].map((m) => (m[1] ?? '').toLowerCase()));
   for (const m of text.matchAll(/\b([a-z_][a-z0-9_]*)\.([a-z_][a-z0-9_]*)/gi)) {
@@ -118,15 +118,16 @@ describe('the Athena examples in docs/deploy.md', () => {
     assert.ok(examples.length >= 3, `${examples.length} examples`);
   });
 
-  it('name only what the Glue table has, and filter on the injected source_table partition', () => {
+  it('name only what the Glue table has, and filter on the dt partition and the table', () => {
     for (const sql of examples) {
       assert.deepEqual(sqlProblems(sql, `tidemark_${config.name}`), [], sql);
-      assert.match(sql, /source_table\s*=\s*'/, `every query must name source_table (it is injected):\n${sql}`);
+      assert.match(sql, /\bdt\s*(=|>=|BETWEEN)/, `every query must bound dt (projected partitions):\n${sql}`);
+      assert.match(sql, /"table"\s*(=|IS NULL)/, `every query must name the table (every table shares a batch object):\n${sql}`);
     }
   });
 
   it('the checker catches a misspelt column (it is live)', () => {
-    assert.notDeepEqual(sqlProblems("SELECT opp FROM tidemark_shop.raw_events WHERE source_table = 'x'", 'tidemark_shop'), []);
-    assert.notDeepEqual(sqlProblems("SELECT transport.shrd FROM tidemark_shop.raw_events WHERE source_table = 'x'", 'tidemark_shop'), []);
+    assert.notDeepEqual(sqlProblems("SELECT opp FROM tidemark_shop.raw_lines WHERE dt = 'x'", 'tidemark_shop'), []);
+    assert.notDeepEqual(sqlProblems("SELECT transport.shrd FROM tidemark_shop.raw_lines WHERE dt = 'x'", 'tidemark_shop'), []);
   });
 });

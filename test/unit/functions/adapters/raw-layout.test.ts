@@ -13,6 +13,7 @@ import {
   legacySegment,
   parseRawObjectKey,
   quarantineObjectKey,
+  rawBatchKey,
   rawObjectKey,
   rawObjectOfShard,
   segmentNames,
@@ -65,9 +66,14 @@ describe('raw layout: keys', () => {
     assert.equal(key, 'raw/table=public.caf%C3%A9/dt=2026-11-30/hr=06/shardId-000000000000-100-200-abc.jsonl.gz');
     assert.equal(quarantineObjectKey('quarantine/', batch, 'abc'), 'quarantine/dt=2026-11-30/hr=06/shardId-000000000000-100-200-abc.jsonl.gz');
     const parts = parseRawObjectKey('raw/', key);
-    assert.deepEqual(parts, { tableSegment: 'public.caf%C3%A9', hourStart: Date.parse('2026-11-30T06:00:00Z'), name: 'shardId-000000000000-100-200-abc' });
+    assert.deepEqual(parts, { layout: 'table', tableSegment: 'public.caf%C3%A9', hourStart: Date.parse('2026-11-30T06:00:00Z'), name: 'shardId-000000000000-100-200-abc' });
     assert.ok(parts && rawObjectOfShard(parts, 'shardId-000000000000'));
     assert.ok(parts && !rawObjectOfShard(parts, 'shardId-000000000001'));
+    const batchKey = rawBatchKey('raw/', batch, 'abc');
+    assert.equal(batchKey, 'raw/dt=2026-11-30/hr=06/shardId-000000000000-100-200-abc.jsonl.gz');
+    const batchParts = parseRawObjectKey('raw/', batchKey);
+    assert.deepEqual(batchParts, { layout: 'batch', tableSegment: null, hourStart: Date.parse('2026-11-30T06:00:00Z'), name: 'shardId-000000000000-100-200-abc' });
+    assert.ok(batchParts && rawObjectOfShard(batchParts, 'shardId-000000000000'));
     assert.equal(parseRawObjectKey('raw/', 'raw/spill/table=t/abc/a11.json.gz'), null);
     assert.equal(parseRawObjectKey('raw/', 'other/table=t/dt=2026-11-30/hr=06/x.jsonl.gz'), null);
   });

@@ -67,6 +67,15 @@ function linesOf(records: readonly RawRecord[]): Map<string, RawLine[]> {
   return out;
 }
 
+/** The lines of one batch object, as ingest lands them now: a record's first line carries the message. */
+function batchLinesOf(records: readonly RawRecord[]): RawLine[] {
+  return records.flatMap((r) => {
+    const n = normalizer.normalize(r);
+    assert.ok(n.ok, 'fixture record must normalize');
+    return n.events.map((e, i) => rawLineFor(recordPart(r, n.texts), e, i === 0));
+  });
+}
+
 const text = (lines: readonly unknown[]) => `${lines.map((l) => JSON.stringify(l)).join('\n')}\n`;
 const gz = (lines: readonly unknown[]) => gzipSync(Buffer.from(text(lines)));
 const s3 = fakeS3();
@@ -91,11 +100,11 @@ describe('raw reader', () => {
     assert.ok(second?.ok && second.events[0]?.kind === 'control');
   });
 
-  it('rebuilds what RawStore.land wrote (first layout) into records that normalize to the same events', async () => {
+  it('rebuilds what RawStore.land wrote into records that normalize to the same events', async () => {
     const records = [record(customer(1, 10, 'Ann'), 1), record(customer(2, 12, 'Bob'), 2), record(customer(1, 14, 'Cy'), 3)];
-    const store = new RawStore(s3.client, 'rr-raw', 'raw/', 'quarantine/');
-    await store.land({ shard: '0', firstSequence: '1', lastSequence: '3', firstArrival: T0 }, linesOf(records), []);
-    const objects = await listRawObjects(s3.client, { bucket: 'rr-raw', prefix: 'raw/', table: 'public.customers' });
+    const store = new RawStore(s3.client, 'rr-raw', 'landed/', 'quarantine/');
+    await store.land({ shard: '0', firstSequence: '1', lastSequence: '3', firstArrival: T0 }, batchLinesOf(records), []);
+    const objects = await listRawObjects(s3.client, { bucket: 'rr-raw', prefix: 'landed/', table: 'public.customers' });
     assert.equal(objects.length, 1);
     assert.equal(objects[0]?.hourStart, Date.parse('2026-11-30T06:00:00Z'));
     const parsed = parseRawObject(await readRawObject(s3.client, 'rr-raw', objects[0]?.key ?? ''), objects[0]?.key ?? '');
@@ -124,7 +133,7 @@ describe('raw reader', () => {
     assert.deepEqual(m.events, n.events);
     assert.ok(m.texts.value?.startsWith('\uFEFF'), 'the text keeps the mark');
     const store = new RawStore(s3.client, 'rr-raw', 'bom/', 'quarantine/');
-    await store.land({ shard: '0', firstSequence: '7', lastSequence: '7', firstArrival: T0 }, linesOf([marked]), []);
+    await store.land({ shard: '0', firstSequence: '7', lastSequence: '7', firstArrival: T0 }, batchLinesOf([marked]), []);
     const [object] = await listRawObjects(s3.client, { bucket: 'rr-raw', prefix: 'bom/', table: 'public.customers' });
     const parsed = parseRawObject(await readRawObject(s3.client, 'rr-raw', object?.key ?? ''), object?.key ?? '');
     assert.deepEqual(Buffer.from(parsed.records[0]?.record.value ?? []), marked.value);
@@ -180,7 +189,7 @@ describe('raw reader', () => {
       n.events.map((e) => (e.kind === 'change' ? e.key : null)),
       [{ id: '112' }, { id: '113' }],
     );
-    assert.deepEqual(parseRawObjectKey('raw/', key), { tableSegment: 'inventory.products', hourStart: Date.parse('2026-11-30T06:00:00Z'), name: '3-77-77-9f8e7d' });
+    assert.deepEqual(parseRawObjectKey('raw/', key), { layout: 'table', tableSegment: 'inventory.products', hourStart: Date.parse('2026-11-30T06:00:00Z'), name: '3-77-77-9f8e7d' });
   });
 
   it('keeps a multi-row record once when the first layout repeats its message on every row line', () => {
@@ -230,10 +239,18 @@ describe('raw reader', () => {
   it('lists only the partitions that can hold the landing-time range', async () => {
     s3.put('raw/table=public.customers/dt=2026-11-29/hr=01/0-1-1.jsonl.gz', gz([]));
     s3.put('raw/table=public.customers/dt=2026-12-01/hr=01/0-9-9.jsonl.gz', gz([]));
+    s3.put('raw/table=public.customers/dt=2026-11-30/hr=06/0-2-2.jsonl.gz', gz([]));
+    // Batch objects (every table) in and out of the range.
+    s3.put('raw/dt=2026-11-28/hr=23/1-1-1.jsonl.gz', gz([]));
+    s3.put('raw/dt=2026-11-30/hr=07/1-5-5.jsonl.gz', gz([]));
+    s3.put('raw/dt=2026-12-01/hr=03/1-6-6.jsonl.gz', gz([]));
     const objects = await listRawObjects(s3.client, {
       bucket: 'rr-raw', prefix: 'raw/', table: 'public.customers', since: Date.parse('2026-11-30T00:00:00Z'), until: Date.parse('2026-12-01T00:00:00Z'),
     });
-    assert.deepEqual(objects.map((o) => o.key.split('/').slice(2, 4).join('/')), ['dt=2026-11-30/hr=06']);
+    assert.deepEqual(
+      objects.map((o) => o.key),
+      ['raw/table=public.customers/dt=2026-11-30/hr=06/0-2-2.jsonl.gz', 'raw/dt=2026-11-30/hr=07/1-5-5.jsonl.gz'],
+    );
     assert.equal(hourOverlaps(Date.parse('2026-11-29T23:00:00Z'), { since: Date.parse('2026-11-30T00:30:00Z') }), true, 'one hour of slack');
     assert.equal(hourOverlaps(Date.parse('2026-11-29T22:00:00Z'), { since: Date.parse('2026-11-30T00:30:00Z') }), false);
   });

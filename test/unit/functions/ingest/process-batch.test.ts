@@ -206,7 +206,7 @@ describe('processBatch', () => {
     assert.equal(result.summary.received, 2500);
     assert.equal(result.summary.applied, 2500);
     assert.equal(identityGap(result.summary), 0);
-    const raw = putObjects(s3).find((o) => o.key.startsWith('raw/table=employees/'));
+    const raw = putObjects(s3).find((o) => o.key.startsWith('raw/dt='));
     assert.ok(raw);
     assert.equal(raw.lines.length, 2500);
     assert.equal(raw.lines[0]?.message, text, 'the first line carries the message');
@@ -223,7 +223,7 @@ describe('processBatch', () => {
     const { deps, s3 } = mockedDeps(config);
     const key = Uint8Array.from([0x00, 0xff, 0xfe, 0x80, 0x41]);
     await processBatch(records([pg('customers', 'c', 1, 10), pg('customers', 'c', 2, 11)], { keys: [key, Buffer.from('{"id":2}')] }), deps);
-    const raw = putObjects(s3).find((o) => o.key.startsWith('raw/table=public.customers/'));
+    const raw = putObjects(s3).find((o) => o.key.startsWith('raw/dt='));
     assert.equal(raw?.lines[0]?.messageKey, null);
     assert.deepEqual([...Buffer.from(String(raw?.lines[0]?.messageKeyBase64), 'base64')], [...key]);
     assert.equal(raw?.lines[1]?.messageKey, '{"id":2}');
