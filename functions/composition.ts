@@ -15,6 +15,7 @@ import { type KeyRef, keyRefOf, type Log, type MetricSink, noKeyRef } from './te
 import { loadLedgerKeys } from './adapters/ledger-keys.js';
 import { errorMessage } from './core/errors.js';
 import type { IngestDeps } from './ingest/process-batch.js';
+import { StatusCache } from './ingest/status-cache.js';
 import type { JobDeps } from './jobs/deps.js';
 import type { JobContext } from './replay/job.js';
 import type { EraseContext } from './erase/erase.js';
@@ -44,12 +45,14 @@ export async function ledgerKeyRef(config: TidemarkConfig, log: Log, env: NodeJS
 
 /** The ingest path: decode, land raw, apply under the guard, report. */
 export function ingestDeps(config: TidemarkConfig, clients: RuntimeClients, telemetry: Telemetry, storage: Storage = buildStorage(config, clients, telemetry.now)): IngestDeps {
+  storage.status.onRegistryFailure = (table, err) => telemetry.log.warn('registry row not written; the table is still listed through the config', { table, error: errorMessage(err) });
   return {
     config,
     normalizer: storage.normalizer,
     raw: storage.raw,
     writer: storage.writer(),
     status: storage.status,
+    statusCache: new StatusCache(config.ingest.statusMaxAgeSeconds * 1000),
     sweeper: storage.sweeper,
     metrics: telemetry.metrics,
     log: telemetry.log,

@@ -14,7 +14,8 @@ import { registerReplay } from './replay.js';
 import { registerErase } from './erase.js';
 import { registerReconcile } from './reconcile.js';
 import { registerSnapshotCheck } from './snapshot-check.js';
-import { getRow, scanTable, statusRows, statusTable, stringifyJson, tableOrThrow } from './state.js';
+import { registerStatusMigrate } from './status-migrate.js';
+import { getRow, scanTable, statusRowOf, statusRows, statusTable, stringifyJson, tableOrThrow } from './state.js';
 
 const out = (line: string) => process.stdout.write(`${line}\n`);
 const err = (line: string) => process.stderr.write(`${line}\n`);
@@ -138,7 +139,7 @@ export function program(): Command {
       const cfg = config(o.config);
       const c = await clients(cfg);
       const table = tableOrThrow(cfg, o.table);
-      const wm = (await statusRows(c.dynamodb, cfg)).find((r) => r.table === o.table)?.truncateWatermark;
+      const wm = (await statusRowOf(c.dynamodb, cfg, o.table))?.truncateWatermark;
       for await (const row of scanTable(c.dynamodb, table, Boolean(o.includeDeleted), typeof wm === 'string' ? wm : undefined)) out(stringifyJson(row));
     });
 
@@ -181,6 +182,7 @@ export function program(): Command {
   registerErase(p);
   registerReconcile(p);
   registerSnapshotCheck(p);
+  registerStatusMigrate(p);
   return p;
 }
 

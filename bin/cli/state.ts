@@ -46,12 +46,25 @@ export async function getRow(client: DynamoDBClient, table: TableConfig, key: Js
 /** `tidemark status` columns: the row's facts around every contract counter marked `column`. */
 export const STATUS_COLUMNS: readonly string[] = ['table', 'state', 'phase', ...COUNTER_NAMES.filter((c) => COUNTERS[c].column), 'lagMs', 'ordering', 'lastPosition'];
 
+/**
+ * Every status row of the pipeline (the registry's tables, the configured ones and `*`), then the
+ * jobs' last-run rows, shown as `reconcile#<table>` and `snapshot#<table>`.
+ */
 export async function statusRows(client: DynamoDBClient, config: TidemarkConfig): Promise<JsonObject[]> {
-  const rows = await new StatusReader(client, config.statusTable, config.name).list();
-  return rows.map((r) => JSON.parse(stringifyJson(r)) as JsonObject);
+  const reader = new StatusReader(client, config.statusTable, config.name);
+  const rows = await reader.list(config.tables.map((t) => t.source));
+  const jobs = await reader.jobRows(rows.map((r) => r.table));
+  const json = (r: object) => JSON.parse(stringifyJson(r)) as JsonObject;
+  return [...rows.map(json), ...jobs.map(({ job, table, ...rest }) => json({ ...rest, pipeline: config.name, table: `${job}#${table}` }))];
 }
 
-/** The jobs' rows in the status table: `reconcile#<table>` (last run) and `snapshot#<table>` (open findings). */
+/** One table's status row, if it has one. */
+export async function statusRowOf(client: DynamoDBClient, config: TidemarkConfig, table: string): Promise<JsonObject | undefined> {
+  const [row] = await new StatusReader(client, config.statusTable, config.name).list([], [table]);
+  return row ? (JSON.parse(stringifyJson(row)) as JsonObject) : undefined;
+}
+
+/** The jobs' rows as `statusRows` shows them: `reconcile#<table>` (last run) and `snapshot#<table>` (open findings). */
 const JOB_ROW = /^(reconcile|snapshot)#(.+)$/;
 
 function aligned(columns: readonly string[], body: readonly (readonly string[])[]): string {

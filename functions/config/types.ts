@@ -68,6 +68,7 @@ export interface RawConfig {
 
 export interface ApplyConfig {
   concurrency: number;
+  maxInFlight: number;
   maxColumns: number;
   maxRetries: number;
   maxItemBytes: number;
@@ -83,6 +84,7 @@ export interface IngestConfig {
   timeoutSeconds: number;
   reservedConcurrency?: number | undefined;
   tracing: boolean;
+  statusMaxAgeSeconds: number;
 }
 
 export interface AlarmsConfig {

@@ -1,10 +1,11 @@
 /**
- * Steps 3 and 4 of a batch: count the plan, enforce truncates, then one guarded write per key with
- * bounded concurrency. Every planned event ends as one outcome: the plan's superseded, duplicates
+ * Steps 3 and 4 of a batch: count the plan, enforce truncates, then one guarded write per key, every
+ * table at once under the batch's one bound on requests in flight. Every planned event ends as one outcome: the plan's superseded, duplicates
  * and conflicts; one outcome per truncate (`truncates` or `failed`) and per write (`applied`,
  * `stale`, `duplicates`, `conflicts`, `quarantined` or `failed`).
  */
 import type { TableConfig } from '../config/types.js';
+import type { Limiter } from '../core/concurrency.js';
 import { errorMessage } from '../core/errors.js';
 import type { BatchPlan, PlannedWrite } from '../core/plan.js';
 import type { DynamoWriter, PreReadPolicy, WriteResult } from '../adapters/dynamo-writer.js';
@@ -19,7 +20,8 @@ import type { BatchTally } from './tally.js';
 
 export interface ApplyDeps {
   readonly tables: ReadonlyMap<string, TableConfig>;
-  readonly concurrency: number;
+  /** The batch's bound on DynamoDB requests in flight, shared by every table (`apply.maxInFlight`). */
+  readonly limiter: Limiter;
   readonly writer: Pick<DynamoWriter, 'writeAll'>;
   /** When to read stored positions before writing (see PreReadPolicy); ingest uses `auto`. */
   readonly preRead: PreReadPolicy;
@@ -77,8 +79,9 @@ const BELOW_WATERMARK: WriteResult = { outcome: 'stale', writeUnits: 0, requests
 
 /**
  * One guarded write per key; a write below its table's truncate watermark is stale without a
- * request. Writes go table by table through `writeAll`, so the pre-read's read units are counted
- * under their table.
+ * request. Each table's writes go through their own `writeAll` (so the pre-read's read units are
+ * counted under their table), all tables at once, every request under the batch's limiter. Keys
+ * are distinct within a plan, so running them concurrently changes no per-key order.
  */
 export async function applyWrites(plan: BatchPlan, watermarks: ReadonlyMap<string, string>, deps: ApplyDeps, tally: BatchTally, decoded: Decoded): Promise<void> {
   const results: WriteResult[] = plan.writes.map(() => BELOW_WATERMARK);
@@ -90,17 +93,19 @@ export async function applyWrites(plan: BatchPlan, watermarks: ReadonlyMap<strin
     if (list) list.push(i);
     else byTable.set(w.table, [i]);
   });
-  for (const [table, indexes] of byTable) {
-    const writes = indexes.flatMap((i) => plan.writes[i] ?? []);
-    const out = await deps.writer.writeAll(writes, { preRead: deps.preRead, concurrency: deps.concurrency });
-    out.results.forEach((r, j) => {
-      const i = indexes[j];
-      if (i !== undefined) results[i] = r;
-    });
-    tally.summary.dynamoRequests += out.totals.readRequests + out.totals.writeRequests;
-    tally.count(table, 'readUnits', out.totals.readUnits);
-    tally.count(table, 'preReadSkipped', out.totals.skipped);
-  }
+  await Promise.all(
+    [...byTable].map(async ([table, indexes]) => {
+      const writes = indexes.flatMap((i) => plan.writes[i] ?? []);
+      const out = await deps.writer.writeAll(writes, { preRead: deps.preRead, limiter: deps.limiter });
+      out.results.forEach((r, j) => {
+        const i = indexes[j];
+        if (i !== undefined) results[i] = r;
+      });
+      tally.summary.dynamoRequests += out.totals.readRequests + out.totals.writeRequests;
+      tally.count(table, 'readUnits', out.totals.readUnits);
+      tally.count(table, 'preReadSkipped', out.totals.skipped);
+    }),
+  );
   const appliedAt = deps.now();
   const refused: { write: PlannedWrite; result: WriteResult }[] = [];
   results.forEach((r, i) => {
@@ -123,7 +128,7 @@ function countWrite(w: PlannedWrite, r: WriteResult, tally: BatchTally, appliedA
   switch (r.outcome) {
     case 'applied':
       tally.count(w.table, 'applied');
-      tally.table(w.table).noteApplied(w.encodedPosition, w.commitTs, appliedAt);
+      tally.table(w.table).noteApplied(w.encodedPosition, w.commitTs, appliedAt, w.key);
       return;
     case 'stale':
       tally.count(w.table, 'stale');

@@ -3,24 +3,31 @@
  *   decode   bytes → normalized events, raw lines; bad records → quarantine lines
  *   land     raw and quarantine to S3, retried within the invocation's time; if it fails, nothing is applied
  *   truncate raise and sweep truncate watermarks
- *   apply    one guarded write per key, bounded concurrency
- *   report   status rows (and per-hour rows), metrics
+ *   apply    one guarded write per key
+ *   report   one status-row write per table, metrics
  * and returns `batchItemFailures` from the lowest failed record. Every received record (or row of a
  * multi-row record) is counted exactly once as an outcome of the telemetry contract.
+ *
+ * The tables of a batch are applied and reported concurrently: every DynamoDB request of the batch
+ * (writes, pre-reads, status updates) holds a slot of one bound, `apply.maxInFlight`. What the
+ * batch needs of its tables' status rows comes from the container's StatusCache (status-cache.ts),
+ * read again only when older than `ingest.statusMaxAgeSeconds`.
  */
 import type { TableConfig, TidemarkConfig } from '../config/types.js';
+import { Limiter } from '../core/concurrency.js';
 import { FLATTENED_FORMAT } from '../core/formats/kafka-tombstones.js';
 import type { Normalizer, RawRecord } from '../core/normalize.js';
 import { planBatch } from '../core/plan.js';
 import type { DynamoWriter } from '../adapters/dynamo-writer.js';
 import type { RawStore } from '../adapters/raw-store.js';
-import { type StatusStore, UNKNOWN_TABLE } from '../adapters/status-store.js';
+import { type StatusRow, type StatusStore, UNKNOWN_TABLE } from '../adapters/status-store.js';
 import { type KeyRef, type Log, type MetricSink, noKeyRef } from '../telemetry/sinks.js';
 import type { TruncateSweeper } from '../adapters/truncate-sweep.js';
 import { applyTruncates, applyWrites, countPlan } from './apply.js';
 import { decode } from './decode.js';
 import { type LandingBudget, land } from './land.js';
 import { report } from './report.js';
+import type { StatusCache } from './status-cache.js';
 import { BatchTally, type BatchSummary } from './tally.js';
 
 export { addSummary, type BatchSummary, emptySummary } from './tally.js';
@@ -31,7 +38,9 @@ export interface IngestDeps {
   readonly raw: Pick<RawStore, 'land' | 'quarantine'>;
   readonly writer: Pick<DynamoWriter, 'write' | 'writeAll' | 'seedHighWater'>;
   readonly status: Pick<StatusStore, 'load' | 'record' | 'raiseTruncateWatermark'>;
-  readonly sweeper: Pick<TruncateSweeper, 'sweep'>;
+  /** The container's copy of its tables' status rows (one per container, like the clients). */
+  readonly statusCache: StatusCache;
+  readonly sweeper: Pick<TruncateSweeper, 'sweep' | 'sweepKeys'>;
   readonly metrics: MetricSink;
   readonly log: Log;
   /** Names a key in log lines by its keyed hash. @default none: lines carry table and position */
@@ -57,21 +66,24 @@ export async function processBatch(records: readonly RawRecord[], deps: IngestDe
   const tally = new BatchTally(records);
   const now = deps.now ?? Date.now;
   if (records.length > 0) {
+    const limiter = new Limiter(deps.config.apply.maxInFlight);
     await settleAutoTombstones(records, deps);
     const decoded = decode(records, deps, tally);
     const landing = { ...deps.landing, ...(invocation.remainingTimeMs ? { remainingTimeMs: invocation.remainingTimeMs } : {}) };
     const landed = await land(records, decoded, { raw: deps.raw, log: deps.log, landing }, tally);
-    const statusRows = await deps.status.load([...tally.tables.keys()].filter((t) => t !== UNKNOWN_TABLE));
+    const statusRows = await statusOf([...tally.tables.keys()].filter((t) => t !== UNKNOWN_TABLE), deps, now);
     // A fresh container learns where each table stands, so a redelivered window is read, not written.
     for (const [table, row] of statusRows) if (row.lastPosition) deps.writer.seedHighWater(table, row.lastPosition);
+    let watermarks = new Map<string, string>();
     if (landed) {
       const plan = planBatch(decoded.changes, (e) => deps.normalizer.keyIdOf(e), decoded.identity);
       countPlan(plan, tally, deps.log, deps.keyRef ?? noKeyRef);
-      const apply = applyDeps(deps, now);
-      const watermarks = await applyTruncates(plan, statusRows, apply, tally, decoded);
+      const apply = applyDeps(deps, now, limiter);
+      watermarks = await applyTruncates(plan, statusRows, apply, tally, decoded);
+      for (const [table, wm] of watermarks) deps.statusCache.noteTruncate(table, wm, now());
       await applyWrites(plan, watermarks, apply, tally, decoded);
     }
-    await report(tally, statusRows, { ...deps, now });
+    await report(tally, statusRows, watermarks, { ...deps, now, limiter, tables: tablesOf(deps.config), retry: landing });
   }
   const failedFrom = tally.failedFrom();
   const batchItemFailures = failedFrom === undefined ? [] : [{ itemIdentifier: failedFrom }];
@@ -92,12 +104,36 @@ async function settleAutoTombstones(records: readonly RawRecord[], deps: IngestD
     if (table !== null) open.add(table);
   }
   if (open.size === 0) return;
-  for (const [table, row] of await deps.status.load([...open])) {
-    if (row.carriesFlattened === true || (typeof row.format === 'string' && row.format.split('+').includes(FLATTENED_FORMAT))) deps.normalizer.noteFlattened(table);
+  const flattened = (row: StatusRow | undefined) => row?.carriesFlattened === true || (typeof row?.format === 'string' && row.format.split('+').includes(FLATTENED_FORMAT));
+  const unknown = [...open].filter((t) => !flattened(deps.statusCache.peek(t)));
+  for (const t of open) if (!unknown.includes(t)) deps.normalizer.noteFlattened(t);
+  if (unknown.length === 0) return;
+  // The one strongly consistent status read left: a tombstone's meaning must not rest on an old copy.
+  const rows = await deps.status.load(unknown, { consistent: true });
+  const at = (deps.now ?? Date.now)();
+  for (const t of unknown) {
+    const row = rows.get(t);
+    deps.statusCache.put(t, row, at, deps.config.name);
+    if (flattened(row)) deps.normalizer.noteFlattened(t);
   }
 }
 
-function applyDeps(deps: IngestDeps, now: () => number) {
-  const tables = new Map<string, TableConfig>(deps.config.tables.map((t) => [t.source, t]));
-  return { ...deps, tables, concurrency: deps.config.apply.concurrency, preRead: 'auto' as const, now, keyRef: deps.keyRef ?? noKeyRef };
+/** The status rows of the batch's tables: the container's copies, the ones older than the bound read again (eventually consistent). */
+async function statusOf(tables: readonly string[], deps: IngestDeps, now: () => number): Promise<Map<string, StatusRow>> {
+  const at = now();
+  const { rows, stale } = deps.statusCache.view(tables, at);
+  if (stale.length === 0) return rows;
+  const read = await deps.status.load(stale);
+  for (const t of stale) {
+    const row = read.get(t);
+    deps.statusCache.put(t, row, at, deps.config.name);
+    if (row) rows.set(t, row);
+  }
+  return rows;
+}
+
+const tablesOf = (config: TidemarkConfig) => new Map<string, TableConfig>(config.tables.map((t) => [t.source, t]));
+
+function applyDeps(deps: IngestDeps, now: () => number, limiter: Limiter) {
+  return { ...deps, tables: tablesOf(deps.config), limiter, preRead: 'auto' as const, now, keyRef: deps.keyRef ?? noKeyRef };
 }
