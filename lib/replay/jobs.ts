@@ -7,7 +7,8 @@
  * - replay reads raw (and the S3 on-failure prefix), writes job manifests and results under
  *   `replay.jobsPrefix` and spilled rows under the raw prefix, reads stored positions and writes
  *   under the guard to the target tables, and may create, tag and fill fresh tables named
- *   `<pipeline>-fresh-*` only (never deletes one), with the live tables' point-in-time recovery
+ *   `<pipeline>-fresh-*` only (never deletes one), with the live tables' encryption (under `kms`,
+ *   CreateGrant and DescribeKey on the pipeline key through DynamoDB only), point-in-time recovery
  *   and deletion protection; it reads the erase ledger and raises truncate watermarks;
  * - erase also deletes and rewrites raw and quarantine objects (with their versions), deletes the
  *   key's item, and writes the ledger.
@@ -36,7 +37,8 @@ import { freshTablePrefix } from '../../functions/config/types.js';
 import type { CurrentState } from '../current-state.js';
 import { INGEST_RUNTIME } from '../defaults.js';
 import { handlerCode } from '../handler-asset.js';
-import { tableStatements } from '../ingest-function.js';
+import { encryptStateMachine, freshTableKeyStatement } from '../encryption.js';
+import { KEY_ACTIONS, tableStatements } from '../ingest-function.js';
 import type { RawStore } from '../raw-store.js';
 import { ERASE_FUNCTION, eraseDefinition, REPLAY_FUNCTION, replayDefinition } from './definitions.js';
 
@@ -158,6 +160,7 @@ export class ReplayJobs extends Construct {
       // DescribeTable (key schema, encryption, deletion protection), DescribeContinuousBackups (PITR).
       ...tableStatements(this, 'GuardedReplayWrites', [...REPLAY_ITEM_ACTIONS, 'dynamodb:DescribeTable', 'dynamodb:DescribeContinuousBackups'], targetNames),
       statement('CreateFreshTables', [...REPLAY_ITEM_ACTIONS, ...FRESH_TABLE_ACTIONS], [freshTables]),
+      ...(props.encryptionKey ? [freshTableKeyStatement(props.encryptionKey, stack)] : []),
       statement('WatermarksAndLedger', ['dynamodb:BatchGetItem', 'dynamodb:UpdateItem', 'dynamodb:Query'], [currentState.statusTable.tableArn]),
       // A status table named under the fresh prefix: a fresh replay must never create, fill, scan
       // or empty it, whatever table name it is given (the job refuses it as well).
@@ -196,7 +199,10 @@ export class ReplayJobs extends Construct {
     const role = new iam.Role(this, `${id}Role`, { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'), description: `tidemark ${config.name} ${id.toLowerCase()} job` });
     logGroup.grantWrite(role);
     for (const s of statements) role.addToPrincipalPolicy(s);
-    if (props.encryptionKey) role.addToPrincipalPolicy(statement('UsePipelineKey', ['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey', 'kms:DescribeKey'], [props.encryptionKey.keyArn]));
+    // The ingest's key actions: GenerateDataKey to put S3 objects, Decrypt to read raw, the ledger
+    // key secret and the tables. S3, DynamoDB and Secrets Manager encrypt with data keys, so no
+    // kms:Encrypt; kms:DescribeKey only where a table is created (replay's CreateFreshTablesUnderPipelineKey).
+    if (props.encryptionKey) role.addToPrincipalPolicy(statement('UsePipelineKey', [...KEY_ACTIONS], [props.encryptionKey.keyArn]));
     this.ledgerKey.grantRead(role);
     // The bundle with the resolved config beside it (read by loadRuntimeConfig at cold start): the
     // config never travels in the environment, which Lambda caps at 4 KB.
@@ -250,6 +256,8 @@ export class ReplayJobs extends Construct {
       logs: { destination: logGroup, level: sfn.LogLevel.ALL, includeExecutionData: false },
       tracingEnabled: true,
     });
+    // Under `kms`, the definition and execution history under the pipeline key, as reconcile and snapshot.
+    if (props.encryptionKey) encryptStateMachine(machine, props.encryptionKey, name);
     fn.grantInvoke(machine);
     // A Distributed Map runs its iterations as child executions of the same state machine.
     const self = Stack.of(this).formatArn({ service: 'states', resource: 'stateMachine', resourceName: name, arnFormat: ArnFormat.COLON_RESOURCE_NAME });
