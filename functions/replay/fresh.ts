@@ -190,6 +190,15 @@ async function ensureRecovery(client: DynamoDBClient, fresh: string, recovery: P
   }
 }
 
+async function waitActive(client: DynamoDBClient, name: string, deadline: number, timeoutMs: number): Promise<TableDescription> {
+  for (;;) {
+    const table = await describe(client, name);
+    if (table?.TableStatus === 'ACTIVE') return table;
+    if (Date.now() > deadline) throw new FreshTableError(`table ${name} did not become ACTIVE within ${timeoutMs} ms`);
+    await sleep(250);
+  }
+}
+
 /**
  * Creates the fresh table of `req` with the key schema of the live table (read from DynamoDB, so
  * it is exactly the live one), on-demand, TTL on `__expiresAt`, the live table's encryption,
@@ -203,21 +212,18 @@ export async function createFreshTable(client: DynamoDBClient, req: FreshTableRe
   const source = await describe(client, live.target);
   if (!source) throw new FreshTableError(`live table ${live.target} does not exist: cannot copy its key schema`);
   const recovery = await recoveryOf(client, live.target);
-  let existing = await describe(client, fresh);
+  const existing = await describe(client, fresh);
   if (!existing && target.createdBy) throw new FreshTableError(`table ${fresh} does not exist: there is no rebuild of run ${target.createdBy} to continue (drop @${target.createdBy} to create it)`);
   const action: 'created' | 'present' = !existing && (await create(client, source, req)) ? 'created' : 'present';
-  if (action === 'present') {
-    existing ??= await describe(client, fresh);
-    if (!existing) throw new FreshTableError(`table ${fresh} was being created and then vanished`);
-    await checkOrigin(client, existing, req);
-    if (schemaText(existing.KeySchema) !== schemaText(source.KeySchema)) {
-      throw new FreshTableError(`table ${fresh} exists with key schema ${schemaText(existing.KeySchema)}, not ${schemaText(source.KeySchema)} of ${live.target}`);
-    }
-  }
+  // Waiting reads nothing but the table's status; an existing table's tags are read once it is
+  // ACTIVE (a retried plan step may find the table it created still CREATING).
   const deadline = Date.now() + timeoutMs;
-  while ((await describe(client, fresh))?.TableStatus !== 'ACTIVE') {
-    if (Date.now() > deadline) throw new FreshTableError(`table ${fresh} did not become ACTIVE within ${timeoutMs} ms`);
-    await sleep(250);
+  const active = await waitActive(client, fresh, deadline, timeoutMs);
+  if (action === 'present') {
+    await checkOrigin(client, active, req);
+    if (schemaText(active.KeySchema) !== schemaText(source.KeySchema)) {
+      throw new FreshTableError(`table ${fresh} exists with key schema ${schemaText(active.KeySchema)}, not ${schemaText(source.KeySchema)} of ${live.target}`);
+    }
   }
   const ttl = (await client.send(new DescribeTimeToLiveCommand({ TableName: fresh }))).TimeToLiveDescription;
   if (ttl?.TimeToLiveStatus !== 'ENABLED' && ttl?.TimeToLiveStatus !== 'ENABLING') {

@@ -215,6 +215,15 @@ describe('replay into a fresh table (the plan step)', () => {
     assert.equal((await plan(configOf('kms'), `fresh:${FRESH}@replay-earlier`, 'replay-catch-up')).freshTable, 'present');
   });
 
+  it('a retried plan step that finds its table still CREATING waits for it, then reads its tags', async () => {
+    account(liveKms, { PointInTimeRecoveryStatus: 'ENABLED' }, freshActive);
+    ddb.on(DescribeTableCommand, { TableName: FRESH }).resolvesOnce({ Table: { ...freshActive, TableStatus: 'CREATING' } }).resolvesOnce({ Table: { ...freshActive, TableStatus: 'CREATING' } }).resolves({ Table: freshActive });
+    ddb.on(ListTagsOfResourceCommand).resolves(tags(RUN));
+    assert.equal((await plan(configOf('kms'), `fresh:${FRESH}`)).freshTable, 'present');
+    assert.equal(ddb.commandCalls(ListTagsOfResourceCommand).length, 1);
+    assert.equal(ddb.commandCalls(DescribeTableCommand, { TableName: FRESH }).length, 3);
+  });
+
   it('a continuation creates nothing: the table it names must exist', async () => {
     account(liveKms, { PointInTimeRecoveryStatus: 'ENABLED' });
     await assert.rejects(plan(configOf('kms'), `fresh:${FRESH}@replay-earlier`), /no rebuild of run replay-earlier to continue/);
