@@ -122,8 +122,9 @@ export class TidemarkJob extends Construct {
       task.grant(role);
       if (props.encryptionKey) {
         // The ingest's key actions and no more: GenerateDataKey to put reports and spilled rows
-        // (SSE-KMS), Decrypt to read raw, reports and the tables. S3 and DynamoDB encrypt with data
-        // keys, so no task calls kms:Encrypt, and none creates a resource that needs kms:DescribeKey.
+        // (SSE-KMS), Decrypt to read raw, reports and the ledger key secret. S3, DynamoDB and Secrets
+        // Manager encrypt with data keys, so no task calls kms:Encrypt, and none creates a resource
+        // under the key, which is what would need kms:DescribeKey.
         role.addToPrincipalPolicy(new iam.PolicyStatement({ sid: 'UsePipelineKey', actions: [...KEY_ACTIONS], resources: [props.encryptionKey.keyArn] }));
       }
       const fn = new lambda.Function(this, name, {

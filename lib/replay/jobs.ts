@@ -199,9 +199,10 @@ export class ReplayJobs extends Construct {
     const role = new iam.Role(this, `${id}Role`, { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'), description: `tidemark ${config.name} ${id.toLowerCase()} job` });
     logGroup.grantWrite(role);
     for (const s of statements) role.addToPrincipalPolicy(s);
-    // The ingest's key actions: GenerateDataKey to put S3 objects, Decrypt to read raw, the ledger
-    // key secret and the tables. S3, DynamoDB and Secrets Manager encrypt with data keys, so no
-    // kms:Encrypt; kms:DescribeKey only where a table is created (replay's CreateFreshTablesUnderPipelineKey).
+    // The ingest's key actions: GenerateDataKey to put S3 objects (manifests, results, rewritten raw),
+    // Decrypt to read raw and the ledger key secret. S3, DynamoDB and Secrets Manager encrypt with
+    // data keys, so no kms:Encrypt; kms:DescribeKey only where a table is created under the key
+    // (replay's CreateFreshTablesUnderPipelineKey).
     if (props.encryptionKey) role.addToPrincipalPolicy(statement('UsePipelineKey', [...KEY_ACTIONS], [props.encryptionKey.keyArn]));
     this.ledgerKey.grantRead(role);
     // The bundle with the resolved config beside it (read by loadRuntimeConfig at cold start): the
