@@ -182,3 +182,14 @@ export function tableBySource(config: Pick<TidemarkConfig, 'tables'>, source: st
 export function ledgerKeySecretName(pipelineName: string): string {
   return `tidemark/${pipelineName}/erase-ledger-key`;
 }
+
+/**
+ * The reserved name prefix of the tables `replay --into fresh:<table>` may create: `<pipeline>-fresh-`.
+ * The replay role may create, fill and scan only tables under it (lib/replay/jobs.ts), and the
+ * target parser refuses any other name (functions/replay/safety.ts).
+ *
+ *   freshTablePrefix('shop') === 'shop-fresh-'   // fresh:shop-fresh-orders is accepted, fresh:shop-payments is not
+ */
+export function freshTablePrefix(pipelineName: string): string {
+  return `${pipelineName}-fresh-`;
+}

@@ -16,6 +16,7 @@ import { runEraseLocally } from '../../bin/cli/erase.js';
 import { runReplayLocally } from '../../bin/cli/replay.js';
 import { getRow } from '../../bin/cli/state.js';
 import { parseConfig, type TableConfig, type TidemarkConfig } from '../../lib/config/config.js';
+import { freshTablePrefix } from '../../functions/config/types.js';
 import type { JsonObject, JsonValue } from '../../functions/core/json.js';
 import type { RawRecord } from '../../functions/core/normalize.js';
 import type { Log } from '../../functions/telemetry/sinks.js';
@@ -146,7 +147,7 @@ describe(`erase on the integration target (${process.env.TIDEMARK_TARGET ?? 'emb
     const ctx: JobContext = replayContext(config, target.clients, quiet, ENV);
     const live = await runReplayLocally(ctx, { runId: 'rl', tables: ['public.customers'], into: 'live', now });
     assert.equal((live.summary as { tally: { erased: number } }).tally.erased, 0, 'raw no longer holds the key');
-    const fresh = `${customers.target}-rebuilt`;
+    const fresh = `${freshTablePrefix(config.name)}rebuilt`;
     await runReplayLocally(ctx, { runId: 'rf', tables: ['public.customers'], into: `fresh:${fresh}`, now });
     assert.equal(await getRow(target.clients.dynamodb, { ...customers, target: fresh }, { id: 7 }), null);
   });
