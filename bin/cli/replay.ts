@@ -299,7 +299,7 @@ async function fromDlq(cfg: TidemarkConfig, o: ReplayCliOptions): Promise<void> 
   const ingest = ingestDeps(cfg, c, { metrics: new CollectingMetricSink(), log });
   const bar = new SingleBar({ format: 'replay --from-dlq [{bar}] {value}/{total} failed batches', stream: process.stderr, hideCursor: true }, Presets.shades_classic);
   if (items.length > 0) bar.start(items.length, 0);
-  const report = await replayFailedBatches(items, { config: cfg, s3: c.s3, ingest, engine, kinesis: c.kinesis, onBatch: (d) => bar.update(d) });
+  const report = await replayFailedBatches(items, { config: cfg, s3: c.s3, ingest, engine, ledger, kinesis: c.kinesis, onBatch: (d) => bar.update(d) });
   if (items.length > 0) bar.stop();
   for (const p of problems) err(`${p.source}: ${p.detail}`);
   printSummary(o, { source: 'dlq', ...report, problems: problems.length }, [

@@ -167,7 +167,12 @@ export class ReplayJobs extends Construct {
       new iam.PolicyStatement({ sid: 'NotTheStatusTable', effect: iam.Effect.DENY, actions: STATUS_TABLE_DENIED, resources: [currentState.statusTable.tableArn] }),
     ]);
     const erase = this.jobFunction('Erase', `${config.name}-erase`, 'erase', props.entries?.erase, jobProps, [
-      statement('RewriteRawAndQuarantine', ['s3:GetObject', 's3:PutObject', 's3:DeleteObject', 's3:DeleteObjectVersion'], [rawStore.objectsUnder(raw.prefix), rawStore.objectsUnder(raw.quarantinePrefix), rawStore.objectsUnder(jobs)]),
+      // Raw, quarantine, the jobs' runs, and the failed batches Lambda keeps under aws/lambda/: every copy of a key.
+      statement(
+        'RewriteRawAndQuarantine',
+        ['s3:GetObject', 's3:PutObject', 's3:DeleteObject', 's3:DeleteObjectVersion'],
+        [rawStore.objectsUnder(raw.prefix), rawStore.objectsUnder(raw.quarantinePrefix), rawStore.objectsUnder(jobs), rawStore.objectsUnder(config.replay.onFailurePrefix)],
+      ),
       statement('ListRawAndVersions', ['s3:ListBucket', 's3:ListBucketVersions'], [rawStore.bucket.bucketArn]),
       ...tableStatements(this, 'EraseItem', ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:DeleteItem'], targetNames),
       statement('Ledger', ['dynamodb:PutItem', 'dynamodb:Query'], [currentState.statusTable.tableArn]),
@@ -280,7 +285,7 @@ export class ReplayJobs extends Construct {
     const { raw, replay, name } = props.config;
     const prefixes: [lambda.Function, string[]][] = [
       [this.replayFunction, [raw.prefix, replay.jobsPrefix, `${raw.prefix}spill/`]],
-      [this.eraseFunction, [raw.prefix, raw.quarantinePrefix, replay.jobsPrefix]],
+      [this.eraseFunction, [raw.prefix, raw.quarantinePrefix, replay.jobsPrefix, replay.onFailurePrefix]],
     ];
     for (const [fn, list] of prefixes) {
       const role = fn.role;

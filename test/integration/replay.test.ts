@@ -233,7 +233,7 @@ describe(`replay on the integration target (${process.env.TIDEMARK_TARGET ?? 'em
     const descriptor = { version: '1.0', KinesisBatchInfo: { shardId: shard, startSequenceNumber: seqs[0], endSequenceNumber: seqs[1], batchSize: 2, streamArn: `arn:aws:kinesis:us-east-1:000000000000:stream/${streamNameOf(config)}` } };
     const { batches } = parseFailedBatchLines(JSON.stringify(descriptor), 'sqs');
     const engine = buildReplayEngine(buildStorage(config, target.clients), { tables: replayTables(config, ['public.customers', 'public.orders'], { kind: 'live' }), target: { kind: 'live' }, ledger: null, log: quiet });
-    const report = await replayFailedBatches(batches.map((batch) => ({ batch })), { config, s3: target.clients.s3, ingest: deps, engine, kinesis: target.clients.kinesis });
+    const report = await replayFailedBatches(batches.map((batch) => ({ batch })), { config, s3: target.clients.s3, ingest: deps, engine, ledger: null, kinesis: target.clients.kinesis });
     assert.equal(report.fromStream, 2);
     assert.equal(report.missing, 0);
     assert.equal(report.failedBatches, 0);
@@ -281,7 +281,7 @@ describe(`replay on the integration target (${process.env.TIDEMARK_TARGET ?? 'em
     const { batches, problems } = parseFailedBatchLines(file, 'on-failure.jsonl');
     assert.deepEqual(problems, []);
     const engine = buildReplayEngine(buildStorage(config, target.clients), { tables: replayTables(config, ['public.customers', 'public.orders'], { kind: 'live' }), target: { kind: 'live' }, ledger: null, log: quiet });
-    const report = await replayFailedBatches(batches.map((batch) => ({ batch })), { config, s3: target.clients.s3, ingest: deps, engine });
+    const report = await replayFailedBatches(batches.map((batch) => ({ batch })), { config, s3: target.clients.s3, ingest: deps, engine, ledger: null });
     assert.equal(report.reingested, 1);
     assert.equal(report.fromRaw, 1);
     assert.equal(report.missing, 0);
