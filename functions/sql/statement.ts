@@ -11,7 +11,7 @@
  */
 import { type Dialect, duckdb, type Output } from './dialect.js';
 import type { Column, TableName } from './schemas.js';
-import { raw, renderSql, type Sql, SqlArgumentError, sql } from './sql.js';
+import { call, raw, renderSql, type Sql, SqlArgumentError, sql } from './sql.js';
 import type { DayRange } from './time.js';
 
 export type StatementKind = 'select' | 'insert' | 'merge' | 'delete' | 'unload' | 'optimize' | 'vacuum';
@@ -110,7 +110,8 @@ export function mergeStatement(name: string, o: Common & { readonly into: TableN
     name,
     kind: 'merge',
     body: (d) => sql`MERGE INTO ${d.into(o.into, 'merge')} t USING (${o.source}) s ON ${o.on} ${o.clauses}`,
-    queries: [o.source],
+    // The MERGE's join, as a query a Trino parser can check (it cannot parse MERGE itself).
+    queries: [sql`SELECT s.* FROM ${call((d) => d.table(o.into))} t JOIN (${o.source}) s ON ${o.on}`],
     reads: o.reads,
     writes: { table: o.into, mode: 'rewrite', filter: o.filter, affected: o.affected },
     output: null,
