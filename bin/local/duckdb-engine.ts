@@ -142,13 +142,20 @@ async function writeInserted(s: Session, table: IcebergTable, staged: string): P
   return written;
 }
 
-/** The partitions a rewrite loads: those the filter names, narrowed by the statement's `affected` query. */
+/**
+ * The partitions a rewrite loads: those its `affected` query names (each listed on its own), or
+ * without one every partition the filter selects.
+ */
 async function affectedPartitions(s: Session, w: Write, table: IcebergTable): Promise<Partition[]> {
-  const candidates = await partitions(s.o.s3, s.o, table, w.filter);
-  if (!w.affected) return candidates;
+  if (!w.affected) return partitions(s.o.s3, s.o, table, w.filter);
   const rows = await s.rows(renderSql(w.affected, duckdb, true).text);
   const dirs = new Set(rows.map((r) => partitionDir(s.o, table, Object.fromEntries(Object.entries(r).map(([k, v]) => [k, v === null ? '' : String(v)])))));
-  return candidates.filter((p) => dirs.has(p.dir));
+  const found: Partition[] = [];
+  for (const dir of dirs) {
+    const p = await partitionAt(s.o.s3, s.o, dir);
+    if (p) found.push(p);
+  }
+  return found;
 }
 
 /** MERGE / DELETE: the loaded partitions are written as the next generation, then the old files removed. */

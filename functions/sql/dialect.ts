@@ -114,7 +114,7 @@ const quoted = (name: string): Sql => raw(`"${name}"`);
 
 /** Athena: Glue tables of `database`, Iceberg DML, UNLOAD to S3. */
 export function athena(database: string): Dialect {
-  if (!/^[a-z0-9_]{1,255}$/.test(database)) throw new SqlArgumentError(`Glue database "${database}" must be lowercase letters, digits and _`);
+  if (database.length > 255 || !/^[a-z0-9_]{1,255}$/.test(database)) throw new SqlArgumentError(`Glue database "${database}" must be lowercase letters, digits and _`);
   const table = (name: TableName): Sql => raw(`"${database}"."${name}"`);
   return {
     name: 'athena',
