@@ -8,7 +8,7 @@
  * 127.0.0.1 by the `loopback-only.cjs` preload.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { delimiter, dirname, join } from 'node:path';
@@ -46,11 +46,13 @@ export interface RunningEmulators {
   stop(): Promise<void>;
 }
 
-/** What `localUp` records in `<dataDir>/local.json`. */
+/** What `localUp` (or `npm start -- --keep`) records in `<dataDir>/local.json`. */
 export interface LocalState {
   endpoints: Endpoints;
   pids: PerEmulator<number>;
   startedAt: string;
+  /** Set when they run in a network namespace of their own (`npm start` as root): its inode, `net:[4026532281]`. */
+  netns?: string;
 }
 
 /** The state of the background emulators as `localStatus` sees it. */
@@ -59,7 +61,21 @@ export interface LocalStatus {
   running: boolean;
   state: LocalState | null;
   services: PerEmulator<{ pid: number; alive: boolean; answering: boolean }> | null;
+  /** True when they are alive in another network namespace, where their endpoints are not this one's 127.0.0.1. */
+  elsewhere: boolean;
 }
+
+/** The network namespace of a process (`net:[4026532281]`), or null where /proc does not say. */
+export function netnsOf(pid: number | 'self'): string | null {
+  try {
+    return readlinkSync(`/proc/${pid}/ns/net`);
+  } catch {
+    return null;
+  }
+}
+
+/** The command that runs `command` inside the network namespace of `pid` (as root). */
+export const nsenterCommand = (pid: number, command: string): string => `nsenter --net=/proc/${pid}/ns/net -- ${command}`;
 
 const NAMES: readonly EmulatorName[] = ['dynamodb', 'kinesis', 's3'];
 /** Default ports of `localUp`. */
@@ -291,7 +307,10 @@ function readState(dataDir: string): LocalState | null {
 /** Liveness and an answering API call for each emulator recorded in `<dataDir>/local.json`. */
 export async function localStatus(dataDir: string): Promise<LocalStatus> {
   const state = readState(dataDir);
-  if (state === null) return { running: false, state: null, services: null };
+  if (state === null) return { running: false, state: null, services: null, elsewhere: false };
+  const own = netnsOf('self');
+  const theirs = isEmulatorProcess(state.pids.dynamodb, 'dynamodb') ? netnsOf(state.pids.dynamodb) : null;
+  if (own !== null && theirs !== null && own !== theirs) return { running: false, state, services: null, elsewhere: true };
   const entries = await Promise.all(
     NAMES.map(async (name) => {
       const pid = state.pids[name];
@@ -300,7 +319,16 @@ export async function localStatus(dataDir: string): Promise<LocalStatus> {
     }),
   );
   const services = Object.fromEntries(entries) as LocalStatus['services'] & object;
-  return { running: NAMES.every((name) => services[name].answering), state, services };
+  return { running: NAMES.every((name) => services[name].answering), state, services, elsewhere: false };
+}
+
+/** Records running emulators in `<dataDir>/local.json`, for `local env`, `local down` and the CLI's clients. */
+export function recordLocalState(dataDir: string, running: Pick<RunningEmulators, 'endpoints' | 'pids'>): LocalState {
+  mkdirSync(dataDir, { recursive: true });
+  const netns = process.env.TIDEMARK_NETNS === '1' ? netnsOf('self') : null;
+  const state: LocalState = { endpoints: running.endpoints, pids: running.pids, startedAt: new Date().toISOString(), ...(netns ? { netns } : {}) };
+  writeFileSync(statePath(dataDir), `${JSON.stringify(state, null, 2)}\n`);
+  return state;
 }
 
 /**
@@ -315,17 +343,18 @@ export async function localUp(
 ): Promise<LocalState & { alreadyRunning: boolean }> {
   const status = await localStatus(dataDir);
   if (status.running && status.state !== null) return { ...status.state, alreadyRunning: true };
+  if (status.elsewhere && status.state !== null) {
+    throw new LocalEmulatorsElsewhereError(status.state, 'they are already running in another network namespace');
+  }
   if (status.state !== null) await localDown(dataDir); // partly running or stale: start clean
   const wanted = { ...LOCAL_DEFAULT_PORTS, ...ports };
   for (const name of NAMES) {
     if (await portInUse(wanted[name])) {
-      throw new Error(`port ${wanted[name]} (${name}) is already in use; stop whatever listens there or choose another port`);
+      throw new Error(`port ${wanted[name]} (${name}) is already in use; stop whatever listens there or choose another with --${name}-port <port>`);
     }
   }
   const running = await startEmulators({ dataDir, ports: wanted, inMemory: false, detached: true, log });
-  const state: LocalState = { endpoints: running.endpoints, pids: running.pids, startedAt: new Date().toISOString() };
-  writeFileSync(statePath(dataDir), `${JSON.stringify(state, null, 2)}\n`);
-  return { ...state, alreadyRunning: false };
+  return { ...recordLocalState(dataDir, running), alreadyRunning: false };
 }
 
 /**
@@ -340,7 +369,18 @@ export async function localDown(dataDir: string): Promise<boolean> {
   return true;
 }
 
-const shellQuote = (value: string): string => (/^[\w./:@%+,=-]+$/.test(value) ? value : `'${value.replaceAll("'", `'\\''`)}'`);
+/** The recorded emulators run in another network namespace: their 127.0.0.1 endpoints are not reachable from here. */
+export class LocalEmulatorsElsewhereError extends Error {
+  readonly state: LocalState;
+  constructor(state: LocalState, what = 'the local emulators run in another network namespace') {
+    super(`${what} (${state.netns ?? 'not this one'}): their endpoints ${state.endpoints.dynamodb}, … are not reachable from this shell`);
+    this.name = 'LocalEmulatorsElsewhereError';
+    this.state = state;
+  }
+}
+
+/** A word for a POSIX shell: as it is when plain, else single-quoted. */
+export const shellQuote = (value: string): string => (/^[\w./:@%+,=-]+$/.test(value) ? value : `'${value.replaceAll("'", `'\\''`)}'`);
 
 /** `export NAME=value` lines (POSIX shell) pointing the AWS SDK and CLI at `endpoints`. */
 export function envExports(endpoints: Endpoints): string {
