@@ -37,15 +37,20 @@ function offsetOf(message: string, text: string): number {
 /** The parser's message without its position (which the caller gives as line and column). */
 function withoutPosition(message: string): string {
   const at = message.lastIndexOf(' at position ');
-  const short = at >= 0 ? message.slice(0, at) : message;
-  // Node's parser may quote the whole input back; keep the message short.
-  const quoted = short.indexOf(', "');
-  return quoted > 0 && short.endsWith('is not valid JSON') ? short.slice(0, quoted) : short;
+  return at >= 0 ? message.slice(0, at) : message;
 }
 
 /** `what is not valid JSON at line L, column C: <reason>` for a failed parse of `text`. */
 export function jsonErrorText(what: string, text: string, err: unknown): string {
-  const message = errorMessage(err);
+  let message = errorMessage(err);
+  if (!message.includes(' at position ')) {
+    // Node's own parser does not always say where (`Unexpected token '}', "…" is not valid JSON`): ask the exact one.
+    try {
+      parseJson(text);
+    } catch (again) {
+      message = errorMessage(again);
+    }
+  }
   const { line, column } = lineAndColumn(text, offsetOf(message, text));
   return `${what} is not valid JSON at line ${line}, column ${column}: ${withoutPosition(message)}`;
 }

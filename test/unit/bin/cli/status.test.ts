@@ -7,11 +7,12 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { compactCount, reconcileResult, statusTable } from '../../../../bin/cli/status-text.js';
 import { encodePosition } from '../../../../functions/core/position.js';
+import type { JsonObject } from '../../../../functions/core/json.js';
 
 const NOW = Date.UTC(2026, 10, 30, 6, 12);
 
 describe('tidemark status text', () => {
-  const rows = [
+  const rows: JsonObject[] = [
     {
       pipeline: 'shop',
       table: 'public.orders',
