@@ -30,10 +30,10 @@ import { CliError } from './errors.js';
 import { jobProgress, runOnAws, sfnClient, stateMachineArnByName } from './job-run.js';
 import { keyOption } from './json-input.js';
 import { ledgerKeyHint } from './ledger-key.js';
-import { keyText, positionText } from './notation.js';
+import { keyText, type PositionHint, positionText } from './notation.js';
 import { humanDuration, isoSeconds, out, summaryLine } from './output.js';
 import { newRunId } from './replay.js';
-import { tableOrThrow } from './state.js';
+import { statusRows, tableOrThrow } from './state.js';
 
 interface EraseCliOptions {
   config: string;
@@ -53,12 +53,22 @@ export async function runEraseLocally(ctx: EraseContext, input: { runId: string;
   return (await runLocalStateMachine(definition, input, { handlers: { [ERASE_FUNCTION]: (i) => eraseStep(i as never, ctx) }, ...(onProgress ? { onProgress } : {}) })) as Record<string, JsonValue>;
 }
 
+/** The position notation of every table, from its status row. */
+async function hintsOf(cfg: TidemarkConfig, c: Awaited<ReturnType<typeof clients>>): Promise<Map<string, PositionHint>> {
+  const transport = cfg.source.type === 'msk' ? 'msk' : 'kinesis';
+  const rows = await statusRows(c.dynamodb, cfg);
+  return new Map(
+    rows.map((r) => [String(r.table), { format: typeof r.format === 'string' ? r.format : undefined, ordering: typeof r.orderingStrength === 'string' ? r.orderingStrength : undefined, transport }] as const),
+  );
+}
+
 async function list(cfg: TidemarkConfig, o: EraseCliOptions): Promise<void> {
   const c = await clients(cfg);
   const entries = await new EraseLedger(c.dynamodb, cfg.statusTable, cfg.name).list(o.table ? [o.table] : undefined);
+  const hints = o.json ? new Map<string, PositionHint>() : await hintsOf(cfg, c);
   for (const e of entries) {
     if (o.json) out(JSON.stringify({ ...e, erasedAtIso: new Date(e.erasedAt).toISOString() }));
-    else out(`${isoSeconds(e.erasedAt)}  ${e.table}  ${e.keyHash}  up to ${positionText(e.position)}  ${e.reason}`);
+    else out(`${isoSeconds(e.erasedAt)}  ${e.table}  ${e.keyHash}  up to ${positionText(e.position, hints.get(e.table))}  ${e.reason}`);
   }
   if (o.json) out(summaryLine({ command: 'erase', list: true, entries: entries.length }));
   else if (entries.length === 0) out('the erase ledger is empty');
@@ -71,10 +81,10 @@ function summaryOf(s: Record<string, unknown>, elapsedMs: number): { summary: Re
   return { summary, legacy: { command: 'erase', ...s, elapsedMs } };
 }
 
-function printErase(cfg: TidemarkConfig, o: EraseCliOptions, key: Record<string, unknown>, s: Record<string, unknown>, elapsedMs: number): void {
+function printErase(cfg: TidemarkConfig, o: EraseCliOptions, key: Record<string, unknown>, s: Record<string, unknown>, elapsedMs: number, hint: PositionHint): void {
   const n = (k: string) => String(s[k] ?? 0);
   const table = tableOrThrow(cfg, String(o.table));
-  out(`erased ${o.table} ${keyText(table, key)} (ledger: keyed hash ${String(s.keyHash)}, up to ${positionText(typeof s.ledgerPosition === 'string' ? s.ledgerPosition : null)}) in ${humanDuration(elapsedMs)}`);
+  out(`erased ${o.table} ${keyText(table, key)} (ledger: keyed hash ${String(s.keyHash)}, up to ${positionText(typeof s.ledgerPosition === 'string' ? s.ledgerPosition : null, hint)}) in ${humanDuration(elapsedMs)}`);
   out(`  current state: ${s.itemDeleted === true ? 'the item was deleted' : 'no item held it'}`);
   out(`  raw: ${n('objects')} objects, ${n('candidates')} by key filter, ${n('objectsRewritten')} rewritten, ${n('objectsDeleted')} emptied, ${n('linesRemoved')} lines removed (+${n('otherRowsRemoved')} rows of the same messages), ${n('falsePositives')} filter false positives`);
   out(`  versions removed: ${n('versionsDeleted')}${s.versioning === false ? ' (the store does not implement versioning: the overwrite replaced the only copy)' : ''}; quarantine lines rewritten: ${n('quarantineLinesRewritten')}`);
@@ -85,9 +95,7 @@ async function checkLedgerKey(cfg: TidemarkConfig): Promise<void> {
   try {
     await loadLedgerSecret(cfg.replay.erase.ledgerKeySecret);
   } catch (e) {
-    const hint = ledgerKeyHint(cfg, e);
-    const [first, ...rest] = hint.message.split('\n');
-    throw new CliError(first ?? hint.message, rest.map((l) => l.trim()).join('\n  ') || undefined);
+    throw ledgerKeyHint(cfg, e);
   }
 }
 
@@ -118,7 +126,9 @@ async function erase(cfg: TidemarkConfig, o: EraseCliOptions): Promise<void> {
   if (o.json) {
     const { summary, legacy } = summaryOf(s, elapsed);
     out(summaryLine(summary, legacy));
-  } else printErase(cfg, o, key, s, elapsed);
+  } else {
+    printErase(cfg, o, key, s, elapsed, (await hintsOf(cfg, c)).get(o.table) ?? {});
+  }
 }
 
 /** `tidemark erase`: `--list` the ledger, or erase one key. */

@@ -127,6 +127,11 @@ function explainAws(e: unknown, s: ErrorSetting): Explained | null {
 /** Turns anything thrown into what the user reads. */
 export function explain(e: unknown, s: ErrorSetting): Explained {
   if (e instanceof CliError) return { message: e.message, fix: e.fix };
+  if (e instanceof Error && e.name === 'EraseSecretError') {
+    // The ledger-key hint (bin/cli/ledger-key.ts): the problem, then where to get the key.
+    const [first, ...rest] = e.message.split('\n');
+    return { message: first ?? e.message, fix: rest.map((l) => l.trim()).join('\n  ') || undefined };
+  }
   if (e instanceof ConfigError) return { message: e.message, fix: 'fix the fields listed above; every problem is listed at once' };
   const aws = explainAws(e, s);
   if (aws) return aws;

@@ -124,7 +124,7 @@ export function notJudged(r: ReconcileReport): string[] {
     lines.push(`  not judged: ${r.counts.inFlight} keys changed after the cutoff ${r.cutoff} (${humanDuration(cutoffAge)} before the start): they are in flight`);
     lines.push('    on a settled pipeline (a local run, nothing arriving), judge them too: tidemark reconcile --cutoff-seconds 0');
   } else {
-    lines.push(`  cutoff ${r.cutoff} (${humanDuration(cutoffAge)} before the start): no key was in flight`);
+    lines.push(`  cutoff ${r.cutoff} (${cutoffAge > 0 ? `${humanDuration(cutoffAge)} before the start` : 'the start'}): no key was in flight, every key was judged`);
   }
   if (r.counts.unverifiable > 0) lines.push(`  not judged: ${r.counts.unverifiable} keys whose raw could not be read back (see the report)`);
   return lines;

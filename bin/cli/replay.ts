@@ -76,6 +76,21 @@ function tablesOf(cfg: TidemarkConfig, o: ReplayCliOptions): string[] {
   return o.table;
 }
 
+/** The shared rules' message in the words of the command line: option names, and positions as typed. */
+function asOptions(message: string, o: ReplayCliOptions, s: { fromPosition?: string; toPosition?: string }): string {
+  const words: [string, string | undefined][] = [
+    ['since (', '--since ('],
+    ['until (', '--until ('],
+    ['fromPosition ', '--from-position '],
+    ['toPosition ', '--to-position '],
+    [s.fromPosition ?? '', o.fromPosition],
+    [s.toPosition ?? '', o.toPosition],
+  ];
+  let text = message;
+  for (const [from, to] of words) if (from !== '' && to !== undefined) text = text.replaceAll(from, to);
+  return text;
+}
+
 /** Parses and checks every selection option, with the Plan task's own rules; no I/O but reading `--keys`. */
 export function checkedSelection(cfg: TidemarkConfig, o: ReplayCliOptions): CheckedSelection {
   const tables = tablesOf(cfg, o);
@@ -89,8 +104,7 @@ export function checkedSelection(cfg: TidemarkConfig, o: ReplayCliOptions): Chec
   try {
     validateReplayRequest(cfg, { runId: 'check', into: o.into, ...selection });
   } catch (e) {
-    const text = e instanceof Error ? e.message : String(e);
-    throw new CliError(text.replace('since (', '--since (').replace('until (', '--until (').replace('fromPosition ', '--from-position ').replace('toPosition ', '--to-position '), 'a range whose start is at or below its end');
+    throw new CliError(asOptions(e instanceof Error ? e.message : String(e), o, selection), 'give the lower bound first: --since before --until, --from-position at or below --to-position');
   }
   replayTables(cfg, tables, parseTarget(o.into));
   if (!o.keys) return selection;
