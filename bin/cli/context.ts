@@ -15,7 +15,8 @@ import { ConfigError, errorMessage } from '../../functions/core/errors.js';
 import { CollectingMetricSink, type Log, logFromPowertools } from '../../functions/telemetry/sinks.js';
 import { ingestDeps } from '../../functions/composition.js';
 import type { IngestDeps } from '../../functions/ingest/process-batch.js';
-import { endpointsFromEnv, type LocalState, localStatus, nsenterCommand, shellQuote } from '../local/emulators.js';
+import { endpointsFromEnv, shellQuote } from '../local/emulators.js';
+import { type LocalState, localStatus, nsenterCommand } from '../local/local-state.js';
 import { CliError } from './errors.js';
 import { jsonErrorText } from './json-input.js';
 

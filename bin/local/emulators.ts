@@ -1,14 +1,14 @@
 /**
  * Local AWS-API emulators as plain child processes (no Docker): DynamoDB Local (the real jar from
  * `amplify-dynamodb-simulator`), kinesalite and s3rver. Used by the integration tests (embedded,
- * in-memory) and by `tidemark local up|down|status` (detached, persistent, fixed ports).
+ * in-memory) and, through local-state.ts, by `tidemark local up|down` (detached, persistent, fixed ports).
  *
  * DynamoDB Local binds every interface and cannot be told otherwise: run it inside a network
  * namespace with only loopback (`node bin/with-loopback.mjs …`). The Node emulators are forced onto
  * 127.0.0.1 by the `loopback-only.cjs` preload.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { accessSync, closeSync, constants, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { delimiter, dirname, join } from 'node:path';
@@ -46,38 +46,8 @@ export interface RunningEmulators {
   stop(): Promise<void>;
 }
 
-/** What `localUp` (or `npm start -- --keep`) records in `<dataDir>/local.json`. */
-export interface LocalState {
-  endpoints: Endpoints;
-  pids: PerEmulator<number>;
-  startedAt: string;
-  /** Set when they run in a network namespace of their own (`npm start` as root): its inode, `net:[4026532281]`. */
-  netns?: string;
-}
-
-/** The state of the background emulators as `localStatus` sees it. */
-export interface LocalStatus {
-  /** True when every emulator recorded in local.json is alive and answering. */
-  running: boolean;
-  state: LocalState | null;
-  services: PerEmulator<{ pid: number; alive: boolean; answering: boolean }> | null;
-  /** True when they are alive in another network namespace, where their endpoints are not this one's 127.0.0.1. */
-  elsewhere: boolean;
-}
-
-/** The network namespace of a process (`net:[4026532281]`), or null where /proc does not say. */
-export function netnsOf(pid: number | 'self'): string | null {
-  try {
-    return readlinkSync(`/proc/${pid}/ns/net`);
-  } catch {
-    return null;
-  }
-}
-
-/** The command that runs `command` inside the network namespace of `pid` (as root). */
-export const nsenterCommand = (pid: number, command: string): string => `nsenter --net=/proc/${pid}/ns/net -- ${command}`;
-
-const NAMES: readonly EmulatorName[] = ['dynamodb', 'kinesis', 's3'];
+/** The emulators, in start order. */
+export const NAMES: readonly EmulatorName[] = ['dynamodb', 'kinesis', 's3'];
 /** Default ports of `localUp`. */
 export const LOCAL_DEFAULT_PORTS: PerEmulator<number> = { dynamodb: 8000, kinesis: 4567, s3: 4569 };
 const READY_TIMEOUT_MS: PerEmulator<number> = { dynamodb: 60_000, kinesis: 20_000, s3: 20_000 };
@@ -106,7 +76,8 @@ export function freePort(): Promise<number> {
   });
 }
 
-function portInUse(port: number): Promise<boolean> {
+/** True when something listens on `port` of 127.0.0.1. */
+export function portInUse(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const server = createServer();
     server.unref();
@@ -144,7 +115,8 @@ export function isAlive(pid: number): boolean {
   }
 }
 
-function isEmulatorProcess(pid: number, name: EmulatorName): boolean {
+/** True when `pid` is alive and its command line is that emulator's. */
+export function isEmulatorProcess(pid: number, name: EmulatorName): boolean {
   if (!isAlive(pid)) return false;
   try {
     return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(CMDLINE_MARK[name]);
@@ -154,7 +126,7 @@ function isEmulatorProcess(pid: number, name: EmulatorName): boolean {
 }
 
 /** SIGTERM, then SIGKILL after `graceMs`; resolves once every PID has exited. */
-async function killPids(candidates: readonly number[], graceMs = 3000): Promise<void> {
+export async function killPids(candidates: readonly number[], graceMs = 3000): Promise<void> {
   const signal = (pid: number, sig: NodeJS.Signals): void => {
     try {
       process.kill(pid, sig);
@@ -201,7 +173,7 @@ function command(name: EmulatorName, port: number, dataDir: string, inMemory: bo
 }
 
 /** One API call per service, bounded by `timeoutMs`; resolves true when it answered. */
-async function answers(name: EmulatorName, endpoints: Endpoints, timeoutMs = 2000): Promise<boolean> {
+export async function answers(name: EmulatorName, endpoints: Endpoints, timeoutMs = 2000): Promise<boolean> {
   const clients = createClients(endpoints, { maxAttempts: 1 });
   const options = { abortSignal: AbortSignal.timeout(timeoutMs) };
   try {
@@ -292,91 +264,6 @@ export async function startEmulators(opts: StartOptions): Promise<RunningEmulato
   }
   if (detached) for (const child of Object.values(children)) child.unref();
   return { endpoints, pids, stop };
-}
-
-const statePath = (dataDir: string): string => join(dataDir, 'local.json');
-
-function readState(dataDir: string): LocalState | null {
-  try {
-    return JSON.parse(readFileSync(statePath(dataDir), 'utf8')) as LocalState;
-  } catch {
-    return null;
-  }
-}
-
-/** Liveness and an answering API call for each emulator recorded in `<dataDir>/local.json`. */
-export async function localStatus(dataDir: string): Promise<LocalStatus> {
-  const state = readState(dataDir);
-  if (state === null) return { running: false, state: null, services: null, elsewhere: false };
-  const own = netnsOf('self');
-  const theirs = isEmulatorProcess(state.pids.dynamodb, 'dynamodb') ? netnsOf(state.pids.dynamodb) : null;
-  if (own !== null && theirs !== null && own !== theirs) return { running: false, state, services: null, elsewhere: true };
-  const entries = await Promise.all(
-    NAMES.map(async (name) => {
-      const pid = state.pids[name];
-      const alive = isEmulatorProcess(pid, name);
-      return [name, { pid, alive, answering: alive && (await answers(name, state.endpoints)) }] as const;
-    }),
-  );
-  const services = Object.fromEntries(entries) as LocalStatus['services'] & object;
-  return { running: NAMES.every((name) => services[name].answering), state, services, elsewhere: false };
-}
-
-/** Records running emulators in `<dataDir>/local.json`, for `local env`, `local down` and the CLI's clients. */
-export function recordLocalState(dataDir: string, running: Pick<RunningEmulators, 'endpoints' | 'pids'>): LocalState {
-  mkdirSync(dataDir, { recursive: true });
-  const netns = process.env.TIDEMARK_NETNS === '1' ? netnsOf('self') : null;
-  const state: LocalState = { endpoints: running.endpoints, pids: running.pids, startedAt: new Date().toISOString(), ...(netns ? { netns } : {}) };
-  writeFileSync(statePath(dataDir), `${JSON.stringify(state, null, 2)}\n`);
-  return state;
-}
-
-/**
- * Starts the three emulators in the background (detached, persistent under `dataDir`, ports 8000,
- * 4567 and 4569 unless overridden) and records them in `<dataDir>/local.json`. Idempotent: when
- * the recorded emulators are alive and answering, nothing is started (`alreadyRunning: true`).
- */
-export async function localUp(
-  dataDir: string,
-  ports: Partial<PerEmulator<number>> = {},
-  log: (line: string) => void = () => {},
-): Promise<LocalState & { alreadyRunning: boolean }> {
-  const status = await localStatus(dataDir);
-  if (status.running && status.state !== null) return { ...status.state, alreadyRunning: true };
-  if (status.elsewhere && status.state !== null) {
-    throw new LocalEmulatorsElsewhereError(status.state, 'they are already running in another network namespace');
-  }
-  if (status.state !== null) await localDown(dataDir); // partly running or stale: start clean
-  const wanted = { ...LOCAL_DEFAULT_PORTS, ...ports };
-  for (const name of NAMES) {
-    if (await portInUse(wanted[name])) {
-      throw new Error(`port ${wanted[name]} (${name}) is already in use; stop whatever listens there or choose another with --${name}-port <port>`);
-    }
-  }
-  const running = await startEmulators({ dataDir, ports: wanted, inMemory: false, detached: true, log });
-  return { ...recordLocalState(dataDir, running), alreadyRunning: false };
-}
-
-/**
- * Stops the emulators recorded in `<dataDir>/local.json` by PID (only processes whose command line
- * is that emulator's) and removes the file. Returns false when nothing was recorded. Data is kept.
- */
-export async function localDown(dataDir: string): Promise<boolean> {
-  const state = readState(dataDir);
-  if (state === null) return false;
-  await killPids(NAMES.filter((name) => isEmulatorProcess(state.pids[name], name)).map((name) => state.pids[name]));
-  if (existsSync(statePath(dataDir))) rmSync(statePath(dataDir));
-  return true;
-}
-
-/** The recorded emulators run in another network namespace: their 127.0.0.1 endpoints are not reachable from here. */
-export class LocalEmulatorsElsewhereError extends Error {
-  readonly state: LocalState;
-  constructor(state: LocalState, what = 'the local emulators run in another network namespace') {
-    super(`${what} (${state.netns ?? 'not this one'}): their endpoints ${state.endpoints.dynamodb}, … are not reachable from this shell`);
-    this.name = 'LocalEmulatorsElsewhereError';
-    this.state = state;
-  }
 }
 
 /** A word for a POSIX shell: as it is when plain, else single-quoted. */

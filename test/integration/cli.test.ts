@@ -50,9 +50,9 @@ describe('tidemark CLI against the emulators', { skip: process.env.TIDEMARK_TARG
       transport: { kind: 'kinesis', stream: 'clit', shard: 'shardId-000000000000', sequence: String(seq++).padStart(20, '0'), partitionKey: e.partitionKey, arrivalTime: Date.now() - 1000 },
     }));
 
-  function tidemark(args: readonly string[], extraEnv: NodeJS.ProcessEnv = env, file = configFile) {
+  function tidemark(args: readonly string[], extraEnv: NodeJS.ProcessEnv = env, file: string | null = configFile) {
     const started = Date.now();
-    const r = spawnSync(process.execPath, [CLI, ...args, '-c', file], { cwd: dir, env: extraEnv, encoding: 'utf8', timeout: 240_000, maxBuffer: 1 << 26 });
+    const r = spawnSync(process.execPath, [CLI, ...args, ...(file === null ? [] : ['-c', file])], { cwd: dir, env: extraEnv, encoding: 'utf8', timeout: 240_000, maxBuffer: 1 << 26 });
     return { status: r.status, stdout: r.stdout, stderr: r.stderr, ms: Date.now() - started };
   }
   const keysUnder = async (prefix: string) => ((await target.clients.s3.send(new ListObjectsV2Command({ Bucket: config.raw.bucket, Prefix: prefix }))).Contents ?? []).map((o) => o.Key);
@@ -121,6 +121,21 @@ describe('tidemark CLI against the emulators', { skip: process.env.TIDEMARK_TARG
     const region = tidemark(['status'], bare);
     assert.equal(region.status, 2);
     assert.equal(region.stderr, 'tidemark: no AWS region is set\n  fix: export AWS_REGION=<region>; for the local emulators: npx tidemark local up, then eval "$(npx tidemark local env)"\n');
+  });
+
+  it('local up names a taken port and the option that moves it', async () => {
+    const { createServer } = await import('node:net');
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const address = server.address();
+    const port = typeof address === 'object' && address !== null ? address.port : 0;
+    try {
+      const r = tidemark(['local', 'up', '--dynamodb-port', String(port)], env, null);
+      assert.equal(r.status, 2);
+      assert.equal(r.stderr, `tidemark: port ${port} (dynamodb) is already in use: stop whatever listens there, or move the dynamodb emulator\n  fix: npx tidemark local up --dynamodb-port <a free port>\n`);
+    } finally {
+      server.close();
+    }
   });
 
   it('refuses reconcile --since yesterday before writing anything', async () => {

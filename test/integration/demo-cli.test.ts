@@ -12,7 +12,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { isAlive, type LocalState, netnsOf } from '../../bin/local/emulators.js';
+import { isAlive } from '../../bin/local/emulators.js';
+import { type LocalState, netnsOf } from '../../bin/local/local-state.js';
 
 const CLI = fileURLToPath(new URL('../../bin/tidemark.mjs', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'tidemark-demo-'));

@@ -8,7 +8,8 @@
  *   tidemark provision                          (each resource once; progress on a terminal)
  */
 import type { PerEmulator } from '../../local/emulators.js';
-import { envExports, LocalEmulatorsElsewhereError, localDown, localStatus, localUp, nsenterCommand } from '../../local/emulators.js';
+import { envExports } from '../../local/emulators.js';
+import { LocalEmulatorsElsewhereError, localDown, localStatus, localUp, nsenterCommand, PortInUseError } from '../../local/local-state.js';
 import { provision } from '../../local/provision.js';
 import { clients, config as loadConfig, LOCAL_DIR } from '../context.js';
 import { EMULATOR_PACKAGES, requirePackages } from '../dev-packages.js';
@@ -41,6 +42,7 @@ export async function localUpCommand(o: LocalUpOptions): Promise<void> {
     out(envExports(state.endpoints).trimEnd());
   } catch (e) {
     if (e instanceof LocalEmulatorsElsewhereError) throw elsewhere(e, 'npx tidemark local env');
+    if (e instanceof PortInUseError) throw new CliError(`${e.message}: stop whatever listens there, or move the ${e.emulator} emulator`, `npx tidemark local up --${e.emulator}-port <a free port>`);
     throw e;
   }
 }
