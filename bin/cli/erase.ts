@@ -84,10 +84,13 @@ function summaryOf(s: Record<string, unknown>, elapsedMs: number): { summary: Re
 function printErase(cfg: TidemarkConfig, o: EraseCliOptions, key: Record<string, unknown>, s: Record<string, unknown>, elapsedMs: number, hint: PositionHint): void {
   const n = (k: string) => String(s[k] ?? 0);
   const table = tableOrThrow(cfg, String(o.table));
-  out(`erased ${o.table} ${keyText(table, key)} (ledger: keyed hash ${String(s.keyHash)}, up to ${positionText(typeof s.ledgerPosition === 'string' ? s.ledgerPosition : null, hint)}) in ${humanDuration(elapsedMs)}`);
+  out(`erased ${o.table} ${keyText(table, key)} up to ${positionText(typeof s.ledgerPosition === 'string' ? s.ledgerPosition : null, hint)} in ${humanDuration(elapsedMs)}`);
+  out(`  ledger: keyed hash ${String(s.keyHash)}`);
   out(`  current state: ${s.itemDeleted === true ? 'the item was deleted' : 'no item held it'}`);
-  out(`  raw: ${n('objects')} objects, ${n('candidates')} by key filter, ${n('objectsRewritten')} rewritten, ${n('objectsDeleted')} emptied, ${n('linesRemoved')} lines removed (+${n('otherRowsRemoved')} rows of the same messages), ${n('falsePositives')} filter false positives`);
-  out(`  versions removed: ${n('versionsDeleted')}${s.versioning === false ? ' (the store does not implement versioning: the overwrite replaced the only copy)' : ''}; quarantine lines rewritten: ${n('quarantineLinesRewritten')}`);
+  out(`  raw: ${n('objects')} objects, ${n('candidates')} by key filter (${n('falsePositives')} false positives): ${n('objectsRewritten')} rewritten, ${n('objectsDeleted')} emptied`);
+  out(`       ${n('linesRemoved')} lines removed, +${n('otherRowsRemoved')} rows of the same messages`);
+  out(`  versions removed: ${n('versionsDeleted')}${s.versioning === false ? ' (no versioning in this store: the overwrite replaced the only copy)' : ''}`);
+  out(`  quarantine lines rewritten: ${n('quarantineLinesRewritten')}`);
 }
 
 /** The ledger key a local run needs, loaded before anything is written; its absence names the fix. */

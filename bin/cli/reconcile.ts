@@ -116,15 +116,19 @@ export async function manifestUri(cfg: TidemarkConfig, c: Pick<Clients, 's3'>, m
 }
 
 
+/** An ISO time to the second: `2026-11-30T06:00:00Z`. */
+const sec = (iso: string) => (iso.length > 20 && iso.endsWith('Z') ? `${iso.slice(0, 19)}Z` : iso);
+
 /** What the run did not judge: keys changed after the cutoff, and keys it could not verify. */
 export function notJudged(r: ReconcileReport): string[] {
   const lines: string[] = [];
   const cutoffAge = Date.parse(r.startedAt) - Date.parse(r.cutoff);
+  const when = cutoffAge > 0 ? `${humanDuration(cutoffAge)} before the start` : 'the start';
   if (r.counts.inFlight > 0) {
-    lines.push(`  not judged: ${r.counts.inFlight} keys changed after the cutoff ${r.cutoff} (${humanDuration(cutoffAge)} before the start): they are in flight`);
-    lines.push('    on a settled pipeline (a local run, nothing arriving), judge them too: tidemark reconcile --cutoff-seconds 0');
+    lines.push(`  not judged: ${r.counts.inFlight} keys changed after the cutoff ${sec(r.cutoff)} (${when}), in flight`);
+    lines.push('    on a settled pipeline (a local run, nothing arriving) judge them too: --cutoff-seconds 0');
   } else {
-    lines.push(`  cutoff ${r.cutoff} (${cutoffAge > 0 ? `${humanDuration(cutoffAge)} before the start` : 'the start'}): no key was in flight, every key was judged`);
+    lines.push(`  cutoff ${sec(r.cutoff)} (${when}): no key was in flight, every key was judged`);
   }
   if (r.counts.unverifiable > 0) lines.push(`  not judged: ${r.counts.unverifiable} keys whose raw could not be read back (see the report)`);
   return lines;
@@ -133,13 +137,14 @@ export function notJudged(r: ReconcileReport): string[] {
 function humanSummary(r: ReconcileReport): string[] {
   const found = Object.entries(r.findings.byClass).filter(([, v]) => v > 0);
   const lines = [
-    `reconcile ${r.runId} (${r.mode}${r.window ? ` ${r.window.from} → ${r.window.to}` : ''}): ${r.counts.keys} keys, ${r.counts.rawEvents} raw events in ${r.counts.rawObjects} objects, ${r.counts.readUnits} read units`,
+    `reconcile ${r.runId}: ${r.mode}${r.window ? ` ${sec(r.window.from)} → ${sec(r.window.to)}` : ''}`,
+    `  ${r.counts.keys} keys, ${r.counts.rawEvents} raw events in ${r.counts.rawObjects} objects, ${r.counts.readUnits} read units`,
     `  findings: ${found.length === 0 ? 'none' : found.map(([k, v]) => `${k} ${v}`).join(', ')}${r.repair ? `; repaired ${r.counts.repaired}, repair failed ${r.counts.repairFailed}` : ''}`,
     ...notJudged(r),
     `  report: ${r.report}`,
   ];
   if (r.critical) lines.push('  CRITICAL: the table holds changes raw does not have (raw lost data): see docs/jobs.md, "ahead"');
-  else if (found.length > 0 && !r.repair) lines.push('  repair what raw can repair: tidemark reconcile --repair (same options)');
+  else if (found.length > 0 && !r.repair) lines.push('  repair what raw can repair: the same command with --repair');
   return lines;
 }
 
