@@ -125,7 +125,8 @@ export function notJudged(r: ReconcileReport): string[] {
   const cutoffAge = Date.parse(r.startedAt) - Date.parse(r.cutoff);
   const when = cutoffAge > 0 ? `${humanDuration(cutoffAge)} before the start` : 'the start';
   if (r.counts.inFlight > 0) {
-    lines.push(`  not judged: ${r.counts.inFlight} keys changed after the cutoff ${sec(r.cutoff)} (${when}), in flight`);
+    lines.push(`  not judged: ${r.counts.inFlight} keys changed after the cutoff, still in flight`);
+    lines.push(`    cutoff: ${sec(r.cutoff)}, ${when}`);
     lines.push('    on a settled pipeline (a local run, nothing arriving) judge them too: --cutoff-seconds 0');
   } else {
     lines.push(`  cutoff ${sec(r.cutoff)} (${when}): no key was in flight, every key was judged`);
