@@ -75,6 +75,12 @@ export interface LocalRunOptions {
    * (which are sized for AWS). @default 50
    */
   readonly retryIntervalMs?: number;
+  /**
+   * Pause of every Wait state, in milliseconds, instead of its Seconds/Timestamp (sized for AWS: an
+   * export poll waits a minute, and a local export is COMPLETED the first time it is described).
+   * @default the definition's
+   */
+  readonly waitMs?: number;
   /** Aborts the execution. */
   readonly signal?: AbortSignal;
 }
@@ -282,8 +288,10 @@ export async function runLocalStateMachine(definition: Json, input: JsonValue, o
   if (missing.length > 0) throw new LocalStateMachineError(`no local handler for: ${missing.join(', ')}`);
   if (needs.length > 0) throw new LocalStateMachineError(`definition cannot run locally: ${needs.join('; ')}`);
   const retryIntervalOverrides: Record<string, number> = {};
+  const waitTimeOverrides: Record<string, number> = {};
   forEachState(local.definition, (name, state) => {
     if (Array.isArray(state.Retry)) retryIntervalOverrides[name] = options.retryIntervalMs ?? 50;
+    if (state.Type === 'Wait' && options.waitMs !== undefined) waitTimeOverrides[name] = options.waitMs;
   });
 
   // The engine's types describe the definition precisely; ours is checked by asl-validator in the constructor.
@@ -291,7 +299,7 @@ export async function runLocalStateMachine(definition: Json, input: JsonValue, o
     validationOptions: { checkArn: true, checkPaths: true },
   });
   const execution = machine.run(input as never, {
-    overrides: { taskResourceLocalHandlers: overrides as never, retryIntervalOverrides },
+    overrides: { taskResourceLocalHandlers: overrides as never, retryIntervalOverrides, waitTimeOverrides },
   });
   const onAbort = () => execution.abort();
   options.signal?.addEventListener('abort', onAbort, { once: true });

@@ -6,6 +6,10 @@
  *
  *   throw new LocalTaskError('States.TaskFailed', JSON.stringify({ QueryExecution: … }))
  *   throw new LocalTaskError('DynamoDb.ExportNotFoundException', 'no export arn:…')   // ServiceName.ErrorName, as AWS SDK integrations do
+ *
+ * `States.Runtime` is neither retried nor caught, as on AWS ("A retry or catch on States.ALL won't
+ * catch States.Runtime errors", Step Functions error handling): the engine reads `isRetryable` and
+ * `isCatchable` off the error, and the execution fails with it.
  */
 import { TidemarkError } from '../../functions/core/errors.js';
 
@@ -16,6 +20,14 @@ export class LocalTaskError extends TidemarkError {
     super(cause, options);
     this.name = error;
     this.error = error;
+  }
+  /** Read by the engine before matching a Retry (absent there means retryable). */
+  get isRetryable(): boolean {
+    return this.error !== STATES_RUNTIME;
+  }
+  /** Read by the engine before matching a Catch. */
+  get isCatchable(): boolean {
+    return this.error !== STATES_RUNTIME;
   }
 }
 
