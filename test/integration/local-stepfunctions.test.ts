@@ -20,7 +20,9 @@ import { DuckDbEngine } from '../../bin/local/duckdb-engine.js';
 import { listKeys } from '../../bin/local/duckdb-store.js';
 import { runLocalStateMachine } from '../../bin/local/stepfunctions.js';
 import type { JsonValue } from '../../functions/core/json.js';
-import { athena, buildStatements, HOUR_MS, render } from '../../functions/sql/index.js';
+import { queryAt, storeQueries } from '../../functions/jobs/queries.js';
+import { queryRefs } from '../../functions/jobs/sql-run.js';
+import { buildStatements, HOUR_MS } from '../../functions/sql/index.js';
 import { parseConfig, type TidemarkConfig } from '../../lib/config/config.js';
 import { catchTo, distributedMap, failState, lambdaTask, queryLoop, serviceRetry } from '../../lib/jobs/asl.js';
 import { validateAsl } from '../helpers/asl.js';
@@ -79,12 +81,10 @@ describe('local state machines on the emulators', () => {
       v2Line({ table: O, key: { id: 1 }, op: 'u', position: pos(12), arrivalTs: H6 + 61_000, sequence: '102', hash: 'o1-12' }),
     ]);
     await target.clients.s3.send(new PutObjectCommand({ Bucket: bucket(), Key: raw.key, Body: raw.body }));
-    // What the compaction plan stores (functions/jobs/queries.ts): QueryRefs, each its statement and Athena text.
-    const refs = (['compact-hour', 'fold-expected'] as const).flatMap((name) =>
-      buildStatements(name, { hour: H6 }).map((s, index) => ({ statement: { name, args: { hour: H6 }, index }, athena: { QueryString: render(s, athena('tidemark_localsfn'), { inline: true }).sql } })),
-    );
-    const queriesKey = 'jobs/compaction/r1/queries.json';
-    await target.clients.s3.send(new PutObjectCommand({ Bucket: bucket(), Key: queriesKey, Body: JSON.stringify(refs) }));
+    // What the compaction plan stores: QueryRefs (functions/jobs/sql-run.ts), each its statement and Athena text, in S3 (functions/jobs/queries.ts).
+    const deps = { s3: target.clients.s3, config };
+    const refs = [...queryRefs('compact-hour', { hour: H6 }, 'tidemark_localsfn'), ...queryRefs('fold-expected', { hour: H6 }, 'tidemark_localsfn')];
+    const stored = await storeQueries(deps, 'jobs/compaction/r1/queries.json', refs);
     const definition: Json = {
       StartAt: 'Plan',
       States: {
@@ -98,12 +98,10 @@ describe('local state machines on the emulators', () => {
     const fetched: number[] = [];
     const out = (await runLocalStateMachine(definition, { runId: 'r1' }, {
       handlers: {
-        PlanFunction: () => ({ queriesKey, count: refs.length }),
+        PlanFunction: () => ({ ...stored }),
         JobQueryAtFunction: async (input) => {
-          const { queriesKey: key, index } = input as { queriesKey: string; index: number };
-          const queries = JSON.parse((await bytesOf(key)).toString('utf8')) as JsonValue[];
-          fetched.push(index);
-          return { query: queries[index] ?? null, next: index + 1, more: index + 1 < queries.length };
+          fetched.push((input as { index: number }).index);
+          return (await queryAt(input as { queriesKey: string; index: number; count: number }, deps)) as unknown as JsonValue;
         },
       },
       s3: target.clients.s3,

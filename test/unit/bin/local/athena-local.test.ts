@@ -11,6 +11,7 @@ import { describe, it } from 'node:test';
 import { type AthenaStatementRef, duckdbAthenaHandler, STATEMENT_KEY, statementType } from '../../../../bin/local/athena-local.js';
 import { localizeDefinition, runLocalStateMachine } from '../../../../bin/local/stepfunctions.js';
 import type { JsonValue } from '../../../../functions/core/json.js';
+import { queryRefs } from '../../../../functions/jobs/sql-run.js';
 import { athena, buildStatements, HOUR_MS, render, type Statement } from '../../../../functions/sql/index.js';
 import { ATHENA_WORKGROUP, failState, queryLoop, substitution } from '../../../../lib/jobs/asl.js';
 import { validateAsl } from '../../../helpers/asl.js';
@@ -18,10 +19,8 @@ import { validateAsl } from '../../../helpers/asl.js';
 type Json = Record<string, unknown>;
 const H6 = Date.UTC(2026, 10, 30, 6);
 
-/** QueryRefs as functions/jobs/sql-run.ts makes them: the statement and its Athena text. */
-function refs(name: 'compact-hour' | 'fold-expected', args: Json): Json[] {
-  return buildStatements(name, args as never).map((s, index) => ({ statement: { name, args, index }, athena: { QueryString: render(s, athena('tidemark_shop'), { inline: true }).sql } }));
-}
+/** QueryRefs (functions/jobs/sql-run.ts): the statement and its Athena text. */
+const refs = (name: 'compact-hour' | 'fold-expected', args: { hour: number }): Json[] => queryRefs(name, args, 'tidemark_shop') as unknown as Json[];
 
 /** Plan stores nothing: the queries are the test's, handed out by JobQueryAtFunction. */
 function loopDefinition(): Json {
