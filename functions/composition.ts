@@ -44,11 +44,13 @@ export async function ledgerKeyRef(config: TidemarkConfig, log: Log, env: NodeJS
 
 /** The ingest path: decode, land raw, apply under the guard, report. */
 export function ingestDeps(config: TidemarkConfig, clients: RuntimeClients, telemetry: Telemetry, storage: Storage = buildStorage(config, clients, telemetry.now)): IngestDeps {
+  const writer = storage.writer();
   return {
     config,
     normalizer: storage.normalizer,
     raw: storage.raw,
-    writer: storage.writer(),
+    writer,
+    ...(config.transactions.groups.length > 0 ? { txWriter: storage.transactWriter(writer) } : {}),
     status: storage.status,
     sweeper: storage.sweeper,
     metrics: telemetry.metrics,

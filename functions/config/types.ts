@@ -73,6 +73,13 @@ export interface ApplyConfig {
   maxItemBytes: number;
 }
 
+/** Transactions applied whole (docs/writes.md); no group means none. */
+export interface TransactionsConfig {
+  groups: { name: string; tables: string[] }[];
+  maxItems: number;
+  maxBytes: number;
+}
+
 export interface IngestConfig {
   batchSize: number;
   maxBatchingWindowSeconds: number;
@@ -157,6 +164,7 @@ export interface TidemarkConfig {
   placeholder: string;
   dms: { beforeImageField: string };
   apply: ApplyConfig;
+  transactions: TransactionsConfig;
   source: SourceConfig;
   ingest: IngestConfig;
   alarms: AlarmsConfig;

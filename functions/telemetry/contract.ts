@@ -96,6 +96,11 @@ export const COUNTERS = {
   readUnits: count('ReadUnits', 'cost'),
   preReadSkipped: count('PreReadSkips', 'cost'),
   rawBytes: { metric: 'RawBytes', unit: 'Bytes', outcome: false, column: false, panel: 'cost' },
+  txWhole: count('TransactionsWhole', 'ops'),
+  txIncomplete: count('TransactionsIncomplete', 'ops'),
+  txTooLarge: count('TransactionsTooLarge', 'ops'),
+  txUnordered: count('TransactionsUnordered', 'ops'),
+  txRefused: count('TransactionsRefused', 'ops'),
 } as const satisfies Record<string, CounterSpec>;
 
 export type Counter = keyof typeof COUNTERS;
@@ -128,6 +133,11 @@ export const COUNTER_DESCRIPTIONS = {
   readUnits: 'DynamoDB read capacity units spent reading stored positions before writing (redelivered or replayed windows)',
   preReadSkipped: 'writes never sent because a pre-read showed the stored row already at or past them',
   rawBytes: 'compressed bytes landed in raw',
+  txWhole: 'source transactions of a transaction group applied whole: one TransactWriteItems, or one write for a one-row transaction (counted under the table of their first event)',
+  txIncomplete: 'transactions of a group applied per key because the batch did not hold all of them: END not in the batch or never seen, or events missing',
+  txTooLarge: 'transactions of a group applied per key because they hold more rows than transactions.maxItems, more bytes than transactions.maxBytes, or a spilled row',
+  txUnordered: "transactions of a group applied per key because their events interleave on a row with another transaction's",
+  txRefused: 'transactions of a group applied per key because DynamoDB refused the TransactWriteItems',
 } as const satisfies Readonly<Record<Counter, string>>;
 
 export type CounterValues = Record<Counter, number>;

@@ -202,6 +202,16 @@ const SERVICE_OF_PACKAGE: Record<string, string> = {
   '@aws-sdk/client-secrets-manager': 'secretsmanager',
 };
 
+/**
+ * The IAM actions one SDK command needs. A TransactWriteItems of Puts (the transaction writer's
+ * only kind) is governed by `dynamodb:PutItem` on each table: there is no TransactWriteItems
+ * action ("Using IAM with DynamoDB transactions", DynamoDB developer guide).
+ */
+function iamActionsOf(service: string, command: string): string[] {
+  if (service === 'dynamodb' && command === 'TransactWriteItems') return ['dynamodb:PutItem'];
+  return [`${service}:${command}`];
+}
+
 /** `service:Operation` for every `new XxxCommand(` whose class is imported from an SDK client, per bundled source file. */
 function commandsSentBy(files: readonly string[]): Map<string, string[]> {
   const found = new Map<string, string[]>();
@@ -213,8 +223,7 @@ function commandsSentBy(files: readonly string[]): Map<string, string[]> {
       for (const name of (m[1] ?? '').split(',').map((s) => s.trim())) {
         const command = /^(\w+)Command$/.exec(name)?.[1];
         if (command && new RegExp(`new ${command}Command\\(`).test(text)) {
-          const action = `${service}:${command}`;
-          found.set(action, [...(found.get(action) ?? []), file]);
+          for (const action of iamActionsOf(service, command)) found.set(action, [...(found.get(action) ?? []), file]);
         }
       }
     }
