@@ -2,7 +2,7 @@
  * `tidemark replay`: re-apply raw into the live table or a fresh one, or recover failed batches.
  *
  *   tidemark replay --table public.orders --since 2026-11-30T00:00Z [--until …] [--keys keys.jsonl]
- *   tidemark replay --all --into fresh:shop-orders-v2 --table public.orders
+ *   tidemark replay --into fresh:shop-fresh-orders --table public.orders   (a new table under <pipeline>-fresh-)
  *   tidemark replay --table public.orders --since … --dry-run       (per key: stored, winner, action)
  *   tidemark replay --from-dlq [file] [--queue-url URL]             (local file, SQS, S3 on-failure)
  *   tidemark replay … --on aws                                      (start the deployed state machine)
@@ -78,7 +78,7 @@ export function registerReplay(program: Command): void {
     .option('--from-position <pos>', 'lowest position, inclusive: a JSON array such as [1000,1002], or an encoded __pos')
     .option('--to-position <pos>', 'highest position, inclusive')
     .option('--keys <file>', 'JSON Lines of keys: {"table": …, "key": {…}} or bare key objects with one --table')
-    .option('--into <target>', 'live, or fresh:<new table> (same key schema; verified by a full diff)', 'live')
+    .option('--into <target>', 'live, or fresh:<pipeline>-fresh-<suffix> (a new table: same key schema and protections; verified by a full diff); fresh:<table>@<run> continues that run\'s rebuild', 'live')
     .option('--dry-run', 'print, per key, the stored position, the replayed winner and the action; write nothing')
     .option('--force', 'allow a live replay reaching records older than now - tombstoneTtlDays')
     .option('--from-dlq [file]', 'replay failed batches: the local on-failure file(s), plus --queue-url and the S3 on-failure prefix')
@@ -106,7 +106,7 @@ function tablesOf(cfg: TidemarkConfig, o: ReplayCliOptions): string[] {
 /** Builds the job request; stores the `--keys` file's canonical keys next to the run. */
 async function requestOf(cfg: TidemarkConfig, o: ReplayCliOptions, ctx: JobContext): Promise<ReplayRequest> {
   const tables = tablesOf(cfg, o);
-  replayTables(cfg, tables, parseTarget(o.into));
+  replayTables(cfg, tables, parseTarget(o.into, cfg.name));
   const runId = newRunId('replay');
   let keysKey: string | undefined;
   if (o.keys) {
@@ -244,7 +244,7 @@ function printDryRun(o: ReplayCliOptions, tables: string[], objects: number, lin
 async function dryRun(cfg: TidemarkConfig, o: ReplayCliOptions): Promise<void> {
   const ctx = await jobContext(cfg);
   const tables = tablesOf(cfg, o);
-  const target = parseTarget(o.into);
+  const target = parseTarget(o.into, cfg.name);
   const selection = dryRunSelection(cfg, o, tables);
   const { since, until } = selection;
   const objects = (await Promise.all(tables.map((table) => listRawObjects(ctx.clients.s3, { bucket: cfg.raw.bucket, prefix: cfg.raw.prefix, table, since, until })))).flat();
@@ -299,7 +299,7 @@ async function fromDlq(cfg: TidemarkConfig, o: ReplayCliOptions): Promise<void> 
   const ingest = ingestDeps(cfg, c, { metrics: new CollectingMetricSink(), log });
   const bar = new SingleBar({ format: 'replay --from-dlq [{bar}] {value}/{total} failed batches', stream: process.stderr, hideCursor: true }, Presets.shades_classic);
   if (items.length > 0) bar.start(items.length, 0);
-  const report = await replayFailedBatches(items, { config: cfg, s3: c.s3, ingest, engine, kinesis: c.kinesis, onBatch: (d) => bar.update(d) });
+  const report = await replayFailedBatches(items, { config: cfg, s3: c.s3, ingest, engine, ledger, kinesis: c.kinesis, onBatch: (d) => bar.update(d) });
   if (items.length > 0) bar.stop();
   for (const p of problems) err(`${p.source}: ${p.detail}`);
   printSummary(o, { source: 'dlq', ...report, problems: problems.length }, [

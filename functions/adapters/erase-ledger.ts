@@ -78,6 +78,13 @@ export class LedgerView {
   }
 }
 
+/**
+ * The ledger position of a key whose future arrivals are refused (`erase --block-future`): above
+ * every encoded position (those are dotted runs of a length letter `a`–`z` and digits), so every
+ * change of the key is at or below it. The tombstone erase leaves carries it too, without expiry.
+ */
+export const BLOCK_ALL_POSITION = '~';
+
 const S = (v: string): AttributeValue => ({ S: v });
 
 export class EraseLedger {

@@ -153,6 +153,21 @@ export interface JobsConfig {
   snapshot: ScheduleConfig & { anomalies: AnomalyThresholds };
 }
 
+export interface HistoryConfig {
+  prefix: string;
+  database?: string | undefined;
+  rawGraceDays: number;
+  compaction: ScheduleConfig & { maxHoursPerRun: number; lateScanHours?: number | undefined };
+  replayBuckets: number;
+  workGroup?: string | undefined;
+}
+
+/** The Glue database of the history tables: `history.database`, else `tidemark_<name with - as _>`. */
+export const historyDatabase = (config: Pick<TidemarkConfig, 'name' | 'history'>): string => config.history.database ?? `tidemark_${config.name.replace(/-/g, '_')}`;
+
+/** The Athena workgroup the jobs' queries run in: `history.workGroup`, else `<name>-jobs`. */
+export const historyWorkGroup = (config: Pick<TidemarkConfig, 'name' | 'history'>): string => config.history.workGroup ?? `${config.name}-jobs`;
+
 export interface TidemarkConfig {
   name: string;
   format: FormatSetting;
@@ -172,6 +187,7 @@ export interface TidemarkConfig {
   logRetentionDays: number;
   replay: ReplayConfig;
   jobs: JobsConfig;
+  history: HistoryConfig;
 }
 
 /** The configured table of a source table name, if any. */
@@ -189,4 +205,15 @@ export function tableBySource(config: Pick<TidemarkConfig, 'tables'>, source: st
  */
 export function ledgerKeySecretName(pipelineName: string): string {
   return `tidemark/${pipelineName}/erase-ledger-key`;
+}
+
+/**
+ * The reserved name prefix of the tables `replay --into fresh:<table>` may create: `<pipeline>-fresh-`.
+ * The replay role may create, fill and scan only tables under it (lib/replay/jobs.ts), and the
+ * target parser refuses any other name (functions/replay/safety.ts).
+ *
+ *   freshTablePrefix('shop') === 'shop-fresh-'   // fresh:shop-fresh-orders is accepted, fresh:shop-payments is not
+ */
+export function freshTablePrefix(pipelineName: string): string {
+  return `${pipelineName}-fresh-`;
 }

@@ -10,7 +10,15 @@
  *            multi-row message holds the key's values too), PUT the object back with a new key
  *            filter, delete its older versions; spilled rows of the key are deleted
  *   finish   raise the ledger to the highest position found in raw, delete the item again if a
- *            concurrent replay revived it, rewrite quarantine lines that mention the key, summary
+ *            concurrent replay revived it, blank quarantine lines that mention the key, remove the
+ *            records that carry it from the on-failure objects (copies.ts), summary
+ *
+ * Every object rewrite is conditional (`If-Match` on the ETag read, conditional-rewrite.ts): two
+ * erasures of keys in one object each re-read and re-decide instead of undoing the other's.
+ *
+ * A key found nowhere (no item, no raw line, no spilled row, no copy) is reported as not found and
+ * leaves no ledger entry, unless the request asked to block its future arrivals (`blockFuture`):
+ * then the ledger and a tombstone that never expires hold it at a position above every other.
  *
  * The key itself only ever sits in the request object (<jobsPrefix>erase/<run>/request.json), which
  * finish deletes; manifests, results, summaries and logs carry the keyed hash only.
@@ -27,27 +35,31 @@ import {
   DeleteObjectCommand,
   GetObjectCommand,
   HeadObjectCommand,
-  ListObjectsV2Command,
   ListObjectVersionsCommand,
   type ListObjectVersionsCommandOutput,
   PutObjectCommand,
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { promisify } from 'node:util';
-import { gzip } from 'node:zlib';
+import { gunzip, gzip } from 'node:zlib';
 import type { TableConfig, TidemarkConfig } from '../config/types.js';
 import { asError, errorMessage, TidemarkError } from '../core/errors.js';
 import { type JsonObject, parseJson } from '../core/json.js';
 import { keyId, normalizeKey } from '../core/keys.js';
 import { keyAttributes, META } from '../adapters/item-codec.js';
-import { jobRunPrefix, spillPrefixes } from '../adapters/raw-layout.js';
-import { listRawObjects, readRawObject } from '../adapters/raw-reader.js';
+import { jobRunPrefix } from '../adapters/raw-layout.js';
+import { listRawObjects } from '../adapters/raw-reader.js';
+import { rewriteIfUnchanged } from '../adapters/conditional-rewrite.js';
 import type { Log } from '../telemetry/sinks.js';
 import { mapLimit } from '../core/concurrency.js';
 import { canonicalKeyText, keyFilterMetadata, mayContainKey } from '../core/key-filter.js';
-import { EraseLedger, type LedgerKeyring, loadLedgerKeys } from '../adapters/erase-ledger.js';
+import { BLOCK_ALL_POSITION, EraseLedger, type LedgerKeyring, loadLedgerKeys } from '../adapters/erase-ledger.js';
+import { deleteSpilled, type ErasedKey, eraseFromOnFailure, eraseFromQuarantine, listPrefix } from './copies.js';
+
+export { mentionsKey } from './copies.js';
 
 const gzipAsync = promisify(gzip);
+const gunzipAsync = promisify(gunzip);
 const HEAD_CONCURRENCY = 16;
 
 export class EraseError extends TidemarkError {
@@ -61,6 +73,11 @@ export interface EraseRequest {
   readonly table: string;
   readonly key: JsonObject;
   readonly reason: string;
+  /**
+   * Refuse the key's future arrivals too: the ledger and a tombstone that never expires hold it
+   * at a position above every other, found or not. @default false
+   */
+  readonly blockFuture?: boolean;
 }
 
 export interface EraseContext {
@@ -146,34 +163,58 @@ export interface BeginOutput {
   readonly keyHash: string;
   readonly table: string;
   readonly storedPosition: string | null;
+  /** The table held an item of the key (live or a tombstone). */
+  readonly itemFound: boolean;
   readonly itemDeleted: boolean;
   [k: string]: unknown;
 }
 
-/** Ledger entry, then the item (and a bare tombstone unless configured off). */
+/**
+ * Ledger entry, then the item (and a bare tombstone unless configured off). A key the table does
+ * not hold gets its ledger entry in finish, once raw and the copies were searched, and only if
+ * something was found there or the request blocks future arrivals.
+ */
 export async function beginErase(ctx: EraseContext, input: { requestKey: string }): Promise<BeginOutput> {
   const r = await resolve(ctx, input.requestKey, true);
   const now = (ctx.now ?? Date.now)();
   const key = keyAttributes(r.table, normalizeKey(r.table, r.request.key));
   const got = await ctx.clients.dynamodb.send(new GetItemCommand({ TableName: r.table.target, Key: key, ConsistentRead: true, ProjectionExpression: '#p', ExpressionAttributeNames: { '#p': META.position } }));
+  const itemFound = got.Item !== undefined;
   const storedPosition = got.Item?.[META.position]?.S ?? null;
+  const blockFuture = r.request.blockFuture === true;
+  if (!itemFound && !blockFuture) {
+    ctx.log.info('erase begun: no item', { table: r.table.source, keyHash: r.hash });
+    return { keyHash: r.hash, table: r.table.source, storedPosition, itemFound, itemDeleted: false };
+  }
+  const position = blockFuture ? BLOCK_ALL_POSITION : (storedPosition ?? '');
   const ledger = new EraseLedger(ctx.clients.dynamodb, ctx.config.statusTable, ctx.config.name);
-  await ledger.record({ table: r.table.source, keyHash: r.hash, keyId: r.keyId, position: storedPosition ?? '', erasedAt: now, reason: r.request.reason });
-  const itemDeleted = await eraseItem(ctx, r.table, key, storedPosition ?? '', now);
+  await ledger.record({ table: r.table.source, keyHash: r.hash, keyId: r.keyId, position, erasedAt: now, reason: r.request.reason });
+  const itemDeleted = await eraseItem(ctx, r.table, key, position, now, blockFuture);
   ctx.log.info('erase begun', { table: r.table.source, keyHash: r.hash, position: storedPosition });
-  return { keyHash: r.hash, table: r.table.source, storedPosition, itemDeleted };
+  return { keyHash: r.hash, table: r.table.source, storedPosition, itemFound, itemDeleted };
 }
 
-/** Deletes the item at or below `position`; leaves a bare tombstone at that position when configured. */
-async function eraseItem(ctx: EraseContext, table: TableConfig, key: Record<string, AttributeValue>, position: string, now: number): Promise<boolean> {
+/**
+ * Deletes the item at or below `position`; leaves a bare tombstone at that position when configured
+ * (for `tombstoneTtlDays`), or for good when the request blocks future arrivals.
+ */
+async function eraseItem(ctx: EraseContext, table: TableConfig, key: Record<string, AttributeValue>, position: string, now: number, forever = false): Promise<boolean> {
   const guard = { ConditionExpression: 'attribute_not_exists(#pos) OR #pos <= :p', ExpressionAttributeNames: { '#pos': META.position }, ExpressionAttributeValues: { ':p': { S: position } } };
   try {
-    if (ctx.config.replay.erase.keepTombstone && position !== '') {
+    if (forever || (ctx.config.replay.erase.keepTombstone && position !== '')) {
       const ttl = Math.floor(now / 1000) + Math.round(table.tombstoneTtlDays * 86_400);
       await ctx.clients.dynamodb.send(
         new PutItemCommand({
           TableName: table.target,
-          Item: { ...key, [META.position]: { S: position }, [META.deleted]: { BOOL: true }, [META.op]: { S: 'd' }, [META.appliedAt]: { N: String(now) }, [META.expiresAt]: { N: String(ttl) }, __erased: { BOOL: true } },
+          Item: {
+            ...key,
+            [META.position]: { S: position },
+            [META.deleted]: { BOOL: true },
+            [META.op]: { S: 'd' },
+            [META.appliedAt]: { N: String(now) },
+            ...(forever ? {} : { [META.expiresAt]: { N: String(ttl) } }),
+            __erased: { BOOL: true },
+          },
           ...guard,
         }),
       );
@@ -232,8 +273,13 @@ export interface RewriteResult {
   /** Lines of other keys removed with the key's own: rows of the same multi-row message. */
   readonly otherRowsRemoved: number;
   readonly versionsDeleted: number;
-  /** False when the store does not implement versions (s3rver): only the current copy existed. */
-  readonly versioning: boolean;
+  /** Objects that changed between their read and their rewrite, and were read and decided again. */
+  readonly contended: number;
+  /**
+   * False when the store does not implement versions (s3rver): only the current copy existed.
+   * Null when nothing was rewritten, so nothing told.
+   */
+  readonly versioning: boolean | null;
   /** Highest position among the removed lines of the key. */
   readonly maxPosition: string;
   [k: string]: unknown;
@@ -256,7 +302,9 @@ function readLines(body: string, table: string, canonical: string): Line[] {
         const l = JSON.parse(text) as Record<string, unknown>;
         const t = (l.transport ?? {}) as Record<string, unknown>;
         const lineKey = typeof l.key === 'string' ? l.key : null;
-        const mine = l.table === table && lineKey !== null && canonicalKeyText(lineKey) === canonical;
+        // Lines of the batch layout carry their canonical key text; the first layout's are derived from the key.
+        const lineKeyId = typeof l.keyId === 'string' ? l.keyId : lineKey !== null ? canonicalKeyText(lineKey) : null;
+        const mine = l.table === table && lineKeyId === canonical;
         return { text, coord: JSON.stringify([t.kind, t.stream, t.shard, t.sequence]), mine, position: typeof l.position === 'string' ? l.position : null, key: lineKey };
       } catch {
         return { text, coord: null, mine: false, position: null, key: null };
@@ -277,44 +325,56 @@ function countRemoved(out: RewriteTally, lines: readonly Line[], tainted: Readon
   }
 }
 
-/** Writes the kept lines back over the object (or deletes it when none are left); returns the new version. */
-async function writeKept(s3: S3Client, bucket: string, objectKey: string, kept: readonly Line[], out: RewriteTally): Promise<string | undefined> {
-  if (kept.length === 0) {
-    await s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: objectKey }));
-    out.objectsDeleted++;
-    return undefined;
-  }
-  const body = await gzipAsync(Buffer.from(`${kept.map((l) => l.text).join('\n')}\n`, 'utf8'));
-  const put = await s3.send(
-    new PutObjectCommand({
-      Bucket: bucket,
-      Key: objectKey,
-      Body: body,
-      ContentType: 'application/x-ndjson',
-      ContentEncoding: 'gzip',
-      Metadata: keyFilterMetadata(kept),
-    }),
-  );
-  out.objectsRewritten++;
-  return put.VersionId;
+/** What one object loses: its kept lines (none: delete it), and the counts of what goes. */
+interface ObjectCut {
+  readonly kept: readonly Line[];
+  readonly removed: { linesRemoved: number; otherRowsRemoved: number; maxPosition: string };
 }
 
-/** Rewrites one object without the key's messages, and deletes its older versions. */
+/** The object's lines without the key's messages; null when it does not hold the key. */
+function cutObject(body: string, r: Resolved): ObjectCut | null {
+  const lines = readLines(body, r.table.source, r.canonical);
+  const tainted = new Set(lines.filter((l) => l.mine && l.coord !== null).map((l) => l.coord));
+  if (tainted.size === 0) return null;
+  const removed = { linesRemoved: 0, otherRowsRemoved: 0, maxPosition: '' };
+  countRemoved(removed as RewriteTally, lines, tainted);
+  return { kept: lines.filter((l) => !(l.coord !== null && tainted.has(l.coord))), removed };
+}
+
+/**
+ * Rewrites one object without the key's messages (conditionally: re-read and re-decided when
+ * another writer changed it meanwhile), and deletes its older versions.
+ */
 async function rewriteObject(s3: S3Client, bucket: string, objectKey: string, r: Resolved, out: RewriteTally): Promise<void> {
   out.objectsRead++;
-  const lines = readLines((await readRawObject(s3, bucket, objectKey)).toString('utf8'), r.table.source, r.canonical);
-  const tainted = new Set(lines.filter((l) => l.mine && l.coord !== null).map((l) => l.coord));
-  if (tainted.size === 0) {
+  const done = await rewriteIfUnchanged<ObjectCut>(s3, bucket, objectKey, async (body) => {
+    const cut = cutObject((await gunzipAsync(body)).toString('utf8'), r);
+    if (cut === null) return { decision: { kind: 'keep' } };
+    if (cut.kept.length === 0) return { decision: { kind: 'delete' }, detail: cut };
+    const gz = await gzipAsync(Buffer.from(`${cut.kept.map((l) => l.text).join('\n')}\n`, 'utf8'));
+    return { decision: { kind: 'put', body: gz, contentType: 'application/x-ndjson', contentEncoding: 'gzip', metadata: keyFilterMetadata(cut.kept) }, detail: cut };
+  });
+  out.contended += done.retries;
+  if (done.outcome === 'kept' || done.outcome === 'gone' || done.detail === undefined) {
     out.falsePositives++;
     return;
   }
-  const kept = lines.filter((l) => !(l.coord !== null && tainted.has(l.coord)));
-  countRemoved(out, lines, tainted);
-  const currentVersion = await writeKept(s3, bucket, objectKey, kept, out);
-  const removed = await deleteOlderVersions(s3, bucket, objectKey, currentVersion, kept.length === 0);
-  if (removed === null) out.versioning = false;
-  else out.versionsDeleted += removed;
+  const { removed } = done.detail;
+  out.linesRemoved += removed.linesRemoved;
+  out.otherRowsRemoved += removed.otherRowsRemoved;
+  if (removed.maxPosition > out.maxPosition) out.maxPosition = removed.maxPosition;
+  if (done.outcome === 'put') out.objectsRewritten++;
+  else out.objectsDeleted++;
+  const versions = await deleteOlderVersions(s3, bucket, objectKey, done.outcome === 'put' ? done.versionId : undefined, done.outcome === 'deleted');
+  if (versions === null) out.versioning = false;
+  else {
+    out.versionsDeleted += versions;
+    if (out.versioning === null) out.versioning = true;
+  }
 }
+
+/** The key as copies.ts names it. */
+const erasedKey = (r: Resolved): ErasedKey => ({ table: r.table, canonical: r.canonical, columns: normalizeKey(r.table, r.request.key), hash: r.hash });
 
 /** Rewrites one batch of candidate objects without the key. */
 export async function rewriteEraseBatch(ctx: EraseContext, input: { runId: string; requestKey: string; manifestKey: string; batch: number }): Promise<RewriteResult> {
@@ -323,9 +383,8 @@ export async function rewriteEraseBatch(ctx: EraseContext, input: { runId: strin
   const bucket = ctx.config.raw.bucket;
   const manifest = await getJson<{ batches: string[][] }>(s3, bucket, input.manifestKey);
   const keys = manifest.batches[input.batch] ?? [];
-  const out: RewriteTally = { batch: input.batch, objectsRead: 0, objectsRewritten: 0, objectsDeleted: 0, falsePositives: 0, linesRemoved: 0, otherRowsRemoved: 0, versionsDeleted: 0, versioning: true, maxPosition: '' };
+  const out: RewriteTally = { batch: input.batch, objectsRead: 0, objectsRewritten: 0, objectsDeleted: 0, falsePositives: 0, linesRemoved: 0, otherRowsRemoved: 0, versionsDeleted: 0, contended: 0, versioning: null, maxPosition: '' };
   for (const objectKey of keys) await rewriteObject(s3, bucket, objectKey, r, out);
-  out.versionsDeleted += await deleteSpilled(ctx, r);
   await putJson(s3, bucket, `${erasePrefix(ctx.config, input.runId)}results/${String(input.batch).padStart(6, '0')}.json`, out);
   return out;
 }
@@ -375,53 +434,50 @@ export async function deleteOlderVersions(s3: S3Client, bucket: string, key: str
   return deleted;
 }
 
-/**
- * Spilled copies of the key's rows (RawStore.spill), under either encoding of the table's name
- * (raw-layout.ts): deleted with every version.
- */
-async function deleteSpilled(ctx: EraseContext, r: Resolved): Promise<number> {
-  let n = 0;
-  for (const prefix of spillPrefixes(ctx.config.raw.prefix, r.table.source, r.canonical)) {
-    let token: string | undefined;
-    do {
-      const page = await ctx.clients.s3.send(new ListObjectsV2Command({ Bucket: ctx.config.raw.bucket, Prefix: prefix, ContinuationToken: token }));
-      for (const o of page.Contents ?? []) {
-        if (!o.Key) continue;
-        await ctx.clients.s3.send(new DeleteObjectCommand({ Bucket: ctx.config.raw.bucket, Key: o.Key }));
-        n += 1 + ((await deleteOlderVersions(ctx.clients.s3, ctx.config.raw.bucket, o.Key, undefined, true)) ?? 0);
-      }
-      token = page.IsTruncated ? page.NextContinuationToken : undefined;
-    } while (token);
-  }
-  return n;
-}
-
 /** The rewrite batches' counts added up (see {@link RewriteResult}), with what the other steps did. */
 export interface EraseSummary extends Omit<RewriteResult, 'batch' | 'maxPosition'> {
   readonly runId: string;
   readonly table: string;
   readonly keyHash: string;
+  /**
+   * False when the key was found nowhere: no item, no raw line, no spilled row, no copy in
+   * quarantine or the on-failure objects. Nothing was erased, and no ledger entry was written
+   * unless `blocked`.
+   */
+  readonly found: boolean;
+  /** The ledger holds the key (and, with `blockFuture`, refuses all its future arrivals). */
+  readonly ledgerRecorded: boolean;
+  /** The request blocks the key's future arrivals. */
+  readonly blocked: boolean;
   readonly ledgerPosition: string;
   readonly itemDeleted: boolean;
   readonly objects: number;
   readonly candidates: number;
+  readonly spilledDeleted: number;
   readonly quarantineLinesRewritten: number;
+  /** Records removed from the event source mapping's on-failure objects. */
+  readonly onFailureRecordsRemoved: number;
   [k: string]: unknown;
 }
 
-/** Raises the ledger to what raw held, re-deletes a revived item, cleans quarantine, stores the summary. */
-export async function finishErase(
-  ctx: EraseContext,
-  input: { runId: string; requestKey: string; begin: BeginOutput; find: Pick<FindOutput, 'objects' | 'candidates'> },
-): Promise<EraseSummary> {
-  const r = await resolve(ctx, input.requestKey);
-  const { s3 } = ctx.clients;
-  const bucket = ctx.config.raw.bucket;
-  const totals = { objectsRead: 0, objectsRewritten: 0, objectsDeleted: 0, falsePositives: 0, linesRemoved: 0, otherRowsRemoved: 0, versionsDeleted: 0, versioning: true, maxPosition: '' };
-  const list = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: `${erasePrefix(ctx.config, input.runId)}results/` }));
-  for (const o of list.Contents ?? []) {
-    if (!o.Key) continue;
-    const res = await getJson<RewriteResult>(s3, bucket, o.Key);
+interface Totals {
+  objectsRead: number;
+  objectsRewritten: number;
+  objectsDeleted: number;
+  falsePositives: number;
+  linesRemoved: number;
+  otherRowsRemoved: number;
+  versionsDeleted: number;
+  contended: number;
+  versioning: boolean | null;
+  maxPosition: string;
+}
+
+/** Every rewrite batch's result, added up: all pages of the results listing. */
+async function addUpResults(s3: S3Client, bucket: string, prefix: string): Promise<Totals> {
+  const totals: Totals = { objectsRead: 0, objectsRewritten: 0, objectsDeleted: 0, falsePositives: 0, linesRemoved: 0, otherRowsRemoved: 0, versionsDeleted: 0, contended: 0, versioning: null, maxPosition: '' };
+  for await (const key of listPrefix(s3, bucket, prefix)) {
+    const res = await getJson<RewriteResult>(s3, bucket, key);
     totals.objectsRead += res.objectsRead;
     totals.objectsRewritten += res.objectsRewritten;
     totals.objectsDeleted += res.objectsDeleted;
@@ -429,103 +485,70 @@ export async function finishErase(
     totals.linesRemoved += res.linesRemoved;
     totals.otherRowsRemoved += res.otherRowsRemoved;
     totals.versionsDeleted += res.versionsDeleted;
-    totals.versioning &&= res.versioning;
+    totals.contended += res.contended ?? 0;
+    if (res.versioning !== null && res.versioning !== undefined) totals.versioning = (totals.versioning ?? true) && res.versioning;
     if (res.maxPosition > totals.maxPosition) totals.maxPosition = res.maxPosition;
   }
+  return totals;
+}
+
+/**
+ * Removes the copies outside raw (spilled rows, quarantine, on-failure objects), raises the ledger
+ * to what raw held, re-deletes a revived item, stores the summary and deletes the request.
+ */
+export async function finishErase(
+  ctx: EraseContext,
+  input: { runId: string; requestKey: string; begin: BeginOutput; find: Pick<FindOutput, 'objects' | 'candidates'> },
+): Promise<EraseSummary> {
+  const r = await resolve(ctx, input.requestKey);
+  const { s3 } = ctx.clients;
+  const bucket = ctx.config.raw.bucket;
+  const totals = await addUpResults(s3, bucket, `${erasePrefix(ctx.config, input.runId)}results/`);
   const now = (ctx.now ?? Date.now)();
-  const ledgerPosition = [input.begin.storedPosition ?? '', totals.maxPosition].reduce((a, b) => (b > a ? b : a), '');
-  await new EraseLedger(ctx.clients.dynamodb, ctx.config.statusTable, ctx.config.name).record({
-    table: r.table.source,
-    keyHash: r.hash,
-    keyId: r.keyId,
-    position: ledgerPosition,
-    erasedAt: now,
-    reason: r.request.reason,
-  });
-  const key = keyAttributes(r.table, normalizeKey(r.table, r.request.key));
-  const itemDeleted = (await eraseItem(ctx, r.table, key, ledgerPosition, now)) || input.begin.itemDeleted;
-  const quarantineLinesRewritten = await eraseFromQuarantine(ctx, r, now);
+  const k = erasedKey(r);
+  const spilledDeleted = await deleteSpilled(s3, ctx.config, k, deleteOlderVersions);
+  const quarantineLinesRewritten = await eraseFromQuarantine(s3, ctx.config, k, now, deleteOlderVersions);
+  const onFailure = await eraseFromOnFailure(s3, ctx.config, k, deleteOlderVersions);
+  const blocked = r.request.blockFuture === true;
+  const itemFound = input.begin.itemFound ?? input.begin.storedPosition !== null;
+  const found = itemFound || totals.linesRemoved > 0 || spilledDeleted > 0 || quarantineLinesRewritten > 0 || onFailure.records > 0;
+  const highest = [input.begin.storedPosition ?? '', totals.maxPosition].reduce((a, b) => (b > a ? b : a), '');
+  const ledgerPosition = blocked ? BLOCK_ALL_POSITION : highest;
+  const ledgerRecorded = found || blocked;
+  let itemDeleted = input.begin.itemDeleted;
+  if (ledgerRecorded) {
+    await new EraseLedger(ctx.clients.dynamodb, ctx.config.statusTable, ctx.config.name).record({
+      table: r.table.source,
+      keyHash: r.hash,
+      keyId: r.keyId,
+      position: ledgerPosition,
+      erasedAt: now,
+      reason: r.request.reason,
+    });
+    // A concurrent replay may have revived the item from raw before its lines were removed.
+    const key = keyAttributes(r.table, normalizeKey(r.table, r.request.key));
+    itemDeleted = (await eraseItem(ctx, r.table, key, ledgerPosition, now, blocked)) || itemDeleted;
+  }
+  const { maxPosition: _max, ...counts } = totals;
   const summary: EraseSummary = {
     runId: input.runId,
     table: r.table.source,
     keyHash: r.hash,
-    ledgerPosition,
-    itemDeleted,
+    found,
+    ledgerRecorded,
+    blocked,
+    ledgerPosition: ledgerRecorded ? ledgerPosition : '',
+    itemDeleted: found && itemDeleted,
     objects: input.find.objects,
     candidates: input.find.candidates,
-    ...totals,
+    ...counts,
+    spilledDeleted,
     quarantineLinesRewritten,
+    onFailureRecordsRemoved: onFailure.records,
   };
-  delete (summary as { maxPosition?: string }).maxPosition;
   await putJson(s3, bucket, `${erasePrefix(ctx.config, input.runId)}summary.json`, summary);
   await s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: input.requestKey }));
   await deleteOlderVersions(s3, bucket, input.requestKey, undefined, true);
-  ctx.log.info('erase finished', { table: r.table.source, keyHash: r.hash, linesRemoved: totals.linesRemoved, objectsRewritten: totals.objectsRewritten });
+  ctx.log.info(found ? 'erase finished' : 'erase finished: key not found', { table: r.table.source, keyHash: r.hash, linesRemoved: totals.linesRemoved, objectsRewritten: totals.objectsRewritten, ledgerRecorded });
   return summary;
-}
-
-/**
- * Quarantine lines hold original bytes that did not normalize, so they carry no key field. A line
- * mentions the key when it is of the key's table (its `table` field when the decoder got that far,
- * else its bytes name the table's last dotted part as a JSON string, as every supported format
- * carries it) and its bytes hold every key column as `"column": value`; such a line keeps its
- * reason and transport, and loses its bytes.
- */
-export function mentionsKey(text: string, key: JsonObject, table: string | null): boolean {
-  const bare = table === null ? null : (table.split('.').pop() ?? table);
-  if (bare !== null && !text.includes(JSON.stringify(bare))) return false;
-  return Object.entries(key).every(([col, v]) => {
-    const value = String(v instanceof Object && 'value' in v ? (v as { value: string }).value : v).replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-    const name = JSON.stringify(col).replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-    return new RegExp(`${name}\\s*:\\s*"?${value}"?(?![0-9A-Za-z])`).test(text);
-  });
-}
-
-/** A quarantine line with the key's bytes blanked, or null when the line does not carry the key. */
-function eraseQuarantineLine(line: string, r: Resolved, key: ReturnType<typeof normalizeKey>, now: number): string | null {
-  if (line.trim() === '') return null;
-  let q: Record<string, unknown>;
-  try {
-    q = JSON.parse(line) as Record<string, unknown>;
-  } catch {
-    return null;
-  }
-  const bytes = [q.valueBase64, q.keyBase64].map((b) => (typeof b === 'string' ? Buffer.from(b, 'base64').toString('utf8') : '')).join('\n');
-  // Lines that name their table (when the decoder got that far) are matched on it exactly.
-  const lineTable = typeof q.table === 'string' ? q.table : null;
-  if (lineTable !== null && lineTable !== r.table.source) return null;
-  if (!mentionsKey(bytes, key, lineTable === null ? r.table.source : null)) return null;
-  return JSON.stringify({ ...q, valueBase64: null, keyBase64: null, erased: { keyHash: r.hash, at: now } });
-}
-
-/** Rewrites one quarantine object without the key's bytes; returns how many lines changed. */
-async function eraseQuarantineObject(s3: S3Client, bucket: string, objectKey: string, r: Resolved, key: ReturnType<typeof normalizeKey>, now: number): Promise<number> {
-  const text = (await readRawObject(s3, bucket, objectKey)).toString('utf8');
-  let changed = 0;
-  const lines = text.split('\n').map((line) => {
-    const erased = eraseQuarantineLine(line, r, key, now);
-    if (erased === null) return line;
-    changed++;
-    return erased;
-  });
-  if (changed === 0) return 0;
-  const put = await s3.send(new PutObjectCommand({ Bucket: bucket, Key: objectKey, Body: await gzipAsync(Buffer.from(lines.join('\n'), 'utf8')), ContentType: 'application/x-ndjson', ContentEncoding: 'gzip' }));
-  await deleteOlderVersions(s3, bucket, objectKey, put.VersionId);
-  return changed;
-}
-
-async function eraseFromQuarantine(ctx: EraseContext, r: Resolved, now: number): Promise<number> {
-  const { s3 } = ctx.clients;
-  const bucket = ctx.config.raw.bucket;
-  const key = normalizeKey(r.table, r.request.key);
-  let rewritten = 0;
-  let token: string | undefined;
-  do {
-    const page = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: ctx.config.raw.quarantinePrefix, ContinuationToken: token }));
-    for (const o of page.Contents ?? []) {
-      if (o.Key?.endsWith('.jsonl.gz')) rewritten += await eraseQuarantineObject(s3, bucket, o.Key, r, key, now);
-    }
-    token = page.IsTruncated ? page.NextContinuationToken : undefined;
-  } while (token);
-  return rewritten;
 }

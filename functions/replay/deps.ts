@@ -11,7 +11,7 @@ import { StatusStore } from '../adapters/status-store.js';
 import { type KeyRef, type Log, noKeyRef } from '../telemetry/sinks.js';
 import { EraseLedger, type LedgerView, loadLedgerKeys } from '../adapters/erase-ledger.js';
 import { ReplayEngine, type TruncateWatermarks } from './engine.js';
-import type { ReplayTarget } from './safety.js';
+import { freshTableNameProblem, type ReplayTarget } from './safety.js';
 import { SelectionError } from './selection.js';
 
 export interface ReplayClients {
@@ -19,7 +19,10 @@ export interface ReplayClients {
   readonly s3: S3Client;
 }
 
-/** Source table → the config a replay writes it with: the live target, or the fresh table. */
+/**
+ * Source table → the config a replay writes it with: the live target, or the fresh table, which must
+ * be named under `<pipeline>-fresh-` and be neither a live target nor the status table.
+ */
 export function replayTables(config: TidemarkConfig, sources: readonly string[], target: ReplayTarget): Map<string, TableConfig> {
   const out = new Map<string, TableConfig>();
   const unknown = sources.filter((s) => !config.tables.some((t) => t.source === s));
@@ -34,6 +37,11 @@ export function replayTables(config: TidemarkConfig, sources: readonly string[],
   }
   if (target.kind === 'fresh' && target.target === config.statusTable) {
     throw new SelectionError(`fresh:${target.target} is the pipeline's status table; name a new table`);
+  }
+  // The same rule as the target parser and the replay role's IAM: only `<pipeline>-fresh-…`.
+  if (target.kind === 'fresh') {
+    const problem = freshTableNameProblem(config.name, target.target);
+    if (problem) throw new SelectionError(`fresh:${target.target}: ${problem}`);
   }
   return out;
 }

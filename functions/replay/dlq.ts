@@ -14,9 +14,9 @@
  *   Its records are looked up in raw by shard and sequence and replayed from there.
  * The first local runner wrote `{stream, shard, startSequence, endSequence}` lines: read as ranges.
  */
-import type { KinesisStreamEvent, MSKEvent } from 'aws-lambda';
 import type { RawRecord } from '../core/normalize.js';
 import { recordsFromKinesis, recordsFromMsk } from '../adapters/records.js';
+import { type PayloadEvent, payloadEvent } from '../adapters/on-failure.js';
 
 /** `KinesisBatchInfo` of Lambda's on-failure record: the failed batch's shard and sequence range. */
 export interface KinesisBatchInfo {
@@ -46,8 +46,7 @@ export interface OnFailureRecord {
   readonly payload: string;
 }
 
-/** The invocation event an on-failure record's `payload` holds. */
-export type PayloadEvent = { readonly source: 'kinesis'; readonly event: KinesisStreamEvent } | { readonly source: 'msk'; readonly event: MSKEvent };
+export type { PayloadEvent } from '../adapters/on-failure.js';
 
 export interface BatchRange {
   /** Stream name (from the ARN) or topic; null when the descriptor does not say. */
@@ -101,22 +100,7 @@ function rangeOf(info: Record<string, unknown>): BatchRange | null {
   };
 }
 
-/** The event a `payload` holds (JSON text, or already parsed): Kinesis or MSK, else null. */
-export function payloadEvent(payload: unknown): PayloadEvent | null {
-  let event: unknown = payload;
-  if (typeof payload === 'string') {
-    try {
-      event = JSON.parse(payload);
-    } catch {
-      return null;
-    }
-  }
-  if (typeof event !== 'object' || event === null || Array.isArray(event)) return null;
-  const e = event as Record<string, unknown>;
-  if (Array.isArray(e.Records)) return { source: 'kinesis', event: e as unknown as KinesisStreamEvent };
-  if (e.eventSource === 'aws:kafka' || (typeof e.records === 'object' && e.records !== null)) return { source: 'msk', event: e as unknown as MSKEvent };
-  return null;
-}
+export { payloadEvent } from '../adapters/on-failure.js';
 
 /** Reads one on-failure document (already JSON-parsed). */
 export function parseFailedBatch(doc: unknown, source: string): FailedBatch | DlqProblem {

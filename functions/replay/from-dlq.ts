@@ -10,6 +10,11 @@
  *   that raw does not hold (their landing kept failing) are read from the stream while it still
  *   retains them, and re-ingested (land, then apply); what neither holds is reported as `missing`.
  *
+ * Both paths consult the erase ledger: the replay engine through its view, and a re-ingested record
+ * whose change of an erased key is at or below the erasure is left out before it lands (the whole
+ * record, as erase removes it from raw: a multi-row message holds the key's values too), counted as
+ * `erased`. Without that, an erased row would come back once its tombstone expires.
+ *
  * SQS messages are deleted only after their batch was replayed without failures; S3 objects and
  * file lines are left in place (replaying them again is a no-op).
  */
@@ -17,7 +22,9 @@ import { GetRecordsCommand, GetShardIteratorCommand, type KinesisClient, type _R
 import { DeleteMessageCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import type { TidemarkConfig } from '../config/types.js';
-import type { RawRecord } from '../core/normalize.js';
+import type { Normalizer, RawRecord } from '../core/normalize.js';
+import { encodePosition } from '../core/position.js';
+import type { LedgerView } from '../adapters/erase-ledger.js';
 import { hoursBetween, parseRawObjectKey, rawBatchesPrefix, rawHourPrefix, rawObjectOfShard, rawTableHourPrefix, rawTablePrefix } from '../adapters/raw-layout.js';
 import { allTableSegments, parseRawObject, RawRecordSet, readRawObject } from '../adapters/raw-reader.js';
 import type { IngestDeps } from '../ingest/process-batch.js';
@@ -179,6 +186,8 @@ export interface DlqReplayReport {
   /** Records of ranges that raw lacked, read back from the stream and re-ingested. */
   readonly fromStream: number;
   readonly records: number;
+  /** Records left out of a re-ingest because they carry a change of an erased key at or below its erasure. */
+  readonly erased: number;
   /** Records of a range that raw does not hold. */
   readonly missing: number;
   readonly failedBatches: number;
@@ -192,6 +201,8 @@ interface DlqReplayDeps {
   readonly s3: S3Client;
   readonly ingest: IngestDeps;
   readonly engine: ReplayEngine;
+  /** The erase ledger's view of the tables (null: nothing was ever erased). Re-ingested records are checked against it. */
+  readonly ledger: LedgerView | null;
   /** When given, records of a range that raw lacks are read from the stream (if still retained). */
   readonly kinesis?: KinesisClient;
   readonly onBatch?: (done: number, total: number) => void;
@@ -199,8 +210,19 @@ interface DlqReplayDeps {
 
 type MutableReport = { -readonly [K in keyof DlqReplayReport]: DlqReplayReport[K] };
 
-/** Runs records through the ingest again; true when none failed. */
-async function reingest(report: MutableReport, group: readonly RawRecord[], ingest: IngestDeps): Promise<boolean> {
+/** Whether a record carries a change the ledger refuses: an erased key, at or below its erasure. */
+export function erasedByLedger(record: RawRecord, normalizer: Normalizer, ledger: LedgerView): boolean {
+  const n = normalizer.normalize(record);
+  if (!n.ok) return false;
+  return n.events.some((e) => e.kind === 'change' && ledger.blocks(e.table, normalizer.keyIdOf(e), encodePosition(e.position.tuple)));
+}
+
+/** Runs records through the ingest again, without those the erase ledger refuses; true when none failed. */
+async function reingest(report: MutableReport, records: readonly RawRecord[], deps: Pick<DlqReplayDeps, 'ingest' | 'ledger'>): Promise<boolean> {
+  const { ingest, ledger } = deps;
+  const group = ledger === null ? records : records.filter((r) => !erasedByLedger(r, ingest.normalizer, ledger));
+  report.erased += records.length - group.length;
+  if (group.length === 0) return true;
   const result = await processBatch(group, ingest);
   const s = result.summary;
   report.ingest.applied += s.applied;
@@ -219,7 +241,7 @@ async function replayRecords(report: MutableReport, groups: readonly (readonly R
   let ok = true;
   for (const group of groups) {
     report.records += group.length;
-    if (!(await reingest(report, group, deps.ingest))) ok = false;
+    if (!(await reingest(report, group, deps))) ok = false;
   }
   return ok;
 }
@@ -232,7 +254,7 @@ async function recoverFromStream(report: MutableReport, range: BatchRange, recor
   if (missing.length === 0) return { found: 0, ok: true };
   report.fromStream += missing.length;
   report.records += missing.length;
-  return { found: missing.length, ok: await reingest(report, missing, deps.ingest) };
+  return { found: missing.length, ok: await reingest(report, missing, deps) };
 }
 
 /** A batch that named a range of a shard: replay it from raw, then from the stream what raw lacks. */
@@ -261,6 +283,7 @@ export async function replayFailedBatches(items: readonly DlqItem[], deps: DlqRe
     fromRaw: 0,
     fromStream: 0,
     records: 0,
+    erased: 0,
     missing: 0,
     failedBatches: 0,
     acknowledged: 0,

@@ -125,7 +125,7 @@ export function batchObjects(objects: readonly RawObjectRef[], size: number): st
 export async function planReplay(ctx: JobContext, request: ReplayRequest): Promise<PlanOutput> {
   const { config, clients } = ctx;
   const tables = request.tables.length > 0 ? [...request.tables] : config.tables.map((t) => t.source);
-  const target = parseTarget(request.into);
+  const target = parseTarget(request.into, config.name);
   const tableConfigs = replayTables(config, tables, target);
   // The ledger key is checked before anything is written: without it (or with a wrong one) every
   // batch would fail on it, or erased rows would come back (issue 20, item 16).
@@ -144,7 +144,7 @@ export async function planReplay(ctx: JobContext, request: ReplayRequest): Promi
   if (target.kind === 'fresh') {
     const [only] = tableConfigs.keys();
     const live = config.tables.find((t) => t.source === only);
-    if (live) freshTable = await createFreshTable(clients.dynamodb, live, target.target);
+    if (live) freshTable = await createFreshTable(clients.dynamodb, { config, live, target, runId: request.runId });
   }
   const batches = batchObjects(objects, config.replay.objectsPerBatch);
   const manifest: ReplayManifest = {
@@ -252,7 +252,7 @@ export async function verifyFresh(ctx: JobContext, input: { manifestKey: string 
   const table = ctx.config.tables.find((t) => t.source === m.tables[0]);
   if (!table) throw new ReplayBatchError(`table ${m.tables[0]} is no longer configured`);
   const diff = await diffTables(ctx.clients.dynamodb, table, m.target.target);
-  const steps = switchSteps(table, m.target.target, diff);
+  const steps = switchSteps(table, m.target.target, diff, m.target.createdBy ?? m.runId);
   await putJson(ctx.clients.s3, ctx.config.raw.bucket, `${runPrefix(ctx.config, m.runId)}verify.json`, { diff, steps });
   return { diff, steps };
 }

@@ -19,7 +19,9 @@ import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
 import type { TidemarkConfig } from '../config/config.js';
 import { INGEST_RUNTIME, METRIC_NAMESPACE } from '../defaults.js';
+import { encryptStateMachine } from '../encryption.js';
 import { handlerCode } from '../handler-asset.js';
+import { KEY_ACTIONS } from '../ingest-function.js';
 
 /** Name of the jobs' handler bundle: `functions/jobs.ts`, prebuilt as `dist/handlers/jobs/`. */
 export const JOBS_HANDLER = 'jobs';
@@ -119,7 +121,11 @@ export class TidemarkJob extends Construct {
       logGroup.grantWrite(role);
       task.grant(role);
       if (props.encryptionKey) {
-        role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey', 'kms:DescribeKey'], resources: [props.encryptionKey.keyArn] }));
+        // The ingest's key actions and no more: GenerateDataKey to put reports and spilled rows
+        // (SSE-KMS), Decrypt to read raw, reports and the ledger key secret. S3, DynamoDB and Secrets
+        // Manager encrypt with data keys, so no task calls kms:Encrypt, and none creates a resource
+        // under the key, which is what would need kms:DescribeKey.
+        role.addToPrincipalPolicy(new iam.PolicyStatement({ sid: 'UsePipelineKey', actions: [...KEY_ACTIONS], resources: [props.encryptionKey.keyArn] }));
       }
       const fn = new lambda.Function(this, name, {
         functionName,
@@ -172,8 +178,10 @@ export class TidemarkJob extends Construct {
       tracingEnabled: true,
       timeout: Duration.hours(12),
       removalPolicy,
-      ...(props.encryptionKey ? { encryptionConfiguration: new sfn.CustomerManagedEncryptionConfiguration(props.encryptionKey) } : {}),
     });
+    // The definition and execution history under the pipeline key, with a key policy that names this
+    // account for the log delivery service (lib/encryption.ts).
+    if (props.encryptionKey) encryptStateMachine(this.stateMachine, props.encryptionKey, stateMachineName);
     // The role's log-delivery and X-Ray statements (added by CDK) need "*": those APIs take no resource.
     Validations.of(role).acknowledge({ id: 'AwsSolutions-IAM5[Resource::*]', reason: 'CloudWatch Logs vended delivery and X-Ray actions do not support resource-level permissions.' });
 

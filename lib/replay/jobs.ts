@@ -6,8 +6,10 @@
  * Least privilege, per function:
  * - replay reads raw (and the S3 on-failure prefix), writes job manifests and results under
  *   `replay.jobsPrefix` and spilled rows under the raw prefix, reads stored positions and writes
- *   under the guard to the target tables, and may create and fill fresh tables named
- *   `<pipeline>-*` (never deletes one); it reads the erase ledger and raises truncate watermarks;
+ *   under the guard to the target tables, and may create, tag and fill fresh tables named
+ *   `<pipeline>-fresh-*` only (never deletes one), with the live tables' encryption (under `kms`,
+ *   CreateGrant and DescribeKey on the pipeline key through DynamoDB only), point-in-time recovery
+ *   and deletion protection; it reads the erase ledger and raises truncate watermarks;
  * - erase also deletes and rewrites raw and quarantine objects (with their versions), deletes the
  *   key's item, and writes the ledger.
  * Both read the erase ledger key from Secrets Manager with GetSecretValue (the SDK call in
@@ -31,17 +33,38 @@ import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
 import type { TidemarkConfig } from '../config/config.js';
 import { ledgerKeySecretName } from '../config/replay.js';
+import { freshTablePrefix } from '../../functions/config/types.js';
 import type { CurrentState } from '../current-state.js';
 import { INGEST_RUNTIME } from '../defaults.js';
 import { handlerCode } from '../handler-asset.js';
-import { tableStatements } from '../ingest-function.js';
+import { encryptStateMachine, freshTableKeyStatement } from '../encryption.js';
+import { KEY_ACTIONS, tableStatements } from '../ingest-function.js';
 import type { RawStore } from '../raw-store.js';
 import { ERASE_FUNCTION, eraseDefinition, REPLAY_FUNCTION, replayDefinition } from './definitions.js';
 
 /** What replay does to the items of a live or fresh table: guarded writes (with their pre-reads) and the diff's scan. */
-/** What the replay role may not do to the status table, although its name matches the fresh-table pattern: all but the watermark and ledger calls. */
-export const STATUS_TABLE_DENIED = ['dynamodb:PutItem', 'dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:Scan', 'dynamodb:CreateTable', 'dynamodb:DescribeTable', 'dynamodb:DescribeTimeToLive', 'dynamodb:UpdateTimeToLive'];
 const REPLAY_ITEM_ACTIONS = ['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Scan', 'dynamodb:DeleteItem'];
+/**
+ * What replay does to a fresh table besides its items (functions/replay/fresh.ts): create it with
+ * its tags (CreateTable with Tags needs TagResource), read the tags back before reusing it, wait for
+ * it, and set TTL and point-in-time recovery as the live table has them.
+ */
+export const FRESH_TABLE_ACTIONS = [
+  'dynamodb:CreateTable',
+  'dynamodb:TagResource',
+  'dynamodb:ListTagsOfResource',
+  'dynamodb:DescribeTable',
+  'dynamodb:DescribeTimeToLive',
+  'dynamodb:UpdateTimeToLive',
+  'dynamodb:DescribeContinuousBackups',
+  'dynamodb:UpdateContinuousBackups',
+];
+/**
+ * What the replay role may not do to the status table, should its name fall under the fresh-table
+ * prefix (the default `<name>-status` does not, but `statusTable` is configurable): every item and
+ * table call of a fresh table but the watermark and ledger calls.
+ */
+export const STATUS_TABLE_DENIED = ['dynamodb:PutItem', 'dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:Scan', ...FRESH_TABLE_ACTIONS];
 
 /**
  * Characters of the generated ledger key: letters and digits only (no quoting surprises when an
@@ -124,7 +147,7 @@ export class ReplayJobs extends Construct {
     const raw = config.raw;
     const jobs = config.replay.jobsPrefix;
     const stack = Stack.of(this);
-    const freshTables = stack.formatArn({ service: 'dynamodb', resource: 'table', resourceName: `${config.name}-*` });
+    const freshTables = stack.formatArn({ service: 'dynamodb', resource: 'table', resourceName: `${freshTablePrefix(config.name)}*` });
     // Target tables by name in size-bounded statements: 500 tables stay within IAM's policy limits.
     const targetNames = config.tables.map((t) => t.target);
     const opts = { maxConcurrency: config.replay.maxConcurrency, toleratedFailurePercentage: config.replay.toleratedFailurePercentage };
@@ -133,16 +156,23 @@ export class ReplayJobs extends Construct {
       statement('ReadRawAndJobs', ['s3:GetObject'], [rawStore.objectsUnder(raw.prefix), rawStore.objectsUnder(jobs)]),
       statement('ListRaw', ['s3:ListBucket'], [rawStore.bucket.bucketArn]),
       statement('WriteJobsAndSpills', ['s3:PutObject'], [rawStore.objectsUnder(jobs), rawStore.objectsUnder(`${raw.prefix}spill/`)]),
-      // The live tables: guarded writes, the diff's scan, and DescribeTable for the key schema a fresh table copies.
-      ...tableStatements(this, 'GuardedReplayWrites', [...REPLAY_ITEM_ACTIONS, 'dynamodb:DescribeTable'], targetNames),
-      statement('CreateFreshTables', [...REPLAY_ITEM_ACTIONS, 'dynamodb:CreateTable', 'dynamodb:DescribeTable', 'dynamodb:DescribeTimeToLive', 'dynamodb:UpdateTimeToLive'], [freshTables]),
+      // The live tables: guarded writes, the diff's scan, and what a fresh table copies of them:
+      // DescribeTable (key schema, encryption, deletion protection), DescribeContinuousBackups (PITR).
+      ...tableStatements(this, 'GuardedReplayWrites', [...REPLAY_ITEM_ACTIONS, 'dynamodb:DescribeTable', 'dynamodb:DescribeContinuousBackups'], targetNames),
+      statement('CreateFreshTables', [...REPLAY_ITEM_ACTIONS, ...FRESH_TABLE_ACTIONS], [freshTables]),
+      ...(props.encryptionKey ? [freshTableKeyStatement(props.encryptionKey, stack)] : []),
       statement('WatermarksAndLedger', ['dynamodb:BatchGetItem', 'dynamodb:UpdateItem', 'dynamodb:Query'], [currentState.statusTable.tableArn]),
-      // The status table matches `<name>-*` too: a fresh replay must never create, fill, scan or
-      // empty it, whatever table name it is given (the job refuses it as well).
+      // A status table named under the fresh prefix: a fresh replay must never create, fill, scan
+      // or empty it, whatever table name it is given (the job refuses it as well).
       new iam.PolicyStatement({ sid: 'NotTheStatusTable', effect: iam.Effect.DENY, actions: STATUS_TABLE_DENIED, resources: [currentState.statusTable.tableArn] }),
     ]);
     const erase = this.jobFunction('Erase', `${config.name}-erase`, 'erase', props.entries?.erase, jobProps, [
-      statement('RewriteRawAndQuarantine', ['s3:GetObject', 's3:PutObject', 's3:DeleteObject', 's3:DeleteObjectVersion'], [rawStore.objectsUnder(raw.prefix), rawStore.objectsUnder(raw.quarantinePrefix), rawStore.objectsUnder(jobs)]),
+      // Raw, quarantine, the jobs' runs, and the failed batches Lambda keeps under aws/lambda/: every copy of a key.
+      statement(
+        'RewriteRawAndQuarantine',
+        ['s3:GetObject', 's3:PutObject', 's3:DeleteObject', 's3:DeleteObjectVersion'],
+        [rawStore.objectsUnder(raw.prefix), rawStore.objectsUnder(raw.quarantinePrefix), rawStore.objectsUnder(jobs), rawStore.objectsUnder(config.replay.onFailurePrefix)],
+      ),
       statement('ListRawAndVersions', ['s3:ListBucket', 's3:ListBucketVersions'], [rawStore.bucket.bucketArn]),
       ...tableStatements(this, 'EraseItem', ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:DeleteItem'], targetNames),
       statement('Ledger', ['dynamodb:PutItem', 'dynamodb:Query'], [currentState.statusTable.tableArn]),
@@ -174,7 +204,11 @@ export class ReplayJobs extends Construct {
     const role = new iam.Role(this, `${id}Role`, { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'), description: `tidemark ${config.name} ${id.toLowerCase()} job` });
     logGroup.grantWrite(role);
     for (const s of statements) role.addToPrincipalPolicy(s);
-    if (props.encryptionKey) role.addToPrincipalPolicy(statement('UsePipelineKey', ['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey', 'kms:DescribeKey'], [props.encryptionKey.keyArn]));
+    // The ingest's key actions: GenerateDataKey to put S3 objects (manifests, results, rewritten raw),
+    // Decrypt to read raw and the ledger key secret. S3, DynamoDB and Secrets Manager encrypt with
+    // data keys, so no kms:Encrypt; kms:DescribeKey only where a table is created under the key
+    // (replay's CreateFreshTablesUnderPipelineKey).
+    if (props.encryptionKey) role.addToPrincipalPolicy(statement('UsePipelineKey', [...KEY_ACTIONS], [props.encryptionKey.keyArn]));
     this.ledgerKey.grantRead(role);
     // The bundle with the resolved config beside it (read by loadRuntimeConfig at cold start): the
     // config never travels in the environment, which Lambda caps at 4 KB.
@@ -228,6 +262,8 @@ export class ReplayJobs extends Construct {
       logs: { destination: logGroup, level: sfn.LogLevel.ALL, includeExecutionData: false },
       tracingEnabled: true,
     });
+    // Under `kms`, the definition and execution history under the pipeline key, as reconcile and snapshot.
+    if (props.encryptionKey) encryptStateMachine(machine, props.encryptionKey, name);
     fn.grantInvoke(machine);
     // A Distributed Map runs its iterations as child executions of the same state machine.
     const self = Stack.of(this).formatArn({ service: 'states', resource: 'stateMachine', resourceName: name, arnFormat: ArnFormat.COLON_RESOURCE_NAME });
@@ -249,7 +285,7 @@ export class ReplayJobs extends Construct {
     const { raw, replay, name } = props.config;
     const prefixes: [lambda.Function, string[]][] = [
       [this.replayFunction, [raw.prefix, replay.jobsPrefix, `${raw.prefix}spill/`]],
-      [this.eraseFunction, [raw.prefix, raw.quarantinePrefix, replay.jobsPrefix]],
+      [this.eraseFunction, [raw.prefix, raw.quarantinePrefix, replay.jobsPrefix, replay.onFailurePrefix]],
     ];
     for (const [fn, list] of prefixes) {
       const role = fn.role;
@@ -262,8 +298,8 @@ export class ReplayJobs extends Construct {
     const replayRole = this.replayFunction.role;
     if (replayRole) {
       Validations.of(replayRole).acknowledge({
-        id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:dynamodb:${region}:${account}:table/${name}-*]`,
-        reason: 'replay --into fresh:<table> creates and fills a table the operator names; it must start with the pipeline name.',
+        id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:dynamodb:${region}:${account}:table/${freshTablePrefix(name)}*]`,
+        reason: `replay --into fresh:<table> creates and fills a table the operator names; it must start with the reserved prefix "${freshTablePrefix(name)}", and the job reuses only a table tagged as its own.`,
       });
     }
   }

@@ -14,6 +14,7 @@ import { Command } from 'commander';
 import { runReplayLocally } from '../../bin/cli/replay.js';
 import { CollectingMetricSink, silentLog } from '../../functions/telemetry/sinks.js';
 import { parseConfig, type TidemarkConfig } from '../../lib/config/config.js';
+import { freshTablePrefix } from '../../functions/config/types.js';
 import { ingestDeps } from '../../functions/composition.js';
 import { processBatch } from '../../functions/ingest/process-batch.js';
 import type { JobContext } from '../../functions/replay/job.js';
@@ -68,7 +69,7 @@ export async function replayBench(target: Target, workload: Workload, base: Tide
   const deps = ingestDeps(config, target.clients, { metrics: new CollectingMetricSink(), log: silentLog });
   for (const batch of workload.batches) await processBatch(batch, deps);
   const ctx: JobContext = replayContext(config, target.clients, silentLog);
-  const cold = await run(ctx, 'cold', `fresh:${table.target}-cold`, table.source);
+  const cold = await run(ctx, 'cold', `fresh:${freshTablePrefix(config.name)}cold`, table.source);
   const warm = await run(ctx, 'warm', 'live', table.source);
   return {
     cold,

@@ -30,6 +30,8 @@ export interface FakeS3 {
   keys(): string[];
   /** Commands sent, as `Get key`, `Head key`, `List prefix`, … */
   readonly calls: string[];
+  /** Runs before every PUT and unversioned DELETE (then If-Match is checked): a concurrent writer's hook. */
+  onBeforeWrite(hook: ((command: 'Put' | 'Delete', key: string) => void) | undefined): void;
   restore(): void;
 }
 
@@ -38,8 +40,20 @@ class NoSuchKey extends Error {
   $metadata = { httpStatusCode: 404 };
 }
 
-/** `brokenDelimiter`: answer delimited listings with nothing, as s3rver does for nested keys. */
-export function fakeS3(options: { brokenDelimiter?: boolean } = {}): FakeS3 {
+/** What S3 answers a conditional write whose `If-Match` names another ETag than the current one. */
+class PreconditionFailed extends Error {
+  override name = 'PreconditionFailed';
+  $metadata = { httpStatusCode: 412 };
+}
+
+/** A version's ETag: its id, quoted (S3 quotes ETags too). */
+const etagOf = (id: string) => `"${id}"`;
+
+/**
+ * `brokenDelimiter`: answer delimited listings with nothing, as s3rver does for nested keys.
+ * `pageSize`: keys per ListObjectsV2 page (S3's is 1,000), with continuation tokens.
+ */
+export function fakeS3(options: { brokenDelimiter?: boolean; pageSize?: number } = {}): FakeS3 {
   const objects = new Map<string, Version[]>();
   const calls: string[] = [];
   let seq = 0;
@@ -56,23 +70,39 @@ export function fakeS3(options: { brokenDelimiter?: boolean } = {}): FakeS3 {
     list.push({ id: `v${++seq}`, body: typeof body === 'string' ? Buffer.from(body) : Buffer.from(body), metadata, modified: new Date() });
     objects.set(key, list);
   };
+  // A conditional request (If-Match) succeeds only against the key's current ETag, as S3's does.
+  const checkIfMatch = (key: string, ifMatch: string | undefined) => {
+    if (ifMatch === undefined) return;
+    const current = objects.get(key)?.at(-1);
+    if (!current) throw new NoSuchKey(`no such key ${key}`);
+    if (ifMatch !== '*' && ifMatch !== etagOf(current.id)) throw new PreconditionFailed(`If-Match ${ifMatch} is not the current ETag of ${key}`);
+  };
+  /** Runs before each PUT and DELETE: lets a test change an object between a read and its rewrite. */
+  let beforeWrite: ((command: 'Put' | 'Delete', key: string) => void) | undefined;
   mock.on(PutObjectCommand).callsFake((input) => {
     calls.push(`Put ${input.Key}`);
+    beforeWrite?.('Put', input.Key);
+    checkIfMatch(input.Key, input.IfMatch);
     put(input.Key, input.Body as Uint8Array, input.Metadata ?? {});
-    return { VersionId: objects.get(input.Key)?.at(-1)?.id };
+    const id = objects.get(input.Key)?.at(-1)?.id ?? '';
+    return { VersionId: id, ETag: etagOf(id) };
   });
   mock.on(GetObjectCommand).callsFake((input) => {
     calls.push(`Get ${input.Key}`);
     const v = latest(input.Key, input.VersionId);
-    return { Body: { transformToByteArray: async () => v.body }, Metadata: v.metadata, VersionId: v.id };
+    return { Body: { transformToByteArray: async () => v.body }, Metadata: v.metadata, VersionId: v.id, ETag: etagOf(v.id) };
   });
   mock.on(HeadObjectCommand).callsFake((input) => {
     calls.push(`Head ${input.Key}`);
     const v = latest(input.Key, input.VersionId);
-    return { Metadata: v.metadata, ContentLength: v.body.length, VersionId: v.id };
+    return { Metadata: v.metadata, ContentLength: v.body.length, VersionId: v.id, ETag: etagOf(v.id) };
   });
   mock.on(DeleteObjectCommand).callsFake((input) => {
     calls.push(`Delete ${input.Key} ${input.VersionId ?? ''}`.trim());
+    if (!input.VersionId) {
+      beforeWrite?.('Delete', input.Key);
+      checkIfMatch(input.Key, input.IfMatch);
+    }
     const list = objects.get(input.Key) ?? [];
     const kept = input.VersionId ? list.filter((v) => v.id !== input.VersionId) : [];
     if (kept.length > 0) objects.set(input.Key, kept);
@@ -96,7 +126,15 @@ export function fakeS3(options: { brokenDelimiter?: boolean } = {}): FakeS3 {
       }
       return { Contents: contents, CommonPrefixes: [...prefixes].map((p) => ({ Prefix: p })), IsTruncated: false };
     }
-    return { Contents: keys.map((k) => ({ Key: k, Size: latest(k).body.length, LastModified: latest(k).modified })), IsTruncated: false };
+    const from = input.ContinuationToken ? Number(input.ContinuationToken) : 0;
+    const size = Math.min(options.pageSize ?? 1000, input.MaxKeys ?? 1000);
+    const page = keys.slice(from, from + size);
+    const truncated = from + size < keys.length;
+    return {
+      Contents: page.map((k) => ({ Key: k, Size: latest(k).body.length, LastModified: latest(k).modified })),
+      IsTruncated: truncated,
+      ...(truncated ? { NextContinuationToken: String(from + size) } : {}),
+    };
   });
   mock.on(ListObjectVersionsCommand).callsFake((input) => {
     calls.push(`Versions ${input.Prefix ?? ''}`);
@@ -113,6 +151,9 @@ export function fakeS3(options: { brokenDelimiter?: boolean } = {}): FakeS3 {
     versions: (key) => objects.get(key) ?? [],
     keys: () => listing(''),
     calls,
+    onBeforeWrite: (hook) => {
+      beforeWrite = hook;
+    },
     restore: () => mock.restore(),
   };
 }

@@ -5,17 +5,21 @@
  * replays into the live or a fresh table never bring it back, while a later genuine change of the
  * same key still applies. s3rver does not implement bucket versioning (GET/PUT ?versioning and
  * ?versions answer NotImplemented): the summary says so, and the overwrite is the only copy.
+ * The copies outside raw are reached too: the event source mapping's on-failure objects lose the
+ * key's records, and `replay --from-dlq` leaves out what the ledger refuses. A key found nowhere is
+ * reported as not found and recorded only when its future arrivals are to be blocked.
  * Run with `node bin/with-loopback.mjs node --import tsx --test test/integration/erase.test.ts`.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { GetObjectCommand, HeadObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
+import { GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
 import { gunzipSync } from 'node:zlib';
 import { localDeps } from '../../bin/cli/context.js';
 import { runEraseLocally } from '../../bin/cli/erase.js';
 import { runReplayLocally } from '../../bin/cli/replay.js';
 import { getRow } from '../../bin/cli/state.js';
 import { parseConfig, type TableConfig, type TidemarkConfig } from '../../lib/config/config.js';
+import { freshTablePrefix } from '../../functions/config/types.js';
 import type { JsonObject, JsonValue } from '../../functions/core/json.js';
 import type { RawRecord } from '../../functions/core/normalize.js';
 import type { Log } from '../../functions/telemetry/sinks.js';
@@ -26,7 +30,13 @@ import { type IngestDeps, processBatch } from '../../functions/ingest/process-ba
 import type { JobContext } from '../../functions/replay/job.js';
 import { PgHistory, type PgEvent } from '../helpers/debezium.js';
 import { openTarget, type Target, uniqueConfig } from '../helpers/target.js';
-import { replayContext } from '../../functions/composition.js';
+import { ingestDeps, replayContext } from '../../functions/composition.js';
+import { buildStorage } from '../../functions/adapters/storage.js';
+import { BLOCK_ALL_POSITION } from '../../functions/adapters/erase-ledger.js';
+import { buildReplayEngine, ledgerViewFor, replayTables } from '../../functions/replay/deps.js';
+import { parseFailedBatchLines } from '../../functions/replay/dlq.js';
+import { replayFailedBatches } from '../../functions/replay/from-dlq.js';
+import { CollectingMetricSink } from '../../functions/telemetry/sinks.js';
 
 const base = parseConfig({
   name: 'erase',
@@ -141,12 +151,41 @@ describe(`erase on the integration target (${process.env.TIDEMARK_TARGET ?? 'emb
     assert.equal(ledger[0]?.position, history.events.find((e) => e.op === 'u' && e.key.id === 7)?.position);
   });
 
+  /** Lambda's S3 on-failure record of a Kinesis batch holding `records` (the shape of functions/replay/dlq.ts). */
+  const onFailureDoc = (records: readonly RawRecord[]) => ({
+    requestContext: { requestId: 'r', functionArn: 'arn:aws:lambda:us-east-1:000000000000:function:f', condition: 'RetryAttemptsExhausted', approximateInvokeCount: 3 },
+    responseContext: { statusCode: 200, executedVersion: '$LATEST', functionError: 'Unhandled' },
+    version: '1.0',
+    timestamp: new Date(now).toISOString(),
+    KinesisBatchInfo: {
+      shardId: 'shardId-000000000000',
+      startSequenceNumber: records[0]?.transport.sequence,
+      endSequenceNumber: records[records.length - 1]?.transport.sequence,
+      approximateArrivalOfFirstRecord: new Date(now).toISOString(),
+      approximateArrivalOfLastRecord: new Date(now).toISOString(),
+      batchSize: records.length,
+      streamArn: 'arn:aws:kinesis:us-east-1:000000000000:stream/erase-cdc',
+    },
+    payload: JSON.stringify({
+      Records: records.map((r) => ({
+        kinesis: { kinesisSchemaVersion: '1.0', partitionKey: 'p', sequenceNumber: r.transport.sequence, data: Buffer.from(r.value ?? []).toString('base64'), approximateArrivalTimestamp: r.transport.arrivalTime / 1000 },
+        eventSource: 'aws:kinesis',
+        eventVersion: '1.0',
+        eventID: `shardId-000000000000:${r.transport.sequence}`,
+        eventName: 'aws:kinesis:record',
+        invokeIdentityArn: 'arn:aws:iam::000000000000:role/x',
+        awsRegion: 'us-east-1',
+        eventSourceARN: 'arn:aws:kinesis:us-east-1:000000000000:stream/erase-cdc',
+      })),
+    }),
+  });
+
   it('replays never bring the erased key back, into live or fresh', async () => {
     process.env.TIDEMARK_ERASE_KEY = ENV.TIDEMARK_ERASE_KEY;
     const ctx: JobContext = replayContext(config, target.clients, quiet, ENV);
     const live = await runReplayLocally(ctx, { runId: 'rl', tables: ['public.customers'], into: 'live', now });
     assert.equal((live.summary as { tally: { erased: number } }).tally.erased, 0, 'raw no longer holds the key');
-    const fresh = `${customers.target}-rebuilt`;
+    const fresh = `${freshTablePrefix(config.name)}rebuilt`;
     await runReplayLocally(ctx, { runId: 'rf', tables: ['public.customers'], into: `fresh:${fresh}`, now });
     assert.equal(await getRow(target.clients.dynamodb, { ...customers, target: fresh }, { id: 7 }), null);
   });
@@ -166,5 +205,67 @@ describe(`erase on the integration target (${process.env.TIDEMARK_TARGET ?? 'emb
     assert.equal((r2.summary as { tally: { erased: number } }).tally.erased, 1);
     const row = (await getRow(target.clients.dynamodb, customers, { id: 7 })) as JsonObject;
     assert.equal(row.name, 'New Ada');
+  });
+
+  it('erases the key from the on-failure objects, and replay --from-dlq leaves out what the ledger refuses (issue 20, item 3)', async () => {
+    const ctx: EraseContext = { config, clients: target.clients, log: quiet, env: ENV };
+    const mine = history.emit('customers', 'c', { id: 8 }, { name: 'Bea', email: 'bea@example.com' });
+    const other = history.emit('customers', 'c', { id: 9 }, { name: 'Cy' });
+    const failed = recordsOf([mine, other]);
+    const objectKey = `${config.replay.onFailurePrefix}mapping-uuid/shardId-000000000000/2026/11/30/failed-1`;
+    await target.clients.s3.send(new PutObjectCommand({ Bucket: config.raw.bucket, Key: objectKey, Body: JSON.stringify(onFailureDoc(failed)) }));
+    assert.deepEqual((await processBatch(recordsOf([mine]), deps)).batchItemFailures, []);
+    const requestKey = await submitErase(ctx, 'erase-8', { table: 'public.customers', key: { id: 8 }, reason: 'test request 8' });
+    const s = (await runEraseLocally(ctx, { runId: 'erase-8', requestKey })).summary as Record<string, JsonValue>;
+    assert.equal(s.found, true);
+    assert.equal(s.onFailureRecordsRemoved, 1);
+    const got = await target.clients.s3.send(new GetObjectCommand({ Bucket: config.raw.bucket, Key: objectKey }));
+    const text = Buffer.from((await got.Body?.transformToByteArray()) ?? []).toString('utf8');
+    assert.ok(!text.includes(Buffer.from(mine.value).toString('base64')), 'the key’s record is gone from the failed batch');
+    assert.ok(text.includes(Buffer.from(other.value).toString('base64')), 'the other record stays');
+    // A copy of the key's record elsewhere (a local on-failure file): re-ingest refuses it by the ledger.
+    const { batches } = parseFailedBatchLines(JSON.stringify(onFailureDoc(recordsOf([mine, other]))), 'on-failure.jsonl');
+    const ledger = await ledgerViewFor(config, target.clients.dynamodb, ['public.customers'], ENV);
+    assert.ok(ledger, 'the ledger holds the erasure');
+    const engine = buildReplayEngine(buildStorage(config, target.clients), { tables: replayTables(config, ['public.customers'], { kind: 'live' }), target: { kind: 'live' }, ledger, log: quiet });
+    const ingest = ingestDeps(config, target.clients, { metrics: new CollectingMetricSink(), log: quiet });
+    const report = await replayFailedBatches(batches.map((batch) => ({ batch })), { config, s3: target.clients.s3, ingest, engine, ledger });
+    assert.equal(report.erased, 1);
+    assert.equal(report.failedBatches, 0);
+    assert.equal((await getRow(target.clients.dynamodb, customers, { id: 8 }))?.name, undefined, 'key 8 stays erased');
+    assert.equal((await getRow(target.clients.dynamodb, customers, { id: 9 }))?.name, 'Cy');
+    const landed = (await rawLines()).flatMap((o) => o.lines);
+    assert.ok(!landed.some((l) => l.keyId === '["8"]'), 'the refused record did not land in raw again');
+  });
+
+  it('erasing a key found nowhere says so and records nothing; with blockFuture it is recorded and its arrivals refused (issue 20, item 18)', async () => {
+    const ctx: EraseContext = { config, clients: target.clients, log: quiet, env: ENV };
+    const ledgerStore = new EraseLedger(target.clients.dynamodb, config.statusTable, config.name);
+    const before = (await ledgerStore.list()).length;
+    const r1 = await submitErase(ctx, 'erase-none', { table: 'public.customers', key: { id: 999 }, reason: 'never existed' });
+    const none = (await runEraseLocally(ctx, { runId: 'erase-none', requestKey: r1 })).summary as Record<string, JsonValue>;
+    assert.equal(none.found, false);
+    assert.equal(none.ledgerRecorded, false);
+    assert.equal(none.itemDeleted, false);
+    assert.equal(none.versioning, null, 'nothing was rewritten, so nothing says whether the bucket keeps versions');
+    assert.equal((await ledgerStore.list()).length, before, 'no ledger entry');
+    assert.equal(await getRow(target.clients.dynamodb, customers, { id: 999 }), null, 'no tombstone either');
+
+    const r2 = await submitErase(ctx, 'erase-block', { table: 'public.customers', key: { id: 998 }, reason: 'do not process', blockFuture: true });
+    const blocked = (await runEraseLocally(ctx, { runId: 'erase-block', requestKey: r2 })).summary as Record<string, JsonValue>;
+    assert.equal(blocked.found, false);
+    assert.equal(blocked.ledgerRecorded, true);
+    assert.equal(blocked.blocked, true);
+    assert.equal(blocked.ledgerPosition, BLOCK_ALL_POSITION);
+    const tomb = await getRow(target.clients.dynamodb, customers, { id: 998 });
+    assert.equal(tomb?.__deleted, true);
+    assert.equal(tomb?.__expiresAt, undefined, 'the blocking tombstone never expires');
+    // A first arrival of the key: ingest's guard refuses it, and so does the ledger on replay.
+    const arrival = history.emit('customers', 'c', { id: 998 }, { name: 'Late' });
+    const res = await processBatch(recordsOf([arrival]), deps);
+    assert.deepEqual(res.batchItemFailures, []);
+    assert.equal((await getRow(target.clients.dynamodb, customers, { id: 998 }))?.name, undefined);
+    const view = await ledgerViewFor(config, target.clients.dynamodb, ['public.customers'], ENV);
+    assert.equal(view?.blocks('public.customers', '["998"]', arrival.position), true);
   });
 });

@@ -5,7 +5,8 @@
  * - an already-applied window costs read units only: 0 write requests, 0 write units, with the
  *   read units DynamoDB Local reports for the pre-read (0.5 per key, eventually consistent);
  * - lost and regressed rows are restored to the fold of the history;
- * - a fresh table gets the same key schema and the same rows (full diff);
+ * - a fresh table gets the same key schema and the same rows (full diff), under the reserved
+ *   prefix `<pipeline>-fresh-` only, and no other run may fill it;
  * - a live replay reaching past the tombstone horizon is refused unless forced;
  * - the dry run says per key what a real run would do;
  * - `--from-dlq`: whole failed batches in the local on-failure file are re-ingested (raw, then
@@ -21,6 +22,7 @@ import { localDeps } from '../../bin/cli/context.js';
 import { runReplayLocally } from '../../bin/cli/replay.js';
 import { getRow } from '../../bin/cli/state.js';
 import { parseConfig, type TableConfig, type TidemarkConfig } from '../../lib/config/config.js';
+import { freshTablePrefix } from '../../functions/config/types.js';
 import type { JsonObject, JsonValue } from '../../functions/core/json.js';
 import { stringifyJson } from '../../functions/core/json.js';
 import type { RawRecord } from '../../functions/core/normalize.js';
@@ -147,7 +149,7 @@ describe(`replay on the integration target (${process.env.TIDEMARK_TARGET ?? 'em
   });
 
   it('rebuilds a fresh table with the same key schema, verified by a full diff', async () => {
-    const fresh = `${customers.target}-v2`;
+    const fresh = `${freshTablePrefix(config.name)}customers`;
     const out = await runReplayLocally(ctx, request({ tables: ['public.customers'], into: `fresh:${fresh}` }));
     const t = tally(out);
     assert.equal(t.applied, 30, 'every key written once, deletes as tombstones');
@@ -157,6 +159,21 @@ describe(`replay on the integration target (${process.env.TIDEMARK_TARGET ?? 'em
     const verify = out.verify as { diff: { counts: Record<string, number> }; steps: string[] };
     assert.deepEqual(verify.diff.counts, { same: 25, onlyLive: 0, onlyFresh: 0, liveNewer: 0, freshNewer: 0, conflict: 0 });
     assert.match(verify.steps.join('\n'), /set tables\[source=public\.customers\]\.target to/);
+    const describe = async (name: string) => (await target.clients.dynamodb.send(new DescribeTableCommand({ TableName: name }))).Table;
+    assert.equal((await describe(fresh))?.DeletionProtectionEnabled ?? false, (await describe(customers.target))?.DeletionProtectionEnabled ?? false, 'deletion protection as live');
+  });
+
+  it('refuses to fill a fresh table another run created, and any name outside <pipeline>-fresh-', async () => {
+    const fresh = `${freshTablePrefix(config.name)}customers`;
+    const before = await getRow(target.clients.dynamodb, { ...customers, target: fresh }, { id: 11 });
+    assert.ok(before, 'the rebuild of the test above');
+    await target.clients.dynamodb.send(new DeleteItemCommand({ TableName: fresh, Key: keyAttributes(customers, { id: 11 }) }));
+    // Another run, same table: refused (its tags name the run that created it, or cannot be read at all).
+    await assert.rejects(runReplayLocally(ctx, request({ tables: ['public.customers'], into: `fresh:${fresh}` })), /FreshTableError[\s\S]*a fresh replay fills only a table it created/);
+    assert.equal(await getRow(target.clients.dynamodb, { ...customers, target: fresh }, { id: 11 }), null, 'nothing written');
+    // A live table of the pipeline that the old `<name>-*` rule would have let a rebuild fill.
+    await assert.rejects(runReplayLocally(ctx, request({ tables: ['public.customers'], into: `fresh:${config.tables[1]?.target}` })), /live target table|must be named/);
+    await assert.rejects(runReplayLocally(ctx, request({ tables: ['public.customers'], into: `fresh:${config.name}-elsewhere` })), /must be named .*-fresh-<suffix>/);
   });
 
   it('refuses a live replay reaching past the tombstone horizon, unless forced; judged by landing time', async () => {
@@ -200,7 +217,7 @@ describe(`replay on the integration target (${process.env.TIDEMARK_TARGET ?? 'em
     await ingest([event], now - 30_000);
     const orders = config.tables[1] as TableConfig;
     assert.equal(await getRow(target.clients.dynamodb, orders, { order_id: 1 }), null, 'ingest swept the live table');
-    const fresh = `${orders.target}-v2`;
+    const fresh = `${freshTablePrefix(config.name)}orders`;
     const out = await runReplayLocally(ctx, request({ tables: ['public.orders'], into: `fresh:${fresh}` }));
     assert.equal(tally(out).truncates, 1);
     for (let id = 1; id <= 10; id++) assert.equal(await getRow(target.clients.dynamodb, { ...orders, target: fresh }, { order_id: id }), null, `order ${id}`);
@@ -216,7 +233,7 @@ describe(`replay on the integration target (${process.env.TIDEMARK_TARGET ?? 'em
     const descriptor = { version: '1.0', KinesisBatchInfo: { shardId: shard, startSequenceNumber: seqs[0], endSequenceNumber: seqs[1], batchSize: 2, streamArn: `arn:aws:kinesis:us-east-1:000000000000:stream/${streamNameOf(config)}` } };
     const { batches } = parseFailedBatchLines(JSON.stringify(descriptor), 'sqs');
     const engine = buildReplayEngine(buildStorage(config, target.clients), { tables: replayTables(config, ['public.customers', 'public.orders'], { kind: 'live' }), target: { kind: 'live' }, ledger: null, log: quiet });
-    const report = await replayFailedBatches(batches.map((batch) => ({ batch })), { config, s3: target.clients.s3, ingest: deps, engine, kinesis: target.clients.kinesis });
+    const report = await replayFailedBatches(batches.map((batch) => ({ batch })), { config, s3: target.clients.s3, ingest: deps, engine, ledger: null, kinesis: target.clients.kinesis });
     assert.equal(report.fromStream, 2);
     assert.equal(report.missing, 0);
     assert.equal(report.failedBatches, 0);
@@ -264,7 +281,7 @@ describe(`replay on the integration target (${process.env.TIDEMARK_TARGET ?? 'em
     const { batches, problems } = parseFailedBatchLines(file, 'on-failure.jsonl');
     assert.deepEqual(problems, []);
     const engine = buildReplayEngine(buildStorage(config, target.clients), { tables: replayTables(config, ['public.customers', 'public.orders'], { kind: 'live' }), target: { kind: 'live' }, ledger: null, log: quiet });
-    const report = await replayFailedBatches(batches.map((batch) => ({ batch })), { config, s3: target.clients.s3, ingest: deps, engine });
+    const report = await replayFailedBatches(batches.map((batch) => ({ batch })), { config, s3: target.clients.s3, ingest: deps, engine, ledger: null });
     assert.equal(report.reingested, 1);
     assert.equal(report.fromRaw, 1);
     assert.equal(report.missing, 0);

@@ -8,6 +8,7 @@
  *   functions/config      the resolved config's types, its loader        core
  *   functions/telemetry   the telemetry contract and sinks                core, config
  *   functions/adapters    AWS I/O and the bucket layout                   core, config, telemetry
+ *   functions/sql         the jobs' SQL: schemas, statements, dialects     core, config
  *   functions/<use case>  ingest, replay, erase, jobs                     the above (replay → ingest: on-failure batches re-ingest)
  *   functions/ handlers   entries, handler(s).ts, composition.ts          any of functions/
  *   lib/                  constructs and the build-time config            functions/ below use cases
@@ -20,7 +21,7 @@ import { describe, it } from 'node:test';
 import { PACKAGE_ROOT } from '../../lib/defaults.js';
 
 const USE_CASES = ['ingest', 'replay', 'erase', 'jobs'] as const;
-type Layer = 'core' | 'config' | 'telemetry' | 'adapters' | (typeof USE_CASES)[number] | 'handlers' | 'lib' | 'tooling';
+type Layer = 'core' | 'config' | 'telemetry' | 'adapters' | 'sql' | (typeof USE_CASES)[number] | 'handlers' | 'lib' | 'tooling';
 
 /** What each layer may import, besides itself. */
 const MAY_IMPORT: Readonly<Record<Layer, readonly Layer[]>> = {
@@ -28,14 +29,16 @@ const MAY_IMPORT: Readonly<Record<Layer, readonly Layer[]>> = {
   config: ['core'],
   telemetry: ['core', 'config'],
   adapters: ['core', 'config', 'telemetry'],
+  // Pure string builders and schemas: what the use cases, handlers, the CDK and tooling render and run.
+  sql: ['core', 'config'],
   ingest: ['core', 'config', 'telemetry', 'adapters'],
   // `replay --from-dlq` puts whole failed batches through the ingest path itself.
-  replay: ['core', 'config', 'telemetry', 'adapters', 'ingest'],
-  erase: ['core', 'config', 'telemetry', 'adapters'],
-  jobs: ['core', 'config', 'telemetry', 'adapters'],
-  handlers: ['core', 'config', 'telemetry', 'adapters', 'ingest', 'replay', 'erase', 'jobs'],
-  lib: ['core', 'config', 'telemetry', 'adapters'],
-  tooling: ['core', 'config', 'telemetry', 'adapters', 'ingest', 'replay', 'erase', 'jobs', 'handlers', 'lib'],
+  replay: ['core', 'config', 'telemetry', 'adapters', 'sql', 'ingest'],
+  erase: ['core', 'config', 'telemetry', 'adapters', 'sql'],
+  jobs: ['core', 'config', 'telemetry', 'adapters', 'sql'],
+  handlers: ['core', 'config', 'telemetry', 'adapters', 'sql', 'ingest', 'replay', 'erase', 'jobs'],
+  lib: ['core', 'config', 'telemetry', 'adapters', 'sql'],
+  tooling: ['core', 'config', 'telemetry', 'adapters', 'sql', 'ingest', 'replay', 'erase', 'jobs', 'handlers', 'lib'],
 };
 
 /** Packages the Lambda runtime (functions/) must never import: infrastructure, build-time validation, CLI. */
@@ -50,7 +53,7 @@ export function layerOf(file: string): Layer {
   const folder = parts[1] as string;
   const name = parts[parts.length - 1] ?? '';
   if ((USE_CASES as readonly string[]).includes(folder)) return name === 'handler.ts' || name === 'handlers.ts' ? 'handlers' : (folder as Layer);
-  if (folder === 'core' || folder === 'config' || folder === 'telemetry' || folder === 'adapters') return folder;
+  if (folder === 'core' || folder === 'config' || folder === 'telemetry' || folder === 'adapters' || folder === 'sql') return folder;
   return 'handlers';
 }
 
@@ -119,15 +122,17 @@ describe('import layers', () => {
       ...importsOf('functions/ingest/apply.ts', "import { ingestDeps } from '../composition.js';\n"),
       ...importsOf('lib/history.ts', "import { x } from '../bin/cli/main.js';\n"),
       ...importsOf('functions/config/runtime.ts', "import { z } from 'zod';\n"),
+      ...importsOf('functions/sql/dialect.ts', "import { RawStore } from '../adapters/raw-store.js';\n"),
       ...importsOf('functions/ingest.ts', "import type { Stack } from 'aws-cdk-lib';\nimport { App } from 'aws-cdk-lib';\n"),
     ];
     assert.deepEqual(violations(injected), [
       'functions/core/plan.ts imports ../adapters/dynamo-writer.js: core may import only core, not adapters',
       'functions/adapters/raw-store.ts imports ../ingest/concurrency.js: adapters may import only adapters, core, config, telemetry, not ingest',
-      'functions/erase/erase.ts imports ../replay/job.js: erase may import only erase, core, config, telemetry, adapters, not replay',
+      'functions/erase/erase.ts imports ../replay/job.js: erase may import only erase, core, config, telemetry, adapters, sql, not replay',
       'functions/ingest/apply.ts imports ../composition.js: ingest may import only ingest, core, config, telemetry, adapters, not handlers',
-      'lib/history.ts imports ../bin/cli/main.js: lib may import only lib, core, config, telemetry, adapters, not tooling',
+      'lib/history.ts imports ../bin/cli/main.js: lib may import only lib, core, config, telemetry, adapters, sql, not tooling',
       'functions/config/runtime.ts imports zod: the Lambda runtime must not carry zod',
+      'functions/sql/dialect.ts imports ../adapters/raw-store.js: sql may import only sql, core, config, not adapters',
       'functions/ingest.ts imports aws-cdk-lib: the Lambda runtime must not carry aws-cdk-lib',
     ]);
   });

@@ -192,7 +192,7 @@ describe(`a pipeline of ${TABLES} tables (MSK, one topic per table)`, () => {
     for (const [role, doc] of touching) {
       for (const t of tables) assert.ok(doc.includes(`:table/${t.target}"`), `${role} is granted ${t.target}`);
       const wildcards = [...doc.matchAll(/:table\/([^"]*\*[^"]*)"/g)].map((m) => m[1]);
-      assert.deepEqual([...new Set(wildcards)], role.includes('ReplayRole') ? ['shop-*'] : [], `${role}: table wildcards`);
+      assert.deepEqual([...new Set(wildcards)], role.includes('ReplayRole') ? ['shop-fresh-*'] : [], `${role}: table wildcards`);
     }
   });
 });

@@ -9,7 +9,7 @@ import { gunzipSync, gzipSync } from 'node:zlib';
 import { DynamoDBClient, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { parseConfig } from '../../../../lib/config/config.js';
-import { abandonErase, type EraseContext, findEraseObjects, mentionsKey, rewriteEraseBatch, submitErase } from '../../../../functions/erase/erase.js';
+import { abandonErase, type EraseContext, erasePrefix, findEraseObjects, finishErase, mentionsKey, rewriteEraseBatch, submitErase } from '../../../../functions/erase/erase.js';
 import { keyFilterMetadata } from '../../../../functions/core/key-filter.js';
 import { readFixture } from '../../../helpers/messages.js';
 import { type FakeS3, fakeS3 } from '../../../helpers/fake-s3.js';
@@ -127,5 +127,40 @@ describe('erase on a versioned store', () => {
     assert.equal(mentionsKey(msg, { id: 42 }, 'public.orders'), false);
     assert.equal(mentionsKey('{"source":{"table":"customers"},"after":{"id":"42"}}', { id: 42 }, 'public.customers'), true);
     assert.equal(mentionsKey('{"after":{"id":42}}', { id: 42 }, null), true, 'a line that names its table is matched on the key alone');
+    assert.equal(mentionsKey('{"after":{"id": 42.5}}', { id: 42 }, null), false, 'a longer number is another value');
+    assert.equal(mentionsKey('{"after":{"id" :\n "42"}}', { id: 42 }, null), true);
+    assert.equal(mentionsKey('{"after":{"id":"42x"}}', { id: 42 }, null), false);
+    assert.equal(mentionsKey('{"a":{"name":"a.b(c)*"}}', { name: 'a.b(c)*' }, null), true, 'values are matched as text, never as a pattern');
+  });
+
+  it('matches in time linear in the text: a 2 MB quarantine line of repeated column names', () => {
+    const text = `{${'"id":4,'.repeat(300_000)}"id":42}`;
+    const started = process.hrtime.bigint();
+    assert.equal(mentionsKey(text, { id: 42 }, null), true);
+    assert.equal(mentionsKey(text, { id: 43 }, null), false);
+    const ms = Number(process.hrtime.bigint() - started) / 1e6;
+    assert.ok(ms < 2_000, `${ms} ms`);
+  });
+
+  it('finish adds up every page of the rewrite results, and says when the key was found nowhere (issue 20, items 7 and 18)', async () => {
+    s3 = fakeS3({ pageSize: 100 });
+    const ctx: EraseContext = { config, clients: { s3: s3.client, dynamodb: ledgerDynamo() }, log: quiet, env };
+    const requestKey = await submitErase(ctx, 'e3', { table: 'public.customers', key: { id: 42 }, reason: 'unit' });
+    const result = { objectsRead: 1, objectsRewritten: 1, objectsDeleted: 0, falsePositives: 0, linesRemoved: 1, otherRowsRemoved: 0, versionsDeleted: 0, contended: 0, versioning: true, maxPosition: '05' };
+    for (let b = 0; b < 250; b++) s3.put(`${erasePrefix(config, 'e3')}results/${String(b).padStart(6, '0')}.json`, JSON.stringify({ batch: b, ...result }));
+    const begin = { keyHash: 'h', table: 'public.customers', storedPosition: '04', itemFound: true, itemDeleted: true };
+    const summary = await finishErase(ctx, { runId: 'e3', requestKey, begin, find: { objects: 250, candidates: 250 } });
+    assert.equal(summary.objectsRead, 250, 'three pages of results, all counted');
+    assert.equal(summary.linesRemoved, 250);
+    assert.equal(summary.found, true);
+    assert.equal(summary.ledgerPosition, '05');
+    assert.ok(!s3.keys().includes(requestKey), 'the request is gone');
+
+    const none = await submitErase(ctx, 'e4', { table: 'public.customers', key: { id: 7 }, reason: 'unit' });
+    const nothing = await finishErase(ctx, { runId: 'e4', requestKey: none, begin: { ...begin, storedPosition: null, itemFound: false, itemDeleted: false }, find: { objects: 0, candidates: 0 } });
+    assert.equal(nothing.found, false);
+    assert.equal(nothing.ledgerRecorded, false);
+    assert.equal(nothing.ledgerPosition, '');
+    assert.equal(nothing.versioning, null);
   });
 });

@@ -79,9 +79,26 @@ describe('replay safety', () => {
   });
 
   it('parses --into', () => {
-    assert.deepEqual(parseTarget('live'), { kind: 'live' });
-    assert.deepEqual(parseTarget('fresh:shop-orders-v2'), { kind: 'fresh', target: 'shop-orders-v2' });
-    assert.throws(() => parseTarget('fresh:'), ReplayRefusedError);
-    assert.throws(() => parseTarget('elsewhere'), /--into/);
+    assert.deepEqual(parseTarget('live', 'shop'), { kind: 'live' });
+    assert.deepEqual(parseTarget('fresh:shop-fresh-orders', 'shop'), { kind: 'fresh', target: 'shop-fresh-orders' });
+    assert.throws(() => parseTarget('fresh:', 'shop'), ReplayRefusedError);
+    assert.throws(() => parseTarget('elsewhere', 'shop'), /--into/);
+  });
+
+  it('accepts a fresh table only under the reserved prefix <pipeline>-fresh-, so no other table of the account can be named', () => {
+    // Tables the old `<pipeline>-*` rule let through: another pipeline's, or an unrelated one that shares the name's start.
+    for (const name of ['shop-payments', 'shop-eu-customers', 'shop-fresh-', 'shopfresh-orders', 'other-fresh-orders', 'shop-status']) {
+      assert.throws(() => parseTarget(`fresh:${name}`, 'shop'), (e: unknown) => e instanceof ReplayRefusedError && /must be named shop-fresh-<suffix>/.test(e.message), name);
+    }
+    assert.throws(() => parseTarget('fresh:shop-fresh-orders@', 'shop'), ReplayRefusedError);
+  });
+
+  it('reads fresh:<table>@<run> as the continuation of the rebuild that run created', () => {
+    assert.deepEqual(parseTarget('fresh:shop-fresh-orders@replay-20261130T060000-a1b2c3', 'shop'), {
+      kind: 'fresh',
+      target: 'shop-fresh-orders',
+      createdBy: 'replay-20261130T060000-a1b2c3',
+    });
+    assert.throws(() => parseTarget('fresh:shop-payments@replay-1', 'shop'), /must be named shop-fresh-<suffix>/);
   });
 });

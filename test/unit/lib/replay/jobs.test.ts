@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Match, type Template } from 'aws-cdk-lib/assertions';
 import { replayTables } from '../../../../functions/replay/deps.js';
-import { STATUS_TABLE_DENIED } from '../../../../lib/replay/jobs.js';
+import { FRESH_TABLE_ACTIONS, STATUS_TABLE_DENIED } from '../../../../lib/replay/jobs.js';
 import { templateOf, testConfig } from '../fixtures/stack.js';
 
 type Statement = { Action: string | string[]; Sid?: string; Resource: unknown };
@@ -38,11 +38,28 @@ describe('ReplayJobs construct', () => {
     for (const a of ['s3:DeleteObject', 's3:DeleteObjectVersion', 'dynamodb:DeleteTable']) assert.equal(replay.has(a), false, a);
     for (const a of ['s3:DeleteObject', 's3:DeleteObjectVersion', 's3:ListBucketVersions', 'dynamodb:DeleteItem']) assert.ok(erase.has(a), a);
     for (const a of ['dynamodb:CreateTable', 'dynamodb:DeleteTable', 'dynamodb:Scan']) assert.equal(erase.has(a), false, a);
-    const fresh = statementsOf(template, 'PipelineReplayReplayRole').find((s) => s.Sid === 'CreateFreshTables');
-    assert.match(JSON.stringify(fresh?.Resource), /table\/shop-\*/);
   });
 
-  it('denies replay every call on the status table (which matches shop-*) but the watermark and ledger ones', () => {
+  it('scopes every fresh-table grant to the reserved prefix shop-fresh-*, with tagging, tag reads and PITR, and no table deletion', () => {
+    const statements = statementsOf(template, 'PipelineReplayReplayRole');
+    const fresh = statements.find((s) => s.Sid === 'CreateFreshTables');
+    assert.ok(fresh, 'the fresh-table statement');
+    assert.equal(JSON.stringify(fresh.Resource).match(/table\/[^"]*/g)?.join(' '), 'table/shop-fresh-*', 'one resource, under the reserved prefix');
+    const freshActions = new Set(fresh.Action as string[]);
+    for (const a of [...FRESH_TABLE_ACTIONS, 'dynamodb:PutItem', 'dynamodb:Scan']) assert.ok(freshActions.has(a), a);
+    for (const a of ['dynamodb:TagResource', 'dynamodb:ListTagsOfResource', 'dynamodb:UpdateContinuousBackups']) assert.ok(FRESH_TABLE_ACTIONS.includes(a), a);
+    assert.equal(freshActions.has('dynamodb:DeleteTable') || freshActions.has('dynamodb:UntagResource'), false);
+    // No other statement names a table by wildcard: shop-* (which matched shop-payments) is gone.
+    const wildcards = statements.flatMap((s) => JSON.stringify(s.Resource).match(/table\/[^"]*\*/g) ?? []);
+    assert.deepEqual([...new Set(wildcards)], ['table/shop-fresh-*']);
+    // What a fresh table copies of the live ones: DescribeTable and DescribeContinuousBackups, on the live tables by name.
+    const live = statements.filter((s) => s.Sid?.startsWith('GuardedReplayWrites'));
+    assert.ok(live.length > 0);
+    for (const s of live) for (const a of ['dynamodb:DescribeTable', 'dynamodb:DescribeContinuousBackups']) assert.ok((s.Action as string[]).includes(a), a);
+    assert.equal(statements.some((s) => JSON.stringify(s.Action).includes('kms:')), false, 'no key grants under aws-managed encryption');
+  });
+
+  it('denies replay every call on the status table (a configured name may fall under shop-fresh-) but the watermark and ledger ones', () => {
     const statements = statementsOf(template, 'PipelineReplayReplayRole');
     const deny = statements.find((s) => s.Sid === 'NotTheStatusTable') as (Statement & { Effect?: string }) | undefined;
     assert.equal(deny?.Effect, 'Deny');
@@ -51,7 +68,16 @@ describe('ReplayJobs construct', () => {
     const allowedOnStatus = statements.find((s) => s.Sid === 'WatermarksAndLedger');
     assert.ok(allowedOnStatus, 'the watermark and ledger statement');
     for (const a of allowedOnStatus.Action as string[]) assert.equal(STATUS_TABLE_DENIED.includes(a), false, `${a} stays allowed on the status table`);
-    for (const a of ['dynamodb:PutItem', 'dynamodb:Scan', 'dynamodb:CreateTable', 'dynamodb:DeleteItem']) assert.ok(STATUS_TABLE_DENIED.includes(a), a);
+    for (const a of ['dynamodb:PutItem', 'dynamodb:Scan', 'dynamodb:DeleteItem', ...FRESH_TABLE_ACTIONS]) assert.ok(STATUS_TABLE_DENIED.includes(a), a);
+  });
+
+  it('a status table named under the fresh prefix is still denied to replay, and refused by the job', () => {
+    const config = testConfig({ statusTable: 'shop-fresh-status' });
+    const t = templateOf(config);
+    const deny = statementsOf(t, 'PipelineReplayReplayRole').find((s) => s.Sid === 'NotTheStatusTable') as (Statement & { Effect?: string }) | undefined;
+    assert.equal(deny?.Effect, 'Deny');
+    assert.match(JSON.stringify(deny?.Resource), /StatusTable/);
+    assert.throws(() => replayTables(config, [config.tables[0]?.source as string], { kind: 'fresh', target: 'shop-fresh-status' }), /status table; name a new table/);
   });
 
   it('refuses a fresh replay into the status table or a live target, whatever the IAM policy allows', () => {
@@ -59,7 +85,8 @@ describe('ReplayJobs construct', () => {
     const source = config.tables[0]?.source as string;
     assert.throws(() => replayTables(config, [source], { kind: 'fresh', target: config.statusTable }), /status table; name a new table/);
     assert.throws(() => replayTables(config, [source], { kind: 'fresh', target: config.tables[0]?.target as string }), /live target table/);
-    assert.equal(replayTables(config, [source], { kind: 'fresh', target: `${config.name}-rebuild` }).get(source)?.target, `${config.name}-rebuild`);
+    assert.throws(() => replayTables(config, [source], { kind: 'fresh', target: `${config.name}-rebuild` }), /must be named shop-fresh-<suffix>/);
+    assert.equal(replayTables(config, [source], { kind: 'fresh', target: `${config.name}-fresh-rebuild` }).get(source)?.target, `${config.name}-fresh-rebuild`);
   });
 
   it('with a Secrets Manager ledger key: GetSecretValue on that one secret, no extension layer', () => {

@@ -1,0 +1,190 @@
+/**
+ * The copies of a key outside raw that erase reaches: quarantine lines (original bytes that did not
+ * normalize), the event source mapping's on-failure objects (whole failed batches, under
+ * `aws/lambda/`), and spilled rows. Each object is rewritten under `If-Match` (conditional-rewrite.ts),
+ * so two erasures of keys sharing an object cannot undo each other, and its older versions are
+ * deleted.
+ *
+ * Costs are bounded by what those prefixes hold, never by raw's history: quarantine expires after
+ * `raw.quarantineRetentionDays`, on-failure objects exist only for batches Lambda gave up on (each
+ * one alarmed), spilled rows are listed by the key's own prefix.
+ */
+import { DeleteObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
+import { promisify } from 'node:util';
+import { gunzip, gzip } from 'node:zlib';
+import type { TableConfig, TidemarkConfig } from '../config/types.js';
+import type { JsonObject } from '../core/json.js';
+import { isLosslessNumber } from '../core/json.js';
+import { Normalizer, type RawRecord } from '../core/normalize.js';
+import { rewriteIfUnchanged } from '../adapters/conditional-rewrite.js';
+import { withoutRecords } from '../adapters/on-failure.js';
+import { spillPrefixes } from '../adapters/raw-layout.js';
+
+const gzipAsync = promisify(gzip);
+const gunzipAsync = promisify(gunzip);
+
+/** The key being erased: its table, canonical text, normalized columns and keyed hash. */
+export interface ErasedKey {
+  readonly table: TableConfig;
+  readonly canonical: string;
+  readonly columns: JsonObject;
+  readonly hash: string;
+}
+
+/** Deletes every version of `key` but `keep` (see erase.ts); null when the store has no versions. */
+export type DeleteVersions = (s3: S3Client, bucket: string, key: string, keep: string | undefined, all?: boolean) => Promise<number | null>;
+
+/** Every object key under a prefix, page by page. */
+export async function* listPrefix(s3: S3Client, bucket: string, prefix: string): AsyncGenerator<string> {
+  let token: string | undefined;
+  do {
+    const page = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }));
+    for (const o of page.Contents ?? []) if (o.Key) yield o.Key;
+    token = page.IsTruncated ? page.NextContinuationToken : undefined;
+  } while (token);
+}
+
+const valueText = (v: unknown): string => (isLosslessNumber(v) ? v.value : String(v));
+
+const isSpace = (c: string | undefined) => c === ' ' || c === '\t' || c === '\n' || c === '\r';
+
+/** The index of the first character at or after `i` that is not JSON whitespace. */
+function skipSpace(text: string, i: number): number {
+  let at = i;
+  while (at < text.length && isSpace(text[at])) at++;
+  return at;
+}
+
+/** Whether `value` (quoted or not) starts at `i` and does not run on into a longer value. */
+function valueAt(text: string, i: number, value: string): boolean {
+  const quoted = text[i] === '"';
+  const start = quoted ? i + 1 : i;
+  if (!text.startsWith(value, start)) return false;
+  const next = text[start + value.length];
+  if (quoted) return next === '"';
+  return next === undefined || !/[0-9A-Za-z.]/.test(next);
+}
+
+/** Whether `text` holds `"column"`, optional spaces, `:`, optional spaces and `value`: a plain scan, linear in the text. */
+function holdsPair(text: string, column: string, value: string): boolean {
+  const name = JSON.stringify(column);
+  for (let at = text.indexOf(name); at >= 0; at = text.indexOf(name, at + 1)) {
+    const colon = skipSpace(text, at + name.length);
+    if (text[colon] === ':' && valueAt(text, skipSpace(text, colon + 1), value)) return true;
+  }
+  return false;
+}
+
+/**
+ * Whether the bytes of a quarantine line mention the key: of the key's table (when `table` is given,
+ * its last dotted part appears as a JSON string; lines that name their table are matched on it
+ * before this) and holding every key column as `"column": value`. A plain scan, no pattern built
+ * from the key, linear in the text.
+ */
+export function mentionsKey(text: string, key: JsonObject, table: string | null): boolean {
+  const bare = table === null ? null : (table.split('.').pop() ?? table);
+  if (bare !== null && !text.includes(JSON.stringify(bare))) return false;
+  return Object.entries(key).every(([col, v]) => holdsPair(text, col, valueText(v)));
+}
+
+/** A quarantine line with the key's bytes blanked, or null when the line does not carry the key. */
+function eraseQuarantineLine(line: string, k: ErasedKey, now: number): string | null {
+  if (line.trim() === '') return null;
+  let q: Record<string, unknown>;
+  try {
+    q = JSON.parse(line) as Record<string, unknown>;
+  } catch {
+    return null;
+  }
+  const bytes = [q.valueBase64, q.keyBase64].map((b) => (typeof b === 'string' ? Buffer.from(b, 'base64').toString('utf8') : '')).join('\n');
+  const lineTable = typeof q.table === 'string' ? q.table : null;
+  if (lineTable !== null && lineTable !== k.table.source) return null;
+  if (!mentionsKey(bytes, k.columns, lineTable === null ? k.table.source : null)) return null;
+  return JSON.stringify({ ...q, valueBase64: null, keyBase64: null, erased: { keyHash: k.hash, at: now } });
+}
+
+/** Blanks the key's bytes in every quarantine object; returns how many lines changed. */
+export async function eraseFromQuarantine(s3: S3Client, config: TidemarkConfig, k: ErasedKey, now: number, deleteVersions: DeleteVersions): Promise<number> {
+  const bucket = config.raw.bucket;
+  let rewritten = 0;
+  for await (const objectKey of listPrefix(s3, bucket, config.raw.quarantinePrefix)) {
+    if (!objectKey.endsWith('.jsonl.gz')) continue;
+    const out = await rewriteIfUnchanged<number>(s3, bucket, objectKey, async (body) => {
+      const text = (await gunzipAsync(body)).toString('utf8');
+      let changed = 0;
+      const lines = text.split('\n').map((line) => {
+        const erased = eraseQuarantineLine(line, k, now);
+        if (erased === null) return line;
+        changed++;
+        return erased;
+      });
+      if (changed === 0) return { decision: { kind: 'keep' } };
+      const gz = await gzipAsync(Buffer.from(lines.join('\n'), 'utf8'));
+      return { decision: { kind: 'put', body: gz, contentType: 'application/x-ndjson', contentEncoding: 'gzip' }, detail: changed };
+    });
+    if (out.outcome === 'put') {
+      rewritten += out.detail ?? 0;
+      await deleteVersions(s3, bucket, objectKey, out.versionId);
+    }
+  }
+  return rewritten;
+}
+
+export interface OnFailureErased {
+  /** On-failure objects read. */
+  readonly objects: number;
+  /** Records that carried the key, removed from their objects. */
+  readonly records: number;
+  readonly objectsRewritten: number;
+  readonly objectsDeleted: number;
+}
+
+/**
+ * Removes the records that carry the key from every on-failure object (a whole failed batch, the
+ * records' exact bytes): decoded as ingest decodes them, a record goes when any of its rows is the
+ * key's. An object left with no record is deleted. `replay --from-dlq` would otherwise bring the
+ * key back.
+ */
+export async function eraseFromOnFailure(s3: S3Client, config: TidemarkConfig, k: ErasedKey, deleteVersions: DeleteVersions): Promise<OnFailureErased> {
+  const bucket = config.replay.onFailureBucket ?? config.raw.bucket;
+  const normalizer = new Normalizer(config);
+  const carriesKey = (record: RawRecord): boolean => {
+    const n = normalizer.normalize(record);
+    return n.ok && n.events.some((e) => e.kind === 'change' && e.table === k.table.source && normalizer.keyIdOf(e) === k.canonical);
+  };
+  const tally = { objects: 0, records: 0, objectsRewritten: 0, objectsDeleted: 0 };
+  for await (const objectKey of listPrefix(s3, bucket, config.replay.onFailurePrefix)) {
+    tally.objects++;
+    const out = await rewriteIfUnchanged<number>(s3, bucket, objectKey, (body) => {
+      let doc: unknown;
+      try {
+        doc = JSON.parse(body.toString('utf8'));
+      } catch {
+        return { decision: { kind: 'keep' } };
+      }
+      const w = withoutRecords(doc, carriesKey);
+      if (w.removed === 0) return { decision: { kind: 'keep' } };
+      if (w.doc === null) return { decision: { kind: 'delete' }, detail: w.removed };
+      return { decision: { kind: 'put', body: Buffer.from(JSON.stringify(w.doc), 'utf8'), contentType: 'application/json' }, detail: w.removed };
+    });
+    if (out.outcome === 'put' || out.outcome === 'deleted') {
+      tally.records += out.detail ?? 0;
+      if (out.outcome === 'put') tally.objectsRewritten++;
+      else tally.objectsDeleted++;
+      await deleteVersions(s3, bucket, objectKey, out.outcome === 'put' ? out.versionId : undefined, out.outcome === 'deleted');
+    }
+  }
+  return tally;
+}
+
+/** Spilled copies of the key's rows, under either encoding of the table's name: deleted with every version. Returns the objects deleted. */
+export async function deleteSpilled(s3: S3Client, config: TidemarkConfig, k: ErasedKey, deleteVersions: DeleteVersions): Promise<number> {
+  let n = 0;
+  for (const prefix of spillPrefixes(config.raw.prefix, k.table.source, k.canonical)) {
+    for await (const objectKey of listPrefix(s3, config.raw.bucket, prefix)) {
+      await s3.send(new DeleteObjectCommand({ Bucket: config.raw.bucket, Key: objectKey }));
+      n += 1 + ((await deleteVersions(s3, config.raw.bucket, objectKey, undefined, true)) ?? 0);
+    }
+  }
+  return n;
+}
