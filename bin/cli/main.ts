@@ -15,6 +15,7 @@ import { registerErase } from './erase.js';
 import { registerReconcile } from './reconcile.js';
 import { registerSnapshotCheck } from './snapshot-check.js';
 import { getRow, scanTable, statusRows, statusTable, stringifyJson, tableOrThrow } from './state.js';
+import { renderSchemas, schemaStates } from './schema-status.js';
 
 const out = (line: string) => process.stdout.write(`${line}\n`);
 const err = (line: string) => process.stderr.write(`${line}\n`);
@@ -164,10 +165,13 @@ export function program(): Command {
     .description('status rows per (pipeline, table)')
     .addOption(configOption())
     .option('--json', 'print JSON')
+    .option('--schema', "each table's columns and schema drift: additions, removals, type changes, with their positions")
+    .option('--table <source>', 'with --schema: only this table')
     .action(async (o) => {
       const cfg = config(o.config);
       const rows = await statusRows((await clients(cfg)).dynamodb, cfg);
-      if (o.json) for (const r of rows) out(stringifyJson(r));
+      if (o.schema) out(o.json ? stringifyJson(Object.fromEntries(schemaStates(rows, o.table))) : renderSchemas(rows, o.table));
+      else if (o.json) for (const r of rows) out(stringifyJson(r));
       else out(statusTable(rows));
     });
 

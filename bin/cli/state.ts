@@ -5,7 +5,8 @@ import { stringifyJson, type JsonObject } from '../../functions/core/json.js';
 import { normalizeKey } from '../../functions/core/keys.js';
 import { decodeItem, keyAttributes } from '../../functions/adapters/item-codec.js';
 import { StatusReader } from '../../functions/adapters/status-reader.js';
-import { COUNTER_NAMES, COUNTERS, EXPIRES_AT_ATTRIBUTE } from '../../functions/telemetry/contract.js';
+import { COUNTER_NAMES, COUNTERS, EXPIRES_AT_ATTRIBUTE, SCHEMA_ROW_PREFIX } from '../../functions/telemetry/contract.js';
+import { isSchemaRow } from './schema-status.js';
 
 export function tableOrThrow(config: TidemarkConfig, source: string): TableConfig {
   const t = config.tables.find((x) => x.source === source);
@@ -81,13 +82,21 @@ export function statusTable(rows: readonly JsonObject[]): string {
   };
   const tables: JsonObject[] = [];
   const jobs: string[][] = [];
+  const drift: string[] = [];
   for (const r of rows) {
+    if (isSchemaRow(r)) {
+      const changes = Number(r.changes ?? 0);
+      const incompatible = Number(r.incompatible ?? 0);
+      if (changes > 0) drift.push(`${String(r.table).slice(SCHEMA_ROW_PREFIX.length)} ${changes} changes${incompatible > 0 ? ` (${incompatible} the target cannot hold)` : ''}`);
+      continue;
+    }
     const m = JOB_ROW.exec(String(r.table));
     if (m?.[1] !== undefined && m[2] !== undefined) jobs.push(jobCells(r, m[1], m[2]));
     else tables.push(r);
   }
   const main = aligned(STATUS_COLUMNS, tables.map((r) => STATUS_COLUMNS.map((c) => cell(r, c))));
-  return jobs.length === 0 ? main : `${main}\n\n${aligned(['job', 'table', 'lastRunAt', 'mode', 'findings'], jobs)}`;
+  const withJobs = jobs.length === 0 ? main : `${main}\n\n${aligned(['job', 'table', 'lastRunAt', 'mode', 'findings'], jobs)}`;
+  return drift.length === 0 ? withJobs : `${withJobs}\n\nschema drift: ${drift.join(', ')} (tidemark status --schema)`;
 }
 
 export { stringifyJson };

@@ -153,7 +153,11 @@ export class TransactWriter {
     const highWater = (s: Slot) => this.options.perKey.highWaterOf(s.write.table) ?? '';
     if (policy === 'always' || (policy === 'auto' && slots.some((s) => s.write.encodedPosition <= highWater(s)))) {
       const byTable = new Map<string, Slot[]>();
-      for (const s of slots) byTable.set(s.write.table, [...(byTable.get(s.write.table) ?? []), s]);
+      for (const s of slots) {
+        const list = byTable.get(s.write.table);
+        if (list) list.push(s);
+        else byTable.set(s.write.table, [s]);
+      }
       for (const [source, group] of byTable) await this.readPositions(source, group, cost);
     }
     await Promise.all(slots.filter((s) => s.result === undefined && s.write.effect.kind === 'patch').map((s) => this.readRow(s, cost)));

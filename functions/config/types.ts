@@ -102,6 +102,7 @@ export interface AlarmsConfig {
   silenceMinutes: number;
   failedPeriods: number;
   durationShare: number;
+  schemaDrift: 'off' | 'incompatible' | 'any';
 }
 
 export interface EraseConfig {

@@ -157,7 +157,11 @@ function isComplete(end: TxEnd | undefined, members: readonly Member[], groupTab
   if (end.lastOrder !== null) return coversOneTo(members.map((m) => m.event.tx?.order ?? null), end.lastOrder);
   if (end.collections !== null) {
     const byTable = new Map<string, Member[]>();
-    for (const m of members) byTable.set(m.event.table, [...(byTable.get(m.event.table) ?? []), m]);
+    for (const m of members) {
+      const list = byTable.get(m.event.table);
+      if (list) list.push(m);
+      else byTable.set(m.event.table, [m]);
+    }
     const listed = new Set<string>();
     for (const [collection, n] of end.collections) {
       const table = collectionTable(collection, groupTables);
@@ -250,7 +254,11 @@ function orderUnits(candidates: readonly Candidate[]): { units: Candidate[]; uno
   const sorted = candidates.map((c) => ({ c, lo: lowest(c), first: (c.members[0] as Member).index })).sort((a, b) => compareTuples(a.lo, b.lo) || a.first - b.first);
   const onRow = new Map<string, { m: Member; rank: number }[]>();
   sorted.forEach((s, rank) => {
-    for (const m of s.c.members) onRow.set(keyOf(m), [...(onRow.get(keyOf(m)) ?? []), { m, rank }]);
+    for (const m of s.c.members) {
+      const list = onRow.get(keyOf(m));
+      if (list) list.push({ m, rank });
+      else onRow.set(keyOf(m), [{ m, rank }]);
+    }
   });
   const bad = new Set<number>();
   for (const list of onRow.values()) {

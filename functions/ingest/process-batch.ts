@@ -5,6 +5,7 @@
  *   truncate raise and sweep truncate watermarks
  *   apply    transactions of a transaction group whole (one TransactWriteItems each), then one
  *            guarded write per key, bounded concurrency
+ *   schema   each table's column set recorded, drift reported (a write only when it changed)
  *   report   status rows (and per-hour rows), metrics
  * and returns `batchItemFailures` from the lowest failed record. Every received record (or row of a
  * multi-row record) is counted exactly once as an outcome of the telemetry contract.
@@ -23,6 +24,7 @@ import type { TransactWriter } from '../adapters/transact-writer.js';
 import { EMPTY_TX_PLAN } from '../core/transactions.js';
 import { applyTruncates, applyWrites, countPlan } from './apply.js';
 import { applyTransactionUnits, planBatchTransactions } from './transactions.js';
+import type { SchemaTracker } from './schema.js';
 import { decode } from './decode.js';
 import { type LandingBudget, land } from './land.js';
 import { report } from './report.js';
@@ -37,6 +39,8 @@ export interface IngestDeps {
   readonly writer: Pick<DynamoWriter, 'write' | 'writeAll' | 'seedHighWater'>;
   /** Applies transactions of the config's transaction groups whole. @default none: every write per key */
   readonly txWriter?: Pick<TransactWriter, 'applyUnit'>;
+  /** Records each table's column set and reports drift. @default none */
+  readonly schema?: Pick<SchemaTracker, 'track'>;
   readonly status: Pick<StatusStore, 'load' | 'record' | 'raiseTruncateWatermark'>;
   readonly sweeper: Pick<TruncateSweeper, 'sweep'>;
   readonly metrics: MetricSink;
@@ -80,6 +84,7 @@ export async function processBatch(records: readonly RawRecord[], deps: IngestDe
       const watermarks = await applyTruncates(plan, statusRows, apply, tally, decoded);
       const settled = deps.txWriter ? await applyTransactionUnits(plan, txPlan, watermarks, { ...deps, txWriter: deps.txWriter, concurrency: deps.config.apply.concurrency }, tally) : undefined;
       await applyWrites(plan, watermarks, apply, tally, decoded, settled);
+      await deps.schema?.track(decoded, tally);
     }
     await report(tally, statusRows, { ...deps, now });
   }

@@ -68,7 +68,10 @@ export async function applyTransactionUnits(plan: BatchPlan, txPlan: TxPlan, wat
   const rowWrites = new Map<string, number[]>();
   plan.writes.forEach((w, i) => {
     indexOf.set(`${rowOf(w.table, w.keyId)}\u0000${w.encodedPosition}`, i);
-    rowWrites.set(rowOf(w.table, w.keyId), [...(rowWrites.get(rowOf(w.table, w.keyId)) ?? []), i]);
+    const row = rowOf(w.table, w.keyId);
+    const list = rowWrites.get(row);
+    if (list) list.push(i);
+    else rowWrites.set(row, [i]);
   });
   const results = new Map<number, WriteResult>();
   const failedRow = (i: number): boolean => results.get(i)?.outcome === 'failed';

@@ -265,6 +265,12 @@ const AlarmsInput = strict({
   failedPeriods: z.number().int().min(1).max(288).default(3),
   /** p99 invocation duration as a share of the function timeout. @default 0.8 */
   durationShare: z.number().positive().max(1).default(0.8),
+  /**
+   * Schema drift (`tidemark status --schema`): `incompatible` alarms when a column starts carrying a
+   * type the target cannot hold as before (a number column carrying text), `any` on every addition,
+   * removal or type change, `off` never. @default "off"
+   */
+  schemaDrift: z.enum(['off', 'incompatible', 'any']).default('off'),
 });
 
 const ConfigInputSchema = strict({
