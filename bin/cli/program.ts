@@ -72,6 +72,8 @@ function registerState(p: Command): void {
   p.command('status')
     .description('status per table (state, counts, lag, position) and the jobs’ latest results')
     .addOption(configOption())
+    .option('--schema', "each table's columns and schema drift: additions, removals, type changes, with their positions")
+    .option('-t, --table <source>', 'with --schema: only this table')
     .addOption(jsonOption())
     .action(lazy(() => import('./commands/read.js'), (m) => m.statusCommand));
 }

@@ -11,8 +11,9 @@
  *   reconcile  public.orders  12m00s ago   window  missing 1, stale 1: all 2 repaired
  */
 import type { JsonObject } from '../../functions/core/json.js';
-import { COUNTER_NAMES, COUNTERS } from '../../functions/telemetry/contract.js';
+import { COUNTER_NAMES, COUNTERS, SCHEMA_ROW_PREFIX } from '../../functions/telemetry/contract.js';
 import { positionText } from './notation.js';
+import { isSchemaRow } from './schema-status.js';
 import { clip, type Column, humanDuration, renderTable, WIDTH } from './output.js';
 
 const COUNTER_COLUMNS = COUNTER_NAMES.filter((c) => COUNTERS[c].column);
@@ -93,7 +94,14 @@ export function statusTable(rows: readonly JsonObject[], options: StatusTextOpti
   const now = options.now ?? Date.now();
   const tables: JsonObject[] = [];
   const jobs: string[][] = [];
+  const drift: string[] = [];
   for (const r of rows) {
+    if (isSchemaRow(r)) {
+      const changes = Number(r.changes ?? 0);
+      const incompatible = Number(r.incompatible ?? 0);
+      if (changes > 0) drift.push(`${String(r.table).slice(SCHEMA_ROW_PREFIX.length)} ${changes} changes${incompatible > 0 ? ` (${incompatible} the target cannot hold)` : ''}`);
+      continue;
+    }
     const job = jobOf(String(r.table));
     if (job) jobs.push(jobCells(r, job.job, job.table, now));
     else tables.push(r);
@@ -119,5 +127,6 @@ export function statusTable(rows: readonly JsonObject[], options: StatusTextOpti
     );
   }
   if (jobs.length > 0) parts.push(renderTable([{ header: 'job' }, { header: 'table', flex: true }, { header: 'last run' }, { header: 'mode' }, { header: 'result', flex: true }], jobs));
+  if (drift.length > 0) parts.push(clip(`schema drift: ${drift.join(', ')} (tidemark status --schema)`, WIDTH));
   return parts.join('\n\n');
 }

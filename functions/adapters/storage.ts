@@ -18,6 +18,7 @@ import { DynamoWriter } from './dynamo-writer.js';
 import { RawStore } from './raw-store.js';
 import { s3SpillReader } from './spill-reader.js';
 import { StatusStore } from './status-store.js';
+import { TransactWriter } from './transact-writer.js';
 import { TruncateSweeper } from './truncate-sweep.js';
 
 export interface Storage {
@@ -31,6 +32,8 @@ export interface Storage {
   readonly now: () => number;
   /** A guarded writer over `tables` (default: the configured ones) that spills wide rows to raw and reads them back. */
   writer(tables?: readonly TableConfig[]): DynamoWriter;
+  /** The writer of whole transactions, over `perKey` (one of `writer()`'s): rows it cannot carry go through it. */
+  transactWriter(perKey: DynamoWriter): TransactWriter;
 }
 
 export function buildStorage(config: TidemarkConfig, clients: RuntimeClients, now: () => number = Date.now): Storage {
@@ -54,5 +57,7 @@ export function buildStorage(config: TidemarkConfig, clients: RuntimeClients, no
         readSpill,
         now,
       }),
+    transactWriter: (perKey) =>
+      new TransactWriter({ client: clients.dynamodb, tables: config.tables, maxItemBytes: config.apply.maxItemBytes, maxBytes: config.transactions.maxBytes, perKey, now }),
   };
 }

@@ -73,6 +73,13 @@ export interface ApplyConfig {
   maxItemBytes: number;
 }
 
+/** Transactions applied whole (docs/writes.md); no group means none. */
+export interface TransactionsConfig {
+  groups: { name: string; tables: string[] }[];
+  maxItems: number;
+  maxBytes: number;
+}
+
 export interface IngestConfig {
   batchSize: number;
   maxBatchingWindowSeconds: number;
@@ -95,6 +102,7 @@ export interface AlarmsConfig {
   silenceMinutes: number;
   failedPeriods: number;
   durationShare: number;
+  schemaDrift: 'off' | 'incompatible' | 'any';
 }
 
 export interface EraseConfig {
@@ -172,6 +180,7 @@ export interface TidemarkConfig {
   placeholder: string;
   dms: { beforeImageField: string };
   apply: ApplyConfig;
+  transactions: TransactionsConfig;
   source: SourceConfig;
   ingest: IngestConfig;
   alarms: AlarmsConfig;

@@ -195,6 +195,19 @@ const ApplyInput = strict({
   maxItemBytes: z.number().int().min(1000).max(400_000).default(350_000),
 });
 
+/**
+ * Transactions applied whole (docs/writes.md): the source transactions of a group's tables that a
+ * batch holds complete are applied as one DynamoDB TransactWriteItems (2 write units per KB per row
+ * instead of 1), so no reader sees half of one. Opt-in: no group, no transactional writes.
+ */
+const TransactionsInput = strict({
+  /** Named groups of configured tables; a transaction's rows in one group are applied together. @default [] */
+  groups: z.array(strict({ name: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must be 1-64 characters of A-Z, a-z, 0-9, _, - and .'), tables: z.array(identifier).min(1, 'must list at least one table') })).default([]),
+  /** Rows of one TransactWriteItems at most; a larger transaction is applied per key (counted). DynamoDB allows 100. @default 100 */
+  maxItems: z.number().int().min(2).max(100).default(100),
+  /** Bytes of one TransactWriteItems at most (as tidemark estimates item sizes); DynamoDB allows 4 MB. @default 4000000 */
+  maxBytes: z.number().int().min(1024).max(4 * 1024 * 1024).default(4_000_000),
+});
 
 const IngestInput = strict({
   /**
@@ -252,6 +265,12 @@ const AlarmsInput = strict({
   failedPeriods: z.number().int().min(1).max(288).default(3),
   /** p99 invocation duration as a share of the function timeout. @default 0.8 */
   durationShare: z.number().positive().max(1).default(0.8),
+  /**
+   * Schema drift (`tidemark status --schema`): `incompatible` alarms when a column starts carrying a
+   * type the target cannot hold as before (a number column carrying text), `any` on every addition,
+   * removal or type change, `off` never. @default "off"
+   */
+  schemaDrift: z.enum(['off', 'incompatible', 'any']).default('off'),
 });
 
 const ConfigInputSchema = strict({
@@ -274,6 +293,7 @@ const ConfigInputSchema = strict({
   placeholder: z.string().min(1).default('__debezium_unavailable_value'),
   dms: strict({ beforeImageField: z.string().min(1).default('before-image') }).prefault({}),
   apply: ApplyInput.prefault({}),
+  transactions: TransactionsInput.prefault({}),
   /** @default an on-demand Kinesis stream named "<name>-cdc", created in the stack */
   source: z.discriminatedUnion('type', [KinesisInput, MskInput]).prefault({ type: 'kinesis' }),
   ingest: IngestInput.prefault({}),
@@ -398,6 +418,30 @@ function tableIssues(tables: readonly (TableFacts | undefined)[], statusTable: s
   return issues;
 }
 
+/** Every table of a transaction group is configured and in one group only; group names are distinct. */
+function transactionIssues(config: TidemarkConfig): string[] {
+  const sources = new Set(config.tables.map((t) => t.source));
+  const issues: string[] = [];
+  const names = new Map<string, number>();
+  const grouped = new Map<string, string>();
+  config.transactions.groups.forEach((g, i) => {
+    const seen = names.get(g.name);
+    if (seen !== undefined) issues.push(`transactions.groups[${i}].name: "${g.name}" is already used by transactions.groups[${seen}]`);
+    else names.set(g.name, i);
+    g.tables.forEach((t, j) => {
+      const path = `transactions.groups[${i}].tables[${j}]`;
+      if (!sources.has(t)) {
+        const hint = closestField(t, [...sources.keys()]);
+        issues.push(`${path}: "${t}" is not a configured table${hint ? ` (did you mean "${hint}"?)` : ''}`);
+      }
+      const other = grouped.get(t);
+      if (other !== undefined) issues.push(`${path}: "${t}" is already in group "${other}"`);
+      else grouped.set(t, g.name);
+    });
+  });
+  return issues;
+}
+
 /**
  * The key prefixes of the raw bucket must each be non-empty and apart from every other: roles are
  * granted object access by prefix, lifecycle rules expire by prefix, and erase rewrites by prefix,
@@ -474,7 +518,7 @@ export function parseConfig(input: unknown, sourceName = 'config'): TidemarkConf
       sourceName,
     );
   }
-  const issues = [...tableIssues(result.data.tables, result.data.statusTable), ...prefixIssues(result.data), ...sourceIssues(result.data, input)];
+  const issues = [...tableIssues(result.data.tables, result.data.statusTable), ...transactionIssues(result.data), ...prefixIssues(result.data), ...sourceIssues(result.data, input)];
   if (issues.length > 0) throw new ConfigError(issues, sourceName);
   return result.data;
 }

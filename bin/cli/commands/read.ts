@@ -103,12 +103,21 @@ export async function getCommand(o: GetOptions): Promise<void> {
 interface StatusOptions {
   readonly config: string;
   readonly json?: boolean;
+  readonly schema?: boolean;
+  readonly table?: string;
 }
 
 export async function statusCommand(o: StatusOptions): Promise<void> {
   const cfg = loadConfig(o.config);
   const rows = await statusRows((await clients(cfg)).dynamodb, cfg);
-  if (o.json) {
+  if (o.schema) {
+    const { renderSchemas, schemaStates } = await import('../schema-status.js');
+    if (o.table !== undefined) tableOrThrow(cfg, o.table);
+    if (o.json) {
+      for (const [table, state] of schemaStates(rows, o.table)) out(stringifyJson({ table, ...state } as never));
+      out(summaryLine({ command: 'status', schema: true, pipeline: cfg.name }));
+    } else out(renderSchemas(rows, o.table));
+  } else if (o.json) {
     for (const r of rows) out(stringifyJson(r));
     out(summaryLine({ command: 'status', pipeline: cfg.name, rows: rows.length }));
   } else if (rows.length === 0) {
