@@ -51,6 +51,7 @@ export function ingestDeps(config: TidemarkConfig, clients: RuntimeClients, tele
     writer: storage.writer(),
     status: storage.status,
     sweeper: storage.sweeper,
+    ...(storage.splitParts ? { splitParts: storage.splitParts } : {}),
     metrics: telemetry.metrics,
     log: telemetry.log,
     keyRef: telemetry.keyRef ?? noKeyRef,

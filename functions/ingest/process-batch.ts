@@ -17,8 +17,10 @@ import type { RawStore } from '../adapters/raw-store.js';
 import { type StatusStore, UNKNOWN_TABLE } from '../adapters/status-store.js';
 import { type KeyRef, type Log, type MetricSink, noKeyRef } from '../telemetry/sinks.js';
 import type { TruncateSweeper } from '../adapters/truncate-sweep.js';
+import type { SplitPartsStore } from '../adapters/split-parts-store.js';
 import { applyTruncates, applyWrites, countPlan } from './apply.js';
 import { decode } from './decode.js';
+import { withSplitRecords } from './dsql-parts.js';
 import { type LandingBudget, land } from './land.js';
 import { report } from './report.js';
 import { BatchTally, type BatchSummary } from './tally.js';
@@ -32,6 +34,8 @@ export interface IngestDeps {
   readonly writer: Pick<DynamoWriter, 'write' | 'writeAll' | 'seedHighWater'>;
   readonly status: Pick<StatusStore, 'load' | 'record' | 'raiseTruncateWatermark'>;
   readonly sweeper: Pick<TruncateSweeper, 'sweep'>;
+  /** Where split Aurora DSQL records' parts wait for each other (dsql-parts.ts). @default none: no reassembly */
+  readonly splitParts?: SplitPartsStore;
   readonly metrics: MetricSink;
   readonly log: Log;
   /** Names a key in log lines by its keyed hash. @default none: lines carry table and position */
@@ -65,11 +69,13 @@ export async function processBatch(records: readonly RawRecord[], deps: IngestDe
     // A fresh container learns where each table stands, so a redelivered window is read, not written.
     for (const [table, row] of statusRows) if (row.lastPosition) deps.writer.seedHighWater(table, row.lastPosition);
     if (landed) {
-      const plan = planBatch(decoded.changes, (e) => deps.normalizer.keyIdOf(e), decoded.identity);
+      // Split Aurora DSQL records completed by this batch join its changes (dsql-parts.ts).
+      const batch = await withSplitRecords(records, decoded, deps, tally, now());
+      const plan = planBatch(batch.changes, (e) => deps.normalizer.keyIdOf(e), batch.identity);
       countPlan(plan, tally, deps.log, deps.keyRef ?? noKeyRef);
       const apply = applyDeps(deps, now);
-      const watermarks = await applyTruncates(plan, statusRows, apply, tally, decoded);
-      await applyWrites(plan, watermarks, apply, tally, decoded);
+      const watermarks = await applyTruncates(plan, statusRows, apply, tally, batch);
+      await applyWrites(plan, watermarks, apply, tally, batch);
     }
     await report(tally, statusRows, { ...deps, now });
   }
