@@ -9,6 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { PutObjectCommand } from '@aws-sdk/client-s3';
 import fc from 'fast-check';
 import { parseConfig } from '../../../../lib/config/config.js';
 import { crc32c } from '../../../../functions/core/formats/crc32c.js';
@@ -211,6 +212,83 @@ describe('a split Aurora DSQL record', () => {
     const r = await h.run([on(0, main), ...fragments.map((f) => on(0, f))]);
     assert.equal(r.summary.quarantined, 1);
     assert.equal(h.quarantined()[0]?.reason, 'unknown-table');
+  });
+});
+
+describe('a split Aurora DSQL record, the harder cases', () => {
+  it('with both images split (two chunks), parts over three batches, is assembled once both chunks are complete', async () => {
+    const h = harness();
+    const record = full(ROW, 1705318200000000000n, 'u');
+    record.before = { order_id: 1001, item_id: 42, quantity: 4, price: '29.99', note: 'the old text' };
+    const a = split(record, 2, 'chunk-after');
+    const beforeText = stringifyJson(record.before);
+    const b = { type: 'fragment', chunk_id: 'chunk-before', index: 0, data: beforeText };
+    const main = { ...a.main, before: null, chunked: { before: { chunk_id: 'chunk-before', total_fragments: 1, crc32c: String(crc32c(utf8(beforeText))) }, after: (a.main.chunked as JsonObject).after } } as JsonObject;
+    await h.run([on(0, main), on(0, a.fragments[0] as JsonObject)]);
+    await h.run([on(1, a.fragments[1] as JsonObject)]);
+    assert.equal(h.writer.writes.length, 0, 'the before chunk is still missing');
+    const last = await h.run([on(2, b)]);
+    assert.equal(last.summary.applied, 1);
+    const whole = harness();
+    await whole.run([on(0, record)]);
+    assert.deepEqual(storeView(h.writer.store), storeView(whole.writer.store));
+  });
+
+  it('a quarantine that cannot land fails the record and marks nothing done; the retry lands it', async () => {
+    const h = harness();
+    const { main } = split(full(ROW, 1705318200000000000n), 2, 'chunk-q');
+    ((main.chunked as JsonObject).after as JsonObject).total_fragments = 5_000;
+    let failQuarantine = true;
+    h.s3.on(PutObjectCommand).callsFake((input: { Key?: string }) => {
+      if (failQuarantine && input.Key?.startsWith(config.raw.quarantinePrefix)) throw new Error('S3 down');
+      return {};
+    });
+    const batch = [on(0, main)];
+    const failed = await h.run(batch);
+    assert.deepEqual(failed.batchItemFailures, [{ itemIdentifier: batch[0]?.transport.sequence }]);
+    assert.equal(failed.summary.quarantined, 0);
+    failQuarantine = false;
+    const retried = await h.run(batch);
+    assert.equal(retried.summary.quarantined, 1);
+    assert.equal(identityGap(retried.summary), 0);
+  });
+
+  it('a sweep that fails is tried again by the next batch', async () => {
+    const h = harness();
+    const { main } = split(full(ROW, 1705318200000000000n), 2, 'chunk-s');
+    await h.run([on(0, main)]);
+    h.at(NOW + WAIT_MS + 60_000);
+    h.parts.failNext = 'expired';
+    const first = await h.run([on(1, full({ ...ROW, item_id: 8 }, 1705318400000000000n))]);
+    assert.equal(first.summary.quarantined, 0);
+    assert.ok(h.log.lines.some((l) => l.message.startsWith('split record sweep failed')));
+    const second = await h.run([on(1, full({ ...ROW, item_id: 9 }, 1705318500000000000n))]);
+    assert.equal(second.summary.quarantined, 1);
+  });
+
+  it('a set completed but never assembled (its batch gave up) is assembled by the sweep, not quarantined', async () => {
+    const h = harness();
+    const { main, fragments } = split(full(ROW, 1705318200000000000n), 2, 'chunk-late');
+    await h.run([on(0, main), on(0, fragments[0] as JsonObject)]);
+    h.parts.failNext = 'read';
+    const failed = await h.run([on(1, fragments[1] as JsonObject)]);
+    assert.equal(failed.batchItemFailures.length, 1, 'assembly failed: the batch would be retried');
+    h.at(NOW + WAIT_MS + 60_000);
+    const swept = await h.run([on(2, full({ ...ROW, item_id: 8 }, 1705318400000000000n))]);
+    assert.equal(swept.summary.quarantined, 0);
+    assert.equal(swept.summary.applied, 2, 'the swept record and the batch own');
+    const whole = harness();
+    await whole.run([on(0, full(ROW, 1705318200000000000n)), on(0, full({ ...ROW, item_id: 8 }, 1705318400000000000n))]);
+    assert.deepEqual(storeView(h.writer.store), storeView(whole.writer.store));
+  });
+
+  it('does nothing without a pending-parts store (a format that cannot be Aurora DSQL)', async () => {
+    const h = harness();
+    const { main, fragments } = split(full(ROW, 1705318200000000000n), 1, 'chunk-none');
+    const r = await processBatch([on(0, main), on(0, fragments[0] as JsonObject)], { ...h.deps, splitParts: undefined });
+    assert.equal(r.summary.controls, 2);
+    assert.equal(r.summary.applied, 0);
+    assert.deepEqual(h.parts.calls, []);
   });
 });
 
