@@ -8,9 +8,10 @@
  *   `<pipeline>#dsql-parts` (sort key `chunk#<chunk_id>`), so status listings never see it. It holds
  *   when the wait opened and closes (`firstSeenMs`, `deadlineMs`, set once), the TTL `__expiresAt`,
  *   a reference to the main record (`main`) and one attribute per fragment (`p<index>`), each
- *   `{k: S3 key, n: bytes, s: shard, q: sequence}`. Every part is one `UpdateItem` whose condition
- *   admits only the same text for its slot (`attribute_not_exists(#p) OR #p.k = :k`): a redelivery
- *   is a no-op, a different text for one index is refused (`conflict`). `ReturnValues: ALL_NEW`
+ *   `{k: S3 key, n: bytes, s: shard, q: sequence}`. Every part is one `UpdateItem`; a fragment's
+ *   condition admits only the same text for its slot (`attribute_not_exists(#p) OR #p.k = :k`): a
+ *   redelivery is a no-op, a different text for one index is refused (`conflict`). The first main
+ *   record stays (a redelivered one may be serialized anew). `ReturnValues: ALL_NEW`
  *   tells the writer what the set holds after its own part, so whichever invocation adds the last
  *   part sees the set complete.
  * - **The texts in S3**, never in the item: a fragment can be close to 10 MiB and an item holds
@@ -68,6 +69,10 @@ export interface PartOrigin {
 
 /** What the ingest needs of the pending-parts store (tests use an in-memory one). */
 export interface SplitPartsStore {
+  /**
+   * Stores the main record; a main record already held stays (a redelivery may be serialized anew,
+   * e.g. its top-level processing times): it never conflicts, and the CRC32C guards the images.
+   */
   putMain(chunkId: string, text: string, table: string | null, origin: PartOrigin): Promise<PutOutcome>;
   putFragment(chunkId: string, index: number, data: string, origin: PartOrigin): Promise<PutOutcome>;
   get(chunkId: string): Promise<ChunkState | null>;
@@ -108,21 +113,22 @@ export class DynamoSplitPartsStore implements SplitPartsStore {
     return { ref, bytes: body.length };
   }
 
-  private async putSlot(chunkId: string, slot: string, value: Record<string, AttributeValue>, ref: string, origin: PartOrigin): Promise<PutOutcome> {
+  /** Sets the slot if it is free; `exclusive`: a different text for a held slot is a conflict (else the first one simply stays). */
+  private async putSlot(chunkId: string, slot: string, value: Record<string, AttributeValue>, ref: string, origin: PartOrigin, exclusive: boolean): Promise<PutOutcome> {
     try {
       const res = await this.dynamodb.send(
         new UpdateItemCommand({
           TableName: this.tableName,
           Key: this.key(chunkId),
           UpdateExpression: 'SET #f = if_not_exists(#f, :now), #d = if_not_exists(#d, :dl), #x = if_not_exists(#x, :x), #p = if_not_exists(#p, :part)',
-          ConditionExpression: 'attribute_not_exists(#p) OR #p.#k = :k',
-          ExpressionAttributeNames: { '#f': 'firstSeenMs', '#d': 'deadlineMs', '#x': EXPIRES_AT_ATTRIBUTE, '#p': slot, '#k': 'k' },
+          ...(exclusive ? { ConditionExpression: 'attribute_not_exists(#p) OR #p.#k = :k' } : {}),
+          ExpressionAttributeNames: { '#f': 'firstSeenMs', '#d': 'deadlineMs', '#x': EXPIRES_AT_ATTRIBUTE, '#p': slot, ...(exclusive ? { '#k': 'k' } : {}) },
           ExpressionAttributeValues: {
             ':now': { N: String(origin.nowMs) },
             ':dl': { N: String(origin.deadlineMs) },
             ':x': { N: String(Math.floor(origin.deadlineMs / 1000) + SPLIT_RETENTION_DAYS * 86_400) },
             ':part': { M: value },
-            ':k': { S: ref },
+            ...(exclusive ? { ':k': { S: ref } } : {}),
           },
           ReturnValues: 'ALL_NEW',
         }),
@@ -136,13 +142,13 @@ export class DynamoSplitPartsStore implements SplitPartsStore {
 
   async putMain(chunkId: string, text: string, table: string | null, origin: PartOrigin): Promise<PutOutcome> {
     const { ref, bytes } = await this.putText(chunkId, 'main', text);
-    return this.putSlot(chunkId, 'main', { ...partValue(ref, bytes, origin), t: table === null ? { NULL: true } : { S: table } }, ref, origin);
+    return this.putSlot(chunkId, 'main', { ...partValue(ref, bytes, origin), t: table === null ? { NULL: true } : { S: table } }, ref, origin, false);
   }
 
   async putFragment(chunkId: string, index: number, data: string, origin: PartOrigin): Promise<PutOutcome> {
     if (!Number.isSafeInteger(index) || index < 0 || index >= MAX_SPLIT_FRAGMENTS) throw new RangeError(`fragment index ${index} is outside 0..${MAX_SPLIT_FRAGMENTS - 1}`);
     const { ref, bytes } = await this.putText(chunkId, `p${index}`, data);
-    return this.putSlot(chunkId, `p${index}`, partValue(ref, bytes, origin), ref, origin);
+    return this.putSlot(chunkId, `p${index}`, partValue(ref, bytes, origin), ref, origin, true);
   }
 
   async get(chunkId: string): Promise<ChunkState | null> {

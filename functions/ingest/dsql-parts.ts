@@ -179,8 +179,7 @@ async function storeMain(p: Part, table: string | null, origin: Origin, ctx: Ctx
   const text = stringifyJson(p.value);
   for (const ref of refs) {
     const put = await ctx.store.putMain(ref.chunkId, text, table, origin);
-    if (!put.ok) quarantineRecord(ctx, p.record, 'fragment-invalid', `two different main records name chunk ${ref.chunkId}; the first is kept`, table);
-    else touched.set(ref.chunkId, { state: put.state, record: p.record });
+    if (put.ok) touched.set(ref.chunkId, { state: put.state, record: p.record });
   }
 }
 

@@ -1,6 +1,6 @@
 /**
  * Test doubles for the split-record step: an in-memory pending-parts store with the semantics of
- * DynamoSplitPartsStore (one slot per part, a different text for a held slot is a conflict, first
+ * DynamoSplitPartsStore (one slot per part, a different fragment text for a held slot is a conflict, first
  * arrival opens the wait, claims with a lease, done once), and a writer over MemoryStore (the guarded
  * write semantics of the DynamoDB writer) so a batch's target state can be read back.
  * test/integration/split-records.test.ts runs the real store against the emulators.
@@ -54,8 +54,6 @@ export class MemorySplitParts implements SplitPartsStore {
   async putMain(chunkId: string, text: string, table: string | null, origin: PartOrigin): Promise<PutOutcome> {
     this.fail('putMain');
     const ref = this.ref(chunkId, 'main', text);
-    const held = this.sets.get(chunkId);
-    if (held?.main && held.main.ref !== ref) return { ok: false, conflict: true };
     const h = this.open(chunkId, origin);
     h.main ??= { ref, bytes: Buffer.byteLength(text), shard: origin.shard, sequence: origin.sequence, table };
     return { ok: true, state: this.state(chunkId, h) };

@@ -50,12 +50,17 @@ describe('DynamoSplitPartsStore', () => {
     assert.equal(put.state.doneMs, null);
   });
 
-  it('a different text for a held slot is a conflict, not an overwrite', async () => {
+  it('a different text for a held fragment slot is a conflict, not an overwrite; the main slot keeps its first record', async () => {
     const { ddb, store } = setup();
     ddb.on(UpdateItemCommand).rejects(new ConditionalCheckFailedException({ message: 'held', $metadata: {} }));
     assert.deepEqual(await store.putFragment('chunk-1', 0, 'other', origin), { ok: false, conflict: true });
-    assert.deepEqual(await store.putMain('chunk-1', '{}', null, origin), { ok: false, conflict: true });
     await assert.rejects(store.putFragment('chunk-1', MAX_SPLIT_FRAGMENTS, 'x', origin), RangeError);
+    ddb.reset();
+    ddb.on(UpdateItemCommand).resolves({ Attributes: { firstSeenMs: { N: '1' }, deadlineMs: { N: '2' } } });
+    assert.ok((await store.putMain('chunk-1', '{}', null, origin)).ok);
+    const main = ddb.commandCalls(UpdateItemCommand)[0]?.args[0].input;
+    assert.equal(main?.ConditionExpression, undefined, 'if_not_exists keeps the first main record');
+    assert.match(String(main?.UpdateExpression), /#p = if_not_exists\(#p, :part\)/);
   });
 
   it('rethrows other errors', async () => {

@@ -216,6 +216,16 @@ describe('a split Aurora DSQL record', () => {
 });
 
 describe('a split Aurora DSQL record, the harder cases', () => {
+  it('a main record redelivered with other processing times is harmless: the first stays, the record is applied once', async () => {
+    const h = harness();
+    const { main, fragments } = split(full(ROW, 1705318200000000000n), 2, 'chunk-redelivered');
+    await h.run([on(0, main), on(0, fragments[0] as JsonObject)]);
+    const reserialized = { ...main, ts_ms: 1705318299999, ts_ns: new LosslessNumber('1705318299999000000') };
+    const r = await h.run([on(1, reserialized), on(1, fragments[1] as JsonObject)]);
+    assert.equal(r.summary.applied, 1);
+    assert.deepEqual(h.quarantined(), []);
+  });
+
   it('with both images split (two chunks), parts over three batches, is assembled once both chunks are complete', async () => {
     const h = harness();
     const record = full(ROW, 1705318200000000000n, 'u');
