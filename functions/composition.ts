@@ -56,6 +56,7 @@ export function ingestDeps(config: TidemarkConfig, clients: RuntimeClients, tele
     schema: new SchemaTracker(new SchemaStore(clients.dynamodb, config.statusTable, config.name), config, telemetry.log, telemetry.now),
     status: storage.status,
     sweeper: storage.sweeper,
+    ...(storage.splitParts ? { splitParts: storage.splitParts } : {}),
     metrics: telemetry.metrics,
     log: telemetry.log,
     keyRef: telemetry.keyRef ?? noKeyRef,

@@ -20,6 +20,8 @@ import { s3SpillReader } from './spill-reader.js';
 import { StatusStore } from './status-store.js';
 import { TransactWriter } from './transact-writer.js';
 import { TruncateSweeper } from './truncate-sweep.js';
+import { DynamoSplitPartsStore, type SplitPartsStore } from './split-parts-store.js';
+import { readsAuroraDsql, splitPartsPrefix } from './raw-layout.js';
 
 export interface Storage {
   readonly config: TidemarkConfig;
@@ -29,6 +31,8 @@ export interface Storage {
   readonly raw: RawStore;
   readonly status: StatusStore;
   readonly sweeper: TruncateSweeper;
+  /** Pending parts of split Aurora DSQL records; only when the format can be Aurora DSQL. */
+  readonly splitParts?: SplitPartsStore;
   readonly now: () => number;
   /** A guarded writer over `tables` (default: the configured ones) that spills wide rows to raw and reads them back. */
   writer(tables?: readonly TableConfig[]): DynamoWriter;
@@ -47,6 +51,7 @@ export function buildStorage(config: TidemarkConfig, clients: RuntimeClients, no
     raw,
     status: new StatusStore(clients.dynamodb, config.statusTable, config.name),
     sweeper: new TruncateSweeper(clients.dynamodb),
+    ...(readsAuroraDsql(config) ? { splitParts: new DynamoSplitPartsStore(clients.dynamodb, clients.s3, config.statusTable, config.name, config.raw.bucket, splitPartsPrefix(config.raw.prefix)) } : {}),
     now,
     writer: (tables = config.tables) =>
       new DynamoWriter({

@@ -179,6 +179,8 @@ export interface TidemarkConfig {
   statusTable: string;
   placeholder: string;
   dms: { beforeImageField: string };
+  /** Aurora DSQL CDC: how long the parts of a split record wait for each other (docs/formats.md). */
+  auroraDsql: { fragmentWaitSeconds: number };
   apply: ApplyConfig;
   transactions: TransactionsConfig;
   source: SourceConfig;

@@ -95,7 +95,7 @@ function noteControl(tally: BatchTally, table: string, e: NormalizedEvent & { ki
   if (e.control === 'schema' && e.table !== null && typeof e.detail.ddl === 'string') tally.table(e.table).lastDdl = e.detail.ddl;
 }
 
-function noteChange(tally: BatchTally, e: ChangeEvent): void {
+export function noteChange(tally: BatchTally, e: ChangeEvent): void {
   tally.count(e.table, 'received');
   const t = tally.table(e.table);
   t.strengths.add(e.position.strength);

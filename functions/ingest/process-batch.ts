@@ -22,10 +22,12 @@ import { type KeyRef, type Log, type MetricSink, noKeyRef } from '../telemetry/s
 import type { TruncateSweeper } from '../adapters/truncate-sweep.js';
 import type { TransactWriter } from '../adapters/transact-writer.js';
 import { EMPTY_TX_PLAN } from '../core/transactions.js';
+import type { SplitPartsStore } from '../adapters/split-parts-store.js';
 import { applyTruncates, applyWrites, countPlan } from './apply.js';
 import { applyTransactionUnits, planBatchTransactions } from './transactions.js';
 import type { SchemaTracker } from './schema.js';
 import { decode } from './decode.js';
+import { withSplitRecords } from './dsql-parts.js';
 import { type LandingBudget, land } from './land.js';
 import { report } from './report.js';
 import { BatchTally, type BatchSummary } from './tally.js';
@@ -43,6 +45,8 @@ export interface IngestDeps {
   readonly schema?: Pick<SchemaTracker, 'track'>;
   readonly status: Pick<StatusStore, 'load' | 'record' | 'raiseTruncateWatermark'>;
   readonly sweeper: Pick<TruncateSweeper, 'sweep'>;
+  /** Where split Aurora DSQL records' parts wait for each other (dsql-parts.ts). @default none: no reassembly */
+  readonly splitParts?: SplitPartsStore;
   readonly metrics: MetricSink;
   readonly log: Log;
   /** Names a key in log lines by its keyed hash. @default none: lines carry table and position */
@@ -76,15 +80,17 @@ export async function processBatch(records: readonly RawRecord[], deps: IngestDe
     // A fresh container learns where each table stands, so a redelivered window is read, not written.
     for (const [table, row] of statusRows) if (row.lastPosition) deps.writer.seedHighWater(table, row.lastPosition);
     if (landed) {
+      // Split Aurora DSQL records completed by this batch join its changes (dsql-parts.ts).
+      const batch = await withSplitRecords(records, decoded, deps, tally, now());
       const keyIdOf = (e: ChangeEvent) => deps.normalizer.keyIdOf(e);
-      const txPlan = deps.txWriter ? planBatchTransactions(decoded, deps.config, keyIdOf) : EMPTY_TX_PLAN;
-      const plan = planBatch(decoded.changes, keyIdOf, decoded.identity, txPlan.cuts);
+      const txPlan = deps.txWriter ? planBatchTransactions(batch, deps.config, keyIdOf) : EMPTY_TX_PLAN;
+      const plan = planBatch(batch.changes, keyIdOf, batch.identity, txPlan.cuts);
       countPlan(plan, tally, deps.log, deps.keyRef ?? noKeyRef);
       const apply = applyDeps(deps, now);
-      const watermarks = await applyTruncates(plan, statusRows, apply, tally, decoded);
+      const watermarks = await applyTruncates(plan, statusRows, apply, tally, batch);
       const settled = deps.txWriter ? await applyTransactionUnits(plan, txPlan, watermarks, { ...deps, txWriter: deps.txWriter, concurrency: deps.config.apply.concurrency }, tally) : undefined;
-      await applyWrites(plan, watermarks, apply, tally, decoded, settled);
-      await deps.schema?.track(decoded, tally);
+      await applyWrites(plan, watermarks, apply, tally, batch, settled);
+      await deps.schema?.track(batch, tally);
     }
     await report(tally, statusRows, { ...deps, now });
   }

@@ -292,6 +292,14 @@ const ConfigInputSchema = strict({
   /** The unchanged-value marker. @default "__debezium_unavailable_value" */
   placeholder: z.string().min(1).default('__debezium_unavailable_value'),
   dms: strict({ beforeImageField: z.string().min(1).default('before-image') }).prefault({}),
+  auroraDsql: strict({
+    /**
+     * How long the parts of a split Aurora DSQL record (a main record and its fragments) wait for
+     * each other, from the first part's arrival; a set still incomplete then is quarantined as
+     * `fragment-incomplete` by the next batch's sweep. @default 900 (15 minutes)
+     */
+    fragmentWaitSeconds: z.number().int().min(1).max(7 * 86_400).default(900),
+  }).prefault({}),
   apply: ApplyInput.prefault({}),
   transactions: TransactionsInput.prefault({}),
   /** @default an on-demand Kinesis stream named "<name>-cdc", created in the stack */

@@ -277,9 +277,10 @@ describe('least privilege of the ingest role', () => {
 
   it('adds no Query, enhanced fan-out, ListStreams or kms:Encrypt to the ingest role, and encrypts the environment under kms', () => {
     const template = Template.fromStack(buildStack(testConfig({ encryption: 'kms' })).stack);
-    const all = ingestPolicies(template).flatMap((p) =>
-      (p.Properties.PolicyDocument as { Statement: { Action: string | string[] }[] }).Statement.flatMap((s) => (Array.isArray(s.Action) ? s.Action : [s.Action])),
-    );
+    const statements = ingestPolicies(template).flatMap((p) => (p.Properties.PolicyDocument as { Statement: { Sid?: string; Action: string | string[]; Condition?: unknown }[] }).Statement);
+    // Query (and GetItem on status) only in the split Aurora DSQL records' partition, by dynamodb:LeadingKeys (pipeline.test.ts checks the condition).
+    const all = statements.filter((s) => s.Sid !== 'SplitRecordParts').flatMap((s) => (Array.isArray(s.Action) ? s.Action : [s.Action]));
+    assert.ok(statements.filter((s) => s.Sid === 'SplitRecordParts').every((s) => s.Condition !== undefined));
     // GetItem is granted on the target tables only (read-merge-put of wide or spilled rows): not on status.
     for (const unwanted of ['dynamodb:Query', 'kinesis:SubscribeToShard', 'kinesis:DescribeStreamConsumer', 'kinesis:ListStreams', 'kms:Encrypt', 'kms:DescribeKey']) {
       assert.ok(!all.includes(unwanted), unwanted);
