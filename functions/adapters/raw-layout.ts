@@ -237,7 +237,7 @@ export const spillPrefixes = (rawPrefix: string, table: string, keyId: string): 
 // Jobs and reports
 
 /** The jobs whose runs keep state and results under the jobs prefix. */
-export type JobRunKind = 'replay' | 'erase';
+export type JobRunKind = 'replay' | 'erase' | 'compaction';
 /** The jobs whose runs keep scratch space and reports under the report prefix. */
 export type ReportRunKind = 'reconcile' | 'snapshot';
 
@@ -252,3 +252,32 @@ export const tableReportKey = (reportPrefix: string, table: string, runId: strin
 
 /** Where an uploaded key-set manifest goes. */
 export const manifestUploadKey = (reportPrefix: string, name: string, at: number): string => `${reportPrefix}manifests/${at}-${name}`;
+
+// ---------------------------------------------------------------------------------------------
+// History (docs/history.md)
+//
+//   <history>warehouse/<table>/…           the Iceberg tables (Parquet stand-ins locally): history, expected_state, truncates, table_hours
+//   <history>table_side/run_id=<run>/…     reconcile's table side (the DynamoDB export, keyed as the jobs key)
+//   <history>state/compaction.json         compaction's frontier; <history>state/hours/<dt>/<hr>.json one marker per compacted hour
+//   <history>unload/<job>/<run>/<part>/    the jobs' query outputs (UNLOAD needs an empty prefix: one per run and part)
+//   <history>athena/                       the Athena workgroup's query results
+
+/** The Iceberg tables' warehouse (and the local Parquet stand-in's). */
+export const historyWarehousePrefix = (historyPrefix: string): string => `${historyPrefix}warehouse/`;
+
+/** Where reconcile's table side files go: `<prefix>run_id=<run>/…`. */
+export const tableSidePrefix = (historyPrefix: string): string => `${historyPrefix}table_side/`;
+
+/** The table side files of one reconcile run. */
+export const tableSideRunPrefix = (historyPrefix: string, runId: string): string => `${tableSidePrefix(historyPrefix)}run_id=${encodeSegment(runId)}/`;
+
+/** Compaction's state: its frontier, and one marker per compacted hour. */
+export const compactionFrontierKey = (historyPrefix: string): string => `${historyPrefix}state/compaction.json`;
+export const compactedHourKey = (historyPrefix: string, hourStart: number): string => `${historyPrefix}state/hours/${hourPath(hourStart)}.json`;
+
+/** An empty prefix for one query output of one job run. */
+export const unloadPrefix = (historyPrefix: string, job: string, runId: string, part: string): string =>
+  `${historyPrefix}unload/${encodeSegment(job)}/${encodeSegment(runId)}/${encodeSegment(part)}/`;
+
+/** The Athena workgroup's result location. */
+export const athenaResultsPrefix = (historyPrefix: string): string => `${historyPrefix}athena/`;

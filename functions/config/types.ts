@@ -146,6 +146,21 @@ export interface JobsConfig {
   snapshot: ScheduleConfig & { anomalies: AnomalyThresholds };
 }
 
+export interface HistoryConfig {
+  prefix: string;
+  database?: string | undefined;
+  rawGraceDays: number;
+  compaction: ScheduleConfig & { maxHoursPerRun: number; lateScanHours?: number | undefined };
+  replayBuckets: number;
+  workGroup?: string | undefined;
+}
+
+/** The Glue database of the history tables: `history.database`, else `tidemark_<name with - as _>`. */
+export const historyDatabase = (config: Pick<TidemarkConfig, 'name' | 'history'>): string => config.history.database ?? `tidemark_${config.name.replace(/-/g, '_')}`;
+
+/** The Athena workgroup the jobs' queries run in: `history.workGroup`, else `<name>-jobs`. */
+export const historyWorkGroup = (config: Pick<TidemarkConfig, 'name' | 'history'>): string => config.history.workGroup ?? `${config.name}-jobs`;
+
 export interface TidemarkConfig {
   name: string;
   format: FormatSetting;
@@ -164,6 +179,7 @@ export interface TidemarkConfig {
   logRetentionDays: number;
   replay: ReplayConfig;
   jobs: JobsConfig;
+  history: HistoryConfig;
 }
 
 /** The configured table of a source table name, if any. */

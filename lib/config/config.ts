@@ -29,6 +29,7 @@ import { FORMAT_NAMES } from '../../functions/core/formats/names.js';
 import { ConfigError, errorMessage } from '../../functions/core/errors.js';
 import { ReplayConfigSchema } from './replay.js';
 import { JobsConfigSchema } from './jobs.js';
+import { HistoryConfigSchema } from './history.js';
 
 const RESERVED_PREFIX = '__';
 const FORMATS = ['auto', ...FORMAT_NAMES] as const satisfies readonly FormatSetting[];
@@ -283,6 +284,7 @@ const ConfigInputSchema = strict({
   logRetentionDays: z.number().int().positive().default(30),
   replay: ReplayConfigSchema,
   jobs: JobsConfigSchema,
+  history: HistoryConfigSchema,
 });
 
 type Parsed = z.output<typeof ConfigInputSchema>;
@@ -407,6 +409,7 @@ function prefixIssues(config: TidemarkConfig): string[] {
     ['raw.quarantinePrefix', quarantinePrefix],
     ['replay.jobsPrefix', config.replay.jobsPrefix],
     ['jobs.reportPrefix', config.jobs.reportPrefix],
+    ['history.prefix', config.history.prefix],
   ];
   // Lambda writes failed batches under aws/lambda/ of the on-failure bucket, the raw bucket by default.
   if (config.replay.onFailureBucket === undefined || config.replay.onFailureBucket === config.raw.bucket) prefixes.push(['the on-failure destination', ON_FAILURE_PREFIX]);
