@@ -72,7 +72,7 @@ const historyColumns = (s: MeasuredSizes, st: Statement) => {
 
 /**
  * One hourly compaction of every table: compact-hour, fold-expected's three MERGEs, count-table-hours,
- * the expiry of the raw hour that left the grace, and a 24th of the daily OPTIMIZE of history and of
+ * the plan's listing of the late-scan window, the expiry of the raw hour that left the grace, and a 24th of the daily OPTIMIZE of history and of
  * expected state. Nothing here depends on how long history is.
  */
 export function compactionBill(s: MeasuredSizes, p: Pipeline): Bill {
@@ -101,8 +101,11 @@ export function compactionBill(s: MeasuredSizes, p: Pipeline): Bill {
   const counted = historyColumns(s, count);
   bill.query(EVENTS_PER_HOUR * counted.perEvent).parquetRead(EVENTS_PER_HOUR * d.historyPerEvent, hourFiles, counted.cols.length);
   bill.write(p.tables * 200, 1).commit();
-  // Raw past the grace: listed, then deleted (DELETE is free).
+  // Raw past the grace: listed, then deleted (DeleteObjects is free).
   bill.list += Math.ceil(d.objectsPerHour / 1000);
+  // The plan's late-object scan (functions/jobs/history/compaction.ts lateHours): each hour of the window, its marker read and its objects listed.
+  bill.get += REFERENCE.lateScanHours;
+  bill.list += REFERENCE.lateScanHours * Math.ceil(d.objectsPerHour / 1000);
   // OPTIMIZE, a 24th of a day: history's closed day and the whole expected state, each read and written once.
   const share = 1 / ASSUMPTIONS.optimizeEveryHours;
   const optimized = (EVENTS_PER_DAY * d.historyPerEvent + d.expectedBytes) * share;

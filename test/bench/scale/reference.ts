@@ -1,3 +1,8 @@
+import { scaleConfig } from './workload.js';
+
+/** The config's defaults the model follows (lib/config/history.ts): the raw grace, the late-scan window, replay's key buckets. */
+const HISTORY_DEFAULTS = scaleConfig(1).history;
+
 /**
  * The reference pipeline of /design SCALE.md (copied here: nothing outside the repository is read
  * at run time) and the assumptions the cost model adds to it, each named once.
@@ -18,8 +23,10 @@ export const REFERENCE = {
   rowBytes: 1000,
   /** After a day and after a year of retention. */
   retentionDays: { day: 1, year: 365 } as const,
-  /** `history.rawGraceDays` (default 3): raw NDJSON kept after its hour is compacted. */
-  rawGraceDays: 3,
+  /** `history.rawGraceDays`, the config's default: raw NDJSON kept after its hour is compacted. */
+  rawGraceDays: HISTORY_DEFAULTS.rawGraceDays,
+  /** `history.compaction.lateScanHours`, the config's default (rawGraceDays × 24): compacted hours each compaction run lists for late objects. */
+  lateScanHours: HISTORY_DEFAULTS.compaction.lateScanHours ?? HISTORY_DEFAULTS.rawGraceDays * 24,
   erasuresPerDay: 1000,
 } as const;
 
@@ -42,8 +49,8 @@ export const ASSUMPTIONS = {
   tableSideLambdaMb: 1024,
   /** DynamoDB export data files of about 100 MB gzip (AWS does not publish a size; only requests move with it). */
   exportFileBytes: 100 * 1024 * 1024,
-  /** Replay: key buckets (replay-select's `buckets`, at most 100) and the apply Lambda. */
-  replayBuckets: 100,
+  /** Replay: key buckets (`history.replayBuckets`, the config's default) and the apply Lambda. */
+  replayBuckets: HISTORY_DEFAULTS.replayBuckets,
   /** CPU per event of the guarded apply at 1,769 MB: the ingest's measured 80–89 µs per record (docs/performance.md goal 7). */
   applyMicrosPerEvent: 85,
   applyLambdaMb: 1769,

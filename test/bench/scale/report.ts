@@ -119,17 +119,18 @@ export function costReport(sizes: MeasuredSizes, figures: ScaleFigures): string[
     '',
   );
 
-  out.push(`-- one hourly compaction of every table (${count(EVENTS_PER_HOUR)} events): compact-hour, fold-expected (3 MERGEs), count-table-hours, raw expiry, 1/24 of the daily OPTIMIZE --`);
-  const cw = [7, 13, 11, 11, 10, 12, 11, 13];
-  out.push(row(['tables', 'Athena read', 'Athena $', 'S3 PUTs', 'S3 GETs', 'S3 req. $', '$/hour', '$/M events'], cw));
+  out.push(`-- one hourly compaction of every table (${count(EVENTS_PER_HOUR)} events): compact-hour, fold-expected (3 MERGEs), count-table-hours, the late-object listing, raw expiry, 1/24 of the daily OPTIMIZE --`);
+  const cw = [7, 13, 11, 11, 10, 10, 12, 11, 13];
+  out.push(row(['tables', 'Athena read', 'Athena $', 'S3 PUTs', 'S3 GETs', 'S3 LISTs', 'S3 req. $', '$/hour', '$/M events'], cw));
   for (const c of figures.compaction) {
     const dd = c.dollars;
-    out.push(row([String(c.pipeline.tables), bytes(c.bill.athenaBytes), money(dd.athena), count(c.bill.put), count(c.bill.get), money(dd.s3), money(dd.total), money((dd.total / EVENTS_PER_HOUR) * 1e6)], cw));
+    out.push(row([String(c.pipeline.tables), bytes(c.bill.athenaBytes), money(dd.athena), count(c.bill.put), count(c.bill.get), count(c.bill.list), money(dd.s3), money(dd.total), money((dd.total / EVENTS_PER_HOUR) * 1e6)], cw));
   }
   const d1 = shape(sizes, { tables: 1, retentionDays: 1 });
   out.push(
     `  Athena read = raw hour (${count(EVENTS_PER_HOUR)} × ${Math.round(sizes.rawGzipPerEvent)} B, JSON read whole) + the hour's history in each statement's columns + expected_state whole (${count(REFERENCE.liveRows)} × ${e.toFixed(1)} B = ${bytes(d1.expectedBytes)}:`,
-    `  merge-winners' target) + (a day of history + expected_state) ÷ 24 for OPTIMIZE; the same for a day or a year of history`,
+    `  merge-winners' target) + (a day of history + expected_state) ÷ 24 for OPTIMIZE; the same for a day or a year of history;`,
+    `  LISTs: the plan lists every raw object of the ${REFERENCE.lateScanHours}-hour late-scan window each run (${count(d1.objectsPerHour * REFERENCE.lateScanHours)} objects)`,
     '',
   );
 

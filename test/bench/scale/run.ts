@@ -10,9 +10,9 @@
  * Modelled: the Athena, S3, Lambda and DynamoDB bill of each job (model.ts), from those sizes and
  * from what each statement of functions/sql reads (reads.ts), at list prices (prices.ts).
  *
- *   npm run bench:scale                      # cost tables + the quick local reconcile (100k events, 20k keys)
- *   npm run bench:scale -- --local full      # … the local reconcile at 1M events and 200k keys (~10+ min on 2 cores)
- *   npm run bench:scale -- --local none      # cost tables only (no emulator)
+ *   npm run bench:scale                      # landing and the cost tables, no emulator (about 2 min on 2 shared cores)
+ *   npm run bench:scale -- --local quick     # … and a local full reconcile of 100k events, 20k keys (about 5 min)
+ *   npm run bench:scale -- --local full      # … at the target's size: 1M events, 200k keys (about 40 min)
  *
  * s3rver runs among the embedded emulators (test/helpers/target.ts): as root on Linux this script
  * re-executes itself in a loopback-only network namespace (bin/with-loopback.mjs), as `npm run bench` does.
@@ -111,7 +111,7 @@ export function localLines(r: LocalResult): { lines: string[]; ok: boolean; flat
 async function main(): Promise<number> {
   const program = new Command('bench:scale')
     .description('issue 21: raw PUTs, objects a day, and the cost of reconcile, replay and erase at scale; a local full reconcile on DuckDB')
-    .addOption(new Option('--local <size>', 'the local full reconcile: quick (100k events, 20k keys), full (1M events, 200k keys) or none').choices(['quick', 'full', 'none']).default('quick'))
+    .addOption(new Option('--local <size>', 'the local full reconcile: none, quick (100k events, 20k keys) or full (1M events, 200k keys, the target size)').choices(['none', 'quick', 'full']).default('none'))
     .option('--sample-events <n>', 'events of the sample the byte sizes are measured on', positiveInt, 20_000)
     .option('--sample-keys <n>', 'keys of that sample', positiveInt, 5_000)
     .parse(process.argv);
