@@ -9,7 +9,8 @@ const SI = [
 
 /** 2,880,000 → "2.88 M"; 333 → "333". */
 export function count(n: number): string {
-  for (const [size, unit] of SI) if (Math.abs(n) >= size) return `${(n / size).toPrecision(3)} ${unit}`;
+  // From 0.9995 of a unit up, so that 999,900 reads "1.00 M", not "1.00e+3 k".
+  for (const [size, unit] of SI) if (Math.abs(n) >= size * 0.9995) return `${(n / size).toPrecision(3)} ${unit}`;
   return Number.isInteger(n) ? String(n) : n.toPrecision(3);
 }
 

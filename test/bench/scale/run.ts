@@ -12,7 +12,7 @@
  *
  *   npm run bench:scale                      # landing and the cost tables, no emulator (about 2 min on 2 shared cores)
  *   npm run bench:scale -- --local quick     # … and a local full reconcile of 100k events, 20k keys (about 5 min)
- *   npm run bench:scale -- --local full      # … at the target's size: 1M events, 200k keys (about 40 min)
+ *   npm run bench:scale -- --local full      # … at the target's size: 1M events, 200k keys (81 min on 2 cores shared at load ~40)
  *
  * s3rver runs among the embedded emulators (test/helpers/target.ts): as root on Linux this script
  * re-executes itself in a loopback-only network namespace (bin/with-loopback.mjs), as `npm run bench` does.

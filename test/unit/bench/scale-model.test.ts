@@ -161,6 +161,7 @@ describe('scale bench: formatting', () => {
   it('prints counts, bytes and dollars short', () => {
     assert.equal(count(2_880_000), '2.88 M');
     assert.equal(count(333), '333');
+    assert.equal(count(999_900), '1.00 M');
     assert.equal(bytes(512), '512 B');
     assert.equal(bytes(2.5 * 1024 ** 4), '2.50 TiB');
     assert.equal(money(13_891.4), '$13,891');
