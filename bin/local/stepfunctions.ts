@@ -19,7 +19,9 @@
  */
 import { StateMachine } from 'aws-local-stepfunctions';
 import type { JsonValue } from '../../functions/core/json.js';
-import { TidemarkError } from '../../functions/core/errors.js';
+import { LocalStateMachineError } from './state-machine-error.js';
+
+export { LocalStateMachineError };
 
 /** An in-process task: receives the Task state's effective input, returns its result. */
 export type LocalTaskHandler = (input: JsonValue) => Promise<JsonValue> | JsonValue;
@@ -49,16 +51,6 @@ export interface LocalRunOptions {
   readonly retryIntervalMs?: number;
   /** Aborts the execution. */
   readonly signal?: AbortSignal;
-}
-
-export class LocalStateMachineError extends TidemarkError {
-  /** The ASL error name (`States.TaskFailed`, a Fail state's `Error`, …), when the execution failed. */
-  readonly error: string | undefined;
-  constructor(message: string, error?: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = 'LocalStateMachineError';
-    this.error = error;
-  }
 }
 
 type Json = Record<string, unknown>;

@@ -364,11 +364,15 @@ function formatPath(path: readonly PropertyKey[]): string {
   return out === '' ? '(root)' : out;
 }
 
-function tableIssues(config: TidemarkConfig): string[] {
+/** What the table rules read of a table; a table that did not parse is `undefined` (its index kept). */
+type TableFacts = Pick<TidemarkConfig['tables'][number], 'source' | 'target' | 'key' | 'keyTypes'>;
+
+function tableIssues(tables: readonly (TableFacts | undefined)[], statusTable: string | undefined): string[] {
   const issues: string[] = [];
   const sources = new Map<string, number>();
   const targets = new Map<string, number>();
-  config.tables.forEach((t, i) => {
+  tables.forEach((t, i) => {
+    if (t === undefined) return;
     const seen = sources.get(t.source);
     if (seen !== undefined) issues.push(`tables[${i}].source: "${t.source}" is already configured at tables[${seen}]`);
     else sources.set(t.source, i);
@@ -390,7 +394,7 @@ function tableIssues(config: TidemarkConfig): string[] {
       }
     }
   });
-  if (targets.has(config.statusTable)) issues.push(`statusTable: "${config.statusTable}" is also a target table`);
+  if (statusTable !== undefined && targets.has(statusTable)) issues.push(`statusTable: "${statusTable}" is also a target table`);
   return issues;
 }
 
@@ -400,19 +404,27 @@ function tableIssues(config: TidemarkConfig): string[] {
  * so an empty or overlapping one would widen a grant (an empty `replay.jobsPrefix` once gave the
  * replay and erase roles the whole bucket) or expire raw.
  */
-function prefixIssues(config: TidemarkConfig): string[] {
+interface PrefixFields {
+  readonly raw: Pick<TidemarkConfig['raw'], 'prefix' | 'quarantinePrefix'> & { readonly bucket?: string };
+  readonly replay?: Pick<TidemarkConfig['replay'], 'jobsPrefix' | 'onFailureBucket'>;
+  readonly jobs?: Pick<TidemarkConfig['jobs'], 'reportPrefix'>;
+  readonly history?: Pick<TidemarkConfig['history'], 'prefix'>;
+}
+
+function prefixIssues(config: PrefixFields): string[] {
   const { prefix, quarantinePrefix } = config.raw;
   const issues: string[] = [];
   const overlaps = (a: string, b: string) => a.startsWith(b) || b.startsWith(a);
   const prefixes: [string, string][] = [
     ['raw.prefix', prefix],
     ['raw.quarantinePrefix', quarantinePrefix],
-    ['replay.jobsPrefix', config.replay.jobsPrefix],
-    ['jobs.reportPrefix', config.jobs.reportPrefix],
-    ['history.prefix', config.history.prefix],
   ];
+  // Sections that did not parse (partialIssues) are left out.
+  if (config.replay) prefixes.push(['replay.jobsPrefix', config.replay.jobsPrefix]);
+  if (config.jobs) prefixes.push(['jobs.reportPrefix', config.jobs.reportPrefix]);
+  if (config.history) prefixes.push(['history.prefix', config.history.prefix]);
   // Lambda writes failed batches under aws/lambda/ of the on-failure bucket, the raw bucket by default.
-  if (config.replay.onFailureBucket === undefined || config.replay.onFailureBucket === config.raw.bucket) prefixes.push(['the on-failure destination', ON_FAILURE_PREFIX]);
+  if (config.replay?.onFailureBucket === undefined || config.replay.onFailureBucket === config.raw.bucket) prefixes.push(['the on-failure destination', ON_FAILURE_PREFIX]);
   for (const [field, value] of prefixes) {
     if (value === '') issues.push(`${field}: must not be empty (it would cover the whole bucket)`);
     else if (value.startsWith('/')) issues.push(`${field}: "${value}" must not start with "/"`);
@@ -458,13 +470,27 @@ export function parseConfig(input: unknown, sourceName = 'config'): TidemarkConf
   const result = ConfigSchema.safeParse(input);
   if (!result.success) {
     throw new ConfigError(
-      result.error.issues.map((issue) => `${formatPath(issue.path)}: ${issue.message}`),
+      [...result.error.issues.map((issue) => `${formatPath(issue.path)}: ${issue.message}`), ...partialIssues(input)],
       sourceName,
     );
   }
-  const issues = [...tableIssues(result.data), ...prefixIssues(result.data), ...sourceIssues(result.data, input)];
+  const issues = [...tableIssues(result.data.tables, result.data.statusTable), ...prefixIssues(result.data), ...sourceIssues(result.data, input)];
   if (issues.length > 0) throw new ConfigError(issues, sourceName);
   return result.data;
+}
+
+/**
+ * The cross-field rules over the parts of an input that did parse, when another part did not, so
+ * that one run reports every problem: a duplicate `source` and a `"prefix": "/raw"` show up next to
+ * a schema error elsewhere instead of after it is fixed.
+ */
+function partialIssues(input: unknown): string[] {
+  if (typeof input !== 'object' || input === null) return [];
+  const fields = input as { tables?: unknown; raw?: unknown; statusTable?: unknown };
+  const tables = Array.isArray(fields.tables) ? fields.tables.map((t) => TableInput.safeParse(t).data) : [];
+  const raw = RawInput.safeParse(fields.raw).data;
+  const statusTable = typeof fields.statusTable === 'string' ? fields.statusTable : undefined;
+  return [...tableIssues(tables, statusTable), ...(raw ? prefixIssues({ raw }) : [])];
 }
 
 /** Reads and validates a config file. */

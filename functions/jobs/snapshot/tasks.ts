@@ -32,6 +32,7 @@ import { ALL_TABLES, SNAPSHOT_FINDING_METRICS } from '../../telemetry/job-metric
 import { ANOMALY_KINDS, type Anomaly, detectAnomalies } from './anomalies.js';
 import { readHourRows } from './hours.js';
 import { reportRunPrefix } from '../../adapters/raw-layout.js';
+import { validateSnapshotRequest } from '../inputs.js';
 
 const HOUR_MS = 3_600_000;
 
@@ -90,6 +91,7 @@ const MAX_LISTED_KEYS = 1000;
 
 export async function planSnapshot(request: SnapshotRequest, deps: JobDeps): Promise<{ run: SnapshotRun; tableItems: string[] }> {
   const { config } = deps;
+  validateSnapshotRequest(config, request);
   const tables = request.tables && request.tables.length > 0 ? [...request.tables] : config.tables.map((t) => t.source);
   for (const t of tables) tableConfig(config, t);
   const hours = request.hours ?? config.jobs.snapshot.anomalies.historyHours;
