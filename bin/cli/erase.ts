@@ -96,7 +96,8 @@ function printErase(cfg: TidemarkConfig, o: EraseCliOptions, key: Record<string,
   out(`  raw: ${n('objects')} objects, ${n('candidates')} by key filter (${n('falsePositives')} false positives): ${n('objectsRewritten')} rewritten, ${n('objectsDeleted')} emptied`);
   out(`       ${n('linesRemoved')} lines removed, +${n('otherRowsRemoved')} rows of the same messages`);
   out(`  versions removed: ${n('versionsDeleted')}${s.versioning === false ? ' (no versioning in this store: the overwrite replaced the only copy)' : ''}`);
-  out(`  quarantine lines rewritten: ${n('quarantineLinesRewritten')}; spilled rows deleted: ${n('spilledDeleted')}; on-failure records removed: ${n('onFailureRecordsRemoved')}`);
+  out(`  quarantine lines rewritten: ${n('quarantineLinesRewritten')}; spilled rows deleted: ${n('spilledDeleted')}`);
+  out(`  on-failure records removed: ${n('onFailureRecordsRemoved')}; report entries removed: ${n('reportEntriesRemoved')}`);
 }
 
 /** The ledger key a local run needs, loaded before anything is written; its absence names the fix. */

@@ -13,8 +13,9 @@ import { DeleteObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-s
 import { promisify } from 'node:util';
 import { gunzip, gzip } from 'node:zlib';
 import type { TableConfig, TidemarkConfig } from '../config/types.js';
-import type { JsonObject } from '../core/json.js';
-import { isLosslessNumber } from '../core/json.js';
+import type { JsonObject, JsonValue } from '../core/json.js';
+import { isJsonObject, isLosslessNumber, parseJson, stringifyJson } from '../core/json.js';
+import { keyId, normalizeKey } from '../core/keys.js';
 import { Normalizer, type RawRecord } from '../core/normalize.js';
 import { rewriteIfUnchanged } from '../adapters/conditional-rewrite.js';
 import { withoutRecords } from '../adapters/on-failure.js';
@@ -187,4 +188,99 @@ export async function deleteSpilled(s3: S3Client, config: TidemarkConfig, k: Era
     }
   }
   return n;
+}
+
+/** Whether a report's key text (JSON of the key columns) is the erased key; false for anything unreadable. */
+function sameKey(k: ErasedKey, text: unknown): boolean {
+  if (typeof text !== 'string') return false;
+  try {
+    const parsed = parseJson(text);
+    if (!isJsonObject(parsed)) return false;
+    return keyId(k.table, normalizeKey(k.table, parsed)) === k.canonical;
+  } catch {
+    return false;
+  }
+}
+
+/** Whether a report line stays: false when it is a finding of the erased key (dropped whole). */
+function keepReportLine(line: string, k: ErasedKey): boolean {
+  if (line === '') return true;
+  let parsed: JsonValue;
+  try {
+    parsed = parseJson(line);
+  } catch {
+    return true;
+  }
+  return !(isJsonObject(parsed) && parsed.table === k.table.source && sameKey(k, parsed.key));
+}
+
+/** A JSON report without the erased key in its per-table key lists (the snapshot report's `orphans.keys`). */
+function scrubReport(value: JsonValue, k: ErasedKey): { value: JsonValue; removed: number } {
+  let removed = 0;
+  const walk = (v: JsonValue, table: string | null): JsonValue => {
+    if (Array.isArray(v)) return v.map((x) => walk(x, table));
+    if (!isJsonObject(v)) return v;
+    const here = typeof v.table === 'string' ? v.table : table;
+    const out: JsonObject = {};
+    for (const [name, child] of Object.entries(v)) {
+      if (name === 'keys' && Array.isArray(child) && here === k.table.source) {
+        const kept = child.filter((x) => !sameKey(k, x));
+        removed += child.length - kept.length;
+        out[name] = kept;
+      } else out[name] = walk(child, here);
+    }
+    return out;
+  };
+  return { value: walk(value, null), removed };
+}
+
+/** A report's text without the erased key, and how many entries went; null when nothing changes. */
+function scrubReportText(text: string, lines: boolean, k: ErasedKey): { next: string; changed: number } | null {
+  // Cheap test first: a report that never names the table cannot hold the key.
+  if (!text.includes(k.table.source) && !text.includes(JSON.stringify(k.table.source).slice(1, -1))) return null;
+  if (lines) {
+    const all = text.split('\n');
+    const kept = all.filter((line) => keepReportLine(line, k));
+    return { next: kept.join('\n'), changed: all.length - kept.length };
+  }
+  let parsed: JsonValue;
+  try {
+    parsed = parseJson(text);
+  } catch {
+    return null;
+  }
+  const scrubbed = scrubReport(parsed, k);
+  return { next: stringifyJson(scrubbed.value), changed: scrubbed.removed };
+}
+
+/**
+ * Erases the key from the jobs' reports under `jobs.reportPrefix`: reconcile's findings (JSON Lines,
+ * one finding a line, gzipped or not) lose the key's lines, and JSON reports (the snapshot report's
+ * orphan key lists) lose the key from their per-table `keys`. Rewrites are conditional, as every
+ * erase rewrite is. Returns the lines and list entries removed.
+ */
+export async function eraseFromReports(s3: S3Client, config: TidemarkConfig, k: ErasedKey, deleteVersions: DeleteVersions): Promise<number> {
+  const bucket = config.raw.bucket;
+  let removed = 0;
+  for await (const objectKey of listPrefix(s3, bucket, config.jobs.reportPrefix)) {
+    const lines = objectKey.endsWith('.jsonl.gz') || objectKey.endsWith('.jsonl');
+    if (!lines && !objectKey.endsWith('.json')) continue;
+    const gz = objectKey.endsWith('.gz');
+    const out = await rewriteIfUnchanged<number>(s3, bucket, objectKey, async (body) => {
+      const text = (gz ? await gunzipAsync(body) : Buffer.from(body)).toString('utf8');
+      const scrubbed = scrubReportText(text, lines, k);
+      if (scrubbed === null) return { decision: { kind: 'keep' } };
+      const { next, changed } = scrubbed;
+      if (changed === 0) return { decision: { kind: 'keep' } };
+      const bytes = Buffer.from(next, 'utf8');
+      return gz
+        ? { decision: { kind: 'put', body: await gzipAsync(bytes), contentType: 'application/x-ndjson', contentEncoding: 'gzip' }, detail: changed }
+        : { decision: { kind: 'put', body: bytes, contentType: lines ? 'application/x-ndjson' : 'application/json' }, detail: changed };
+    });
+    if (out.outcome === 'put') {
+      removed += out.detail ?? 0;
+      await deleteVersions(s3, bucket, objectKey, out.versionId);
+    }
+  }
+  return removed;
 }

@@ -243,13 +243,15 @@ describe('TidemarkPipeline with a Kinesis source', () => {
     });
   });
 
-  it('moves raw to infrequent access, expires quarantine, job runs, reports and old versions, aborts stale multipart uploads', () => {
+  it('moves raw to infrequent access, expires quarantine, split-record parts, job runs, reports and old versions, aborts stale multipart uploads', () => {
     template.hasResourceProperties('AWS::S3::Bucket', {
       BucketName: 'shop-cdc-raw',
       LifecycleConfiguration: {
         Rules: Match.arrayWith([
           Match.objectLike({ Prefix: 'raw/', Status: 'Enabled', Transitions: [{ StorageClass: 'STANDARD_IA', TransitionInDays: 30 }] }),
           Match.objectLike({ Prefix: 'quarantine/', Status: 'Enabled', ExpirationInDays: 90 }),
+          // Parts of split Aurora DSQL records, past the longest wait and their items' TTL.
+          Match.objectLike({ Prefix: 'raw/dsql-parts/', Status: 'Enabled', ExpirationInDays: 15 }),
           // Job runs (an erase request holds a key until its run deletes it) and reports expire (issue 20, item 6).
           Match.objectLike({ Prefix: 'jobs/', Status: 'Enabled', ExpirationInDays: 14 }),
           Match.objectLike({ Prefix: 'reports/', Status: 'Enabled', ExpirationInDays: 90 }),
