@@ -39,7 +39,7 @@ function registerReplay(p: Command): void {
 
 function registerErase(p: Command): void {
   p.command('erase')
-    .description('erase one key from current state, raw and quarantine, recorded in the erase ledger; or --list the ledger')
+    .description('erase one key from current state, raw, quarantine, failed batches and reports, recorded in the erase ledger; or --list it')
     .addOption(configOption())
     .option('-t, --table <source>', 'source table')
     .option('-k, --key <json>', 'key columns as JSON, e.g. \'{"id": 42}\'')
