@@ -9,7 +9,7 @@
  * `raw.quarantineRetentionDays`, on-failure objects exist only for batches Lambda gave up on (each
  * one alarmed), spilled rows are listed by the key's own prefix.
  */
-import { DeleteObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { promisify } from 'node:util';
 import { gunzip, gzip } from 'node:zlib';
 import type { TableConfig, TidemarkConfig } from '../config/types.js';
@@ -20,6 +20,7 @@ import { Normalizer, type RawRecord } from '../core/normalize.js';
 import { rewriteIfUnchanged } from '../adapters/conditional-rewrite.js';
 import { withoutRecords } from '../adapters/on-failure.js';
 import { spillPrefixes } from '../adapters/raw-layout.js';
+import { listObjectKeys } from '../adapters/s3-list.js';
 
 const gzipAsync = promisify(gzip);
 const gunzipAsync = promisify(gunzip);
@@ -35,15 +36,6 @@ export interface ErasedKey {
 /** Deletes every version of `key` but `keep` (see erase.ts); null when the store has no versions. */
 export type DeleteVersions = (s3: S3Client, bucket: string, key: string, keep: string | undefined, all?: boolean) => Promise<number | null>;
 
-/** Every object key under a prefix, page by page. */
-export async function* listPrefix(s3: S3Client, bucket: string, prefix: string): AsyncGenerator<string> {
-  let token: string | undefined;
-  do {
-    const page = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }));
-    for (const o of page.Contents ?? []) if (o.Key) yield o.Key;
-    token = page.IsTruncated ? page.NextContinuationToken : undefined;
-  } while (token);
-}
 
 const valueText = (v: unknown): string => (isLosslessNumber(v) ? v.value : String(v));
 
@@ -108,7 +100,7 @@ function eraseQuarantineLine(line: string, k: ErasedKey, now: number): string | 
 export async function eraseFromQuarantine(s3: S3Client, config: TidemarkConfig, k: ErasedKey, now: number, deleteVersions: DeleteVersions): Promise<number> {
   const bucket = config.raw.bucket;
   let rewritten = 0;
-  for await (const objectKey of listPrefix(s3, bucket, config.raw.quarantinePrefix)) {
+  for await (const objectKey of listObjectKeys(s3, bucket, config.raw.quarantinePrefix)) {
     if (!objectKey.endsWith('.jsonl.gz')) continue;
     const out = await rewriteIfUnchanged<number>(s3, bucket, objectKey, async (body) => {
       const text = (await gunzipAsync(body)).toString('utf8');
@@ -154,7 +146,7 @@ export async function eraseFromOnFailure(s3: S3Client, config: TidemarkConfig, k
     return n.ok && n.events.some((e) => e.kind === 'change' && e.table === k.table.source && normalizer.keyIdOf(e) === k.canonical);
   };
   const tally = { objects: 0, records: 0, objectsRewritten: 0, objectsDeleted: 0 };
-  for await (const objectKey of listPrefix(s3, bucket, config.replay.onFailurePrefix)) {
+  for await (const objectKey of listObjectKeys(s3, bucket, config.replay.onFailurePrefix)) {
     tally.objects++;
     const out = await rewriteIfUnchanged<number>(s3, bucket, objectKey, (body) => {
       let doc: unknown;
@@ -182,7 +174,7 @@ export async function eraseFromOnFailure(s3: S3Client, config: TidemarkConfig, k
 export async function deleteSpilled(s3: S3Client, config: TidemarkConfig, k: ErasedKey, deleteVersions: DeleteVersions): Promise<number> {
   let n = 0;
   for (const prefix of spillPrefixes(config.raw.prefix, k.table.source, k.canonical)) {
-    for await (const objectKey of listPrefix(s3, config.raw.bucket, prefix)) {
+    for await (const objectKey of listObjectKeys(s3, config.raw.bucket, prefix)) {
       await s3.send(new DeleteObjectCommand({ Bucket: config.raw.bucket, Key: objectKey }));
       n += 1 + ((await deleteVersions(s3, config.raw.bucket, objectKey, undefined, true)) ?? 0);
     }
@@ -262,7 +254,7 @@ function scrubReportText(text: string, lines: boolean, k: ErasedKey): { next: st
 export async function eraseFromReports(s3: S3Client, config: TidemarkConfig, k: ErasedKey, deleteVersions: DeleteVersions): Promise<number> {
   const bucket = config.raw.bucket;
   let removed = 0;
-  for await (const objectKey of listPrefix(s3, bucket, config.jobs.reportPrefix)) {
+  for await (const objectKey of listObjectKeys(s3, bucket, config.jobs.reportPrefix)) {
     const lines = objectKey.endsWith('.jsonl.gz') || objectKey.endsWith('.jsonl');
     if (!lines && !objectKey.endsWith('.json')) continue;
     const gz = objectKey.endsWith('.gz');

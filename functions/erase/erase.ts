@@ -54,7 +54,8 @@ import type { Log } from '../telemetry/sinks.js';
 import { mapLimit } from '../core/concurrency.js';
 import { canonicalKeyText, keyFilterMetadata, mayContainKey } from '../core/key-filter.js';
 import { BLOCK_ALL_POSITION, EraseLedger, type LedgerKeyring, loadLedgerKeys } from '../adapters/erase-ledger.js';
-import { deleteSpilled, type ErasedKey, eraseFromOnFailure, eraseFromQuarantine, eraseFromReports, listPrefix } from './copies.js';
+import { deleteSpilled, type ErasedKey, eraseFromOnFailure, eraseFromQuarantine, eraseFromReports } from './copies.js';
+import { listObjectKeys } from '../adapters/s3-list.js';
 
 export { mentionsKey } from './copies.js';
 
@@ -478,7 +479,7 @@ interface Totals {
 /** Every rewrite batch's result, added up: all pages of the results listing. */
 async function addUpResults(s3: S3Client, bucket: string, prefix: string): Promise<Totals> {
   const totals: Totals = { objectsRead: 0, objectsRewritten: 0, objectsDeleted: 0, falsePositives: 0, linesRemoved: 0, otherRowsRemoved: 0, versionsDeleted: 0, contended: 0, versioning: null, maxPosition: '' };
-  for await (const key of listPrefix(s3, bucket, prefix)) {
+  for await (const key of listObjectKeys(s3, bucket, prefix)) {
     const res = await getJson<RewriteResult>(s3, bucket, key);
     totals.objectsRead += res.objectsRead;
     totals.objectsRewritten += res.objectsRewritten;
