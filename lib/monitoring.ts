@@ -179,5 +179,11 @@ function alarmSpecs(props: MonitoringProps): Record<string, AlarmSpec> {
     description: "status-row updates failed after every retry the invocation's time allowed (throttled status table?): those batches' counters are missing from `tidemark status`; the metrics have them",
   };
   specs.StaleRate = { metric: m.staleRate(), threshold: a.staleRate, description: `more than ${a.staleRate * 100}% of writes were stale` };
+  if (a.schemaDrift !== 'off') {
+    specs.SchemaDrift =
+      a.schemaDrift === 'incompatible'
+        ? { metric: m.counter('schemaIncompatible'), threshold: 0, description: 'a column started carrying a type the target cannot hold as before (tidemark status --schema names it); values are written as delivered, never coerced' }
+        : { metric: m.counter('schemaChanges'), threshold: 0, description: 'a column was added, removed or changed type at the source (tidemark status --schema)' };
+  }
   return specs;
 }

@@ -7,7 +7,6 @@
  * `--json` prints one line per finding, `{"table","kind","detail"}` (kinds: the anomalies, and `orphan`
  * with the key and what `--apply` did), then a last line `{"summary":{…}}`.
  */
-import { type Command, Option } from 'commander';
 import type { RuntimeClients as Clients } from '../../functions/adapters/clients.js';
 import type { TidemarkConfig } from '../../lib/config/config.js';
 import type { JsonValue } from '../../functions/core/json.js';
@@ -16,9 +15,15 @@ import type { JobDeps } from '../../functions/jobs/deps.js';
 import { jobDeps } from '../../functions/composition.js';
 import { detectTable, planSnapshot, reportSnapshot, type SnapshotReport, type SnapshotRequest } from '../../functions/jobs/snapshot/tasks.js';
 import { SNAPSHOT_TASKS, snapshotDefinition } from '../../lib/jobs/definitions.js';
-import { type LocalTaskHandler, runLocalStateMachine } from '../local/stepfunctions.js';
+import type { LocalTaskHandler } from '../local/stepfunctions.js';
+import { validateSnapshotRequest } from '../../functions/jobs/inputs.js';
 import { clients, cliLog, config } from './context.js';
-import { asJob, type LocalJobOptions, progressPrinter } from './reconcile.js';
+import { localEngine } from './dev-packages.js';
+import { CliError } from './errors.js';
+import { jobProgress, runOnAws, sfnClient, stateMachineArnByName } from './job-run.js';
+import { positionText } from './notation.js';
+import { out, summaryLine } from './output.js';
+import type { LocalJobOptions } from './reconcile.js';
 
 /** The in-process handler of every snapshot-detection task. */
 export function snapshotHandlers(deps: JobDeps): Record<string, LocalTaskHandler> {
@@ -32,6 +37,7 @@ export function snapshotHandlers(deps: JobDeps): Record<string, LocalTaskHandler
 
 export async function runSnapshotCheck(cfg: TidemarkConfig, c: Pick<Clients, 's3' | 'dynamodb'>, request: SnapshotRequest, options: LocalJobOptions = {}): Promise<SnapshotReport> {
   const deps = jobDeps(cfg, c, { metrics: options.metrics ?? new CollectingMetricSink(), log: options.log ?? cliLog(), ...(options.now ? { now: options.now } : {}) });
+  const { runLocalStateMachine } = await localEngine('snapshot');
   const output = await runLocalStateMachine(snapshotDefinition(), request as JsonValue, {
     handlers: snapshotHandlers(deps),
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),
@@ -57,14 +63,14 @@ export function snapshotJsonLines(r: SnapshotReport, exitCode: number): string[]
     }
   }
   const tables = r.tables.map((t) => ({ table: t.table, snapshot: t.snapshot, resnapshotReads: t.resnapshotReads, orphans: t.orphans.count, tombstoned: t.orphans.tombstoned, failed: t.orphans.failed, anomalies: t.anomalies.length }));
-  lines.push(JSON.stringify({ summary: { runId: r.runId, startedAt: r.startedAt, finishedAt: r.finishedAt, apply: r.apply, findings: r.findings, tables, report: r.report, exitCode } }));
+  lines.push(summaryLine({ command: 'snapshot-check', runId: r.runId, startedAt: r.startedAt, finishedAt: r.finishedAt, apply: r.apply, findings: r.findings, tables, report: r.report, exitCode }));
   return lines;
 }
 
 function humanSummary(r: SnapshotReport): string[] {
   const lines = [`snapshot-check ${r.runId}${r.apply ? ' (--apply)' : ''}`];
   for (const t of r.tables) {
-    const snap = t.snapshot ? `complete snapshot ${t.snapshot.startPosition}..${t.snapshot.endPosition} read ${t.snapshot.keys} keys` : 'no complete snapshot in raw';
+    const snap = t.snapshot ? `complete snapshot ${positionText(t.snapshot.startPosition)} .. ${positionText(t.snapshot.endPosition)}, ${t.snapshot.keys} keys` : 'no complete snapshot in raw';
     lines.push(`  ${t.table}: ${snap}; orphans=${t.orphans.count}${r.apply ? ` tombstoned=${t.orphans.tombstoned} failed=${t.orphans.failed}` : ''}; resnapshotReads=${t.resnapshotReads}`);
     for (const a of t.anomalies) lines.push(`    anomaly ${a.kind}: ${Object.entries(a.detail).map(([k, v]) => `${k}=${v}`).join(' ')}`);
   }
@@ -74,10 +80,14 @@ function humanSummary(r: SnapshotReport): string[] {
 
 /** The options of `tidemark snapshot-check` as commander parses them. */
 interface SnapshotCheckOptions {
+  readonly config: string;
   readonly table?: string[];
   readonly apply?: boolean;
   readonly hours?: number;
   readonly runId?: string;
+  readonly on: 'local' | 'aws';
+  readonly stateMachineArn?: string;
+  readonly json?: boolean;
 }
 
 /** The state machine's input: only the options given (the job applies its defaults to the rest). */
@@ -90,25 +100,29 @@ function requestOf(o: SnapshotCheckOptions): SnapshotRequest {
   };
 }
 
-/** Adds `tidemark snapshot-check` to the CLI. */
-export function registerSnapshotCheck(p: Command): void {
-  p.command('snapshot-check')
-    .description('detect re-snapshots, orphans after a complete snapshot and anomalies, through the snapshot state machine, locally')
-    .addOption(new Option('-c, --config <file>', 'pipeline config').default('tidemark.config.json'))
-    .option('-t, --table <source...>', 'only these source tables')
-    .option('--apply', 'tombstone orphan rows at the snapshot’s position through the guarded writer')
-    .option('--hours <n>', 'hours of raw to look for snapshots in', (v) => Number.parseInt(v, 10))
-    .option('--run-id <id>', 'name of the run (report prefix)')
-    .option('--json', 'print one JSON line per finding, then {"summary": …}')
-    .action((o) =>
-      asJob('snapshot-check', async () => {
-      const cfg = config(o.config);
-      const c = await clients(cfg);
-      const request = requestOf(o);
-      const report = await runSnapshotCheck(cfg, c, request, { onProgress: progressPrinter((l) => process.stderr.write(`snapshot-check: ${l}\n`)) });
-      const exitCode = snapshotExitCode(report);
-      for (const line of o.json ? snapshotJsonLines(report, exitCode) : humanSummary(report)) process.stdout.write(`${line}\n`);
-      process.exitCode = exitCode;
-      }),
-    );
+/** `tidemark snapshot-check`: validate, run (here or on AWS), print. */
+export async function snapshotCheckCommand(o: SnapshotCheckOptions): Promise<void> {
+  const cfg = config(o.config);
+  const request = requestOf(o);
+  try {
+    validateSnapshotRequest(cfg, request);
+  } catch (e) {
+    throw new CliError(e instanceof Error ? e.message : String(e), `--table ${cfg.tables.map((t) => t.source).join(' | ')}`);
+  }
+  const c = await clients(cfg);
+  let report: SnapshotReport;
+  if (o.on === 'aws') {
+    const sfn = sfnClient();
+    report = (await runOnAws(sfn, o.stateMachineArn ?? (await stateMachineArnByName(sfn, `${cfg.name}-snapshot`)), o.runId ?? `cli-${Date.now()}`, request)) as unknown as SnapshotReport;
+  } else {
+    const bar = jobProgress('snapshot-check', o.json === true);
+    try {
+      report = await runSnapshotCheck(cfg, c, request, { onProgress: bar.onEvent });
+    } finally {
+      bar.stop();
+    }
+  }
+  const exitCode = snapshotExitCode(report);
+  for (const line of o.json ? snapshotJsonLines(report, exitCode) : humanSummary(report)) out(line);
+  process.exitCode = exitCode;
 }

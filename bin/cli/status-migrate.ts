@@ -13,7 +13,8 @@
  *   version already wrote to is swept at once (its writes were not held against it).
  * - Hours move to `hour#<hour>#v1` rows (readers add them to the layout-2 hour of the same name),
  *   jobs' rows to `job#…` (the later run wins), fresh replays' watermarks to their layout-2 key,
- *   and every table gets its registry row.
+ *   recorded schemas to the table's `schema` row (if it has none yet), and every table gets its
+ *   registry row.
  *
  * Layout-1 rows stay (marked) until `--delete-old`, which deletes only rows whose counters have all
  * been moved. docs/operations.md, "Upgrading the status table", gives the order of steps.
@@ -32,10 +33,9 @@ import {
   TransactWriteItemsCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import type { Command } from 'commander';
 import type { TidemarkConfig } from '../../lib/config/config.js';
-import { COUNTER_NAMES, EXPIRES_AT_ATTRIBUTE } from '../../functions/telemetry/contract.js';
-import { HOUR_ROW_PREFIX, jobRowKey, STATUS_KEY, STATUS_ROW, tablePartition, tableRegistryPartition } from '../../functions/telemetry/status-layout.js';
+import { COUNTER_NAMES, EXPIRES_AT_ATTRIBUTE, SCHEMA_ROW_PREFIX } from '../../functions/telemetry/contract.js';
+import { HOUR_ROW_PREFIX, jobRowKey, SCHEMA_ROW, STATUS_KEY, STATUS_ROW, tablePartition, tableRegistryPartition } from '../../functions/telemetry/status-layout.js';
 import { TruncateSweeper } from '../../functions/adapters/truncate-sweep.js';
 import { clients, config as loadConfig } from './context.js';
 
@@ -71,7 +71,7 @@ const RISING = ['truncateWatermark', 'lastSnapshotPosition'] as const;
 const COUNTERS = new Set<string>(COUNTER_NAMES);
 
 type Item = Record<string, AttributeValue>;
-type Kind = { kind: 'status'; table: string } | { kind: 'hour'; table: string; hour: string } | { kind: 'job'; table: string; job: 'reconcile' | 'snapshot' } | { kind: 'fresh'; partition: string; table: string };
+type Kind = { kind: 'status'; table: string } | { kind: 'hour'; table: string; hour: string } | { kind: 'job'; table: string; job: 'reconcile' | 'snapshot' } | { kind: 'fresh'; partition: string; table: string } | { kind: 'schema'; table: string };
 
 /** What a layout-1 item of `pipeline` is, or null when it is not one. */
 export function layoutOneKind(pipeline: string, item: Item): Kind | null {
@@ -81,6 +81,7 @@ export function layoutOneKind(pipeline: string, item: Item): Kind | null {
   if (partition !== pipeline) return null;
   const hour = /^hour#(\d{4}-\d{2}-\d{2}T\d{2})#(.+)$/.exec(row);
   if (hour?.[1] && hour[2]) return { kind: 'hour', hour: hour[1], table: hour[2] };
+  if (row.startsWith(SCHEMA_ROW_PREFIX) && row.length > SCHEMA_ROW_PREFIX.length) return { kind: 'schema', table: row.slice(SCHEMA_ROW_PREFIX.length) };
   const job = /^(reconcile|snapshot)#(.+)$/.exec(row);
   if (job?.[1] && job[2]) return { kind: 'job', job: job[1] as 'reconcile' | 'snapshot', table: job[2] };
   return { kind: 'status', table: row };
@@ -144,6 +145,9 @@ class Migrator {
         return;
       case 'job':
         await this.job(item, kind.table, kind.job);
+        return;
+      case 'schema':
+        await this.schema(item, kind.table);
         return;
       case 'fresh':
         await this.rising(item, tablePartition(kind.partition, kind.table), null);
@@ -268,6 +272,25 @@ class Migrator {
     if (this.options.deleteOld) await this.delete(item, []);
   }
 
+  /** Copies a recorded schema where layout 2 has none yet (the new version learns from then on). */
+  private async schema(item: Item, table: string): Promise<void> {
+    if (this.options.dryRun) return;
+    const { [STATUS_KEY.partition]: _p, [STATUS_KEY.row]: _r, ...rest } = item;
+    try {
+      await this.client.send(
+        new PutItemCommand({
+          TableName: this.config.statusTable,
+          Item: { ...rest, ...this.key(tablePartition(this.config.name, table), SCHEMA_ROW) },
+          ConditionExpression: 'attribute_not_exists(#v)',
+          ExpressionAttributeNames: { '#v': 'version' },
+        }),
+      );
+    } catch (err) {
+      if (!(err instanceof ConditionalCheckFailedException)) throw err;
+    }
+    if (this.options.deleteOld) await this.delete(item, []);
+  }
+
   private async register(table: string): Promise<void> {
     if (this.options.dryRun || this.registered.has(table)) return;
     this.registered.add(table);
@@ -319,18 +342,11 @@ class Expression {
 }
 
 /** Adds `tidemark status-migrate` to the program. */
-export function registerStatusMigrate(program: Command): void {
-  program
-    .command('status-migrate')
-    .description('move the status rows from layout 1 (one partition per pipeline) to layout 2 (one per table); repeatable, nothing lost or counted twice')
-    .option('-c, --config <file>', 'pipeline config', 'tidemark.config.json')
-    .option('--dry-run', 'count what would move, write nothing')
-    .option('--delete-old', 'also delete layout-1 rows whose counters have all been moved')
-    .action(async (o: { config: string; dryRun?: boolean; deleteOld?: boolean }) => {
-      const cfg = loadConfig(o.config);
-      const c = await clients(cfg);
-      const report = await migrateStatus(c.dynamodb, cfg, { dryRun: o.dryRun === true, deleteOld: o.deleteOld === true });
-      process.stdout.write(`${JSON.stringify(report)}\n`);
-      if (report.retryLater > 0) process.stderr.write('tidemark: some rows changed while they were moved (the old version is still writing): run status-migrate again\n');
-    });
+/** `tidemark status-migrate` (registered lazily in program.ts). */
+export async function statusMigrateCommand(o: { config: string; dryRun?: boolean; deleteOld?: boolean }): Promise<void> {
+  const cfg = loadConfig(o.config);
+  const c = await clients(cfg);
+  const report = await migrateStatus(c.dynamodb, cfg, { dryRun: o.dryRun === true, deleteOld: o.deleteOld === true });
+  process.stdout.write(`${JSON.stringify(report)}\n`);
+  if (report.retryLater > 0) process.stderr.write('tidemark: some rows changed while they were moved (the old version is still writing): run status-migrate again\n');
 }

@@ -281,3 +281,9 @@ export const unloadPrefix = (historyPrefix: string, job: string, runId: string, 
 
 /** The Athena workgroup's result location. */
 export const athenaResultsPrefix = (historyPrefix: string): string => `${historyPrefix}athena/`;
+
+/** True when the configured format can decode Aurora DSQL records (`auto` or `aurora-dsql`): the ingest then keeps split records' parts. */
+export const readsAuroraDsql = (config: { readonly format: string }): boolean => config.format === 'auto' || config.format === 'aurora-dsql';
+
+/** Where split Aurora DSQL records' parts wait in the raw bucket (functions/adapters/split-parts-store.ts). */
+export const splitPartsPrefix = (rawPrefix: string): string => `${rawPrefix}dsql-parts/`;

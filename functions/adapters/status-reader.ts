@@ -20,6 +20,7 @@ import {
   hourStartOf,
   type JobRowKind,
   jobRowKey,
+  SCHEMA_ROW,
   OPEN_HOUR,
   STATUS_KEY,
   STATUS_ROW,
@@ -85,6 +86,15 @@ export class StatusReader {
       const table = tableOfPartition(this.pipeline, partition);
       if (!item || table === null) return [];
       return [{ ...(unmarshall(item) as Record<string, unknown>), job: row.slice('job#'.length) as JobRowKind, table }];
+    });
+  }
+
+  /** The recorded-schema rows of `tables` (adapters/schema-store.ts), each with its table. */
+  async schemaRows(tables: readonly string[]): Promise<Record<string, unknown>[]> {
+    const got = await this.batchGet(tables.map((t) => [tablePartition(this.pipeline, t), SCHEMA_ROW]));
+    return tables.flatMap((t) => {
+      const item = got.get(`${tablePartition(this.pipeline, t)}\u0000${SCHEMA_ROW}`);
+      return item ? [{ ...(unmarshall(item) as Record<string, unknown>), table: t }] : [];
     });
   }
 

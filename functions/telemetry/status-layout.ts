@@ -7,9 +7,11 @@
  *   shop/public.orders                   hour#2026-11-30T06           a closed hour's counters (TTL 35 days)
  *   shop/public.orders                   hour#2026-11-30T06#v1        that hour's counters moved from layout 1 by the migration
  *   shop/public.orders                   job#reconcile, job#snapshot  the jobs' last runs
+ *   shop/public.orders                   schema                       its recorded schema and drift (adapters/schema-store.ts)
  *   shop#tables                          public.orders                the table registry: one small row per table
  *   shop#erased                          <table>#<hash>, #key#<id>    the erase ledger (unchanged)
  *   shop#fresh:<target>/public.orders    status                       a fresh replay's own truncate watermarks
+ *   shop#dsql-parts                      chunk#<id>                   split Aurora DSQL records' parts (adapters/split-parts-store.ts)
  *
  * The key attributes keep their layout-1 names (`pipeline`, `table`), so the upgrade needs no new
  * table (CloudFormation cannot change a key schema in place) and the ledger stays where it is; in
@@ -29,6 +31,9 @@ export const STATUS_ROW = 'status';
 
 /** Closed hours of a table: `hour#<YYYY-MM-DDTHH>` (UTC), and `…#v1` for hours moved from layout 1. */
 export const HOUR_ROW_PREFIX = 'hour#';
+
+/** The recorded schema of a table (columns, types, drift history). */
+export const SCHEMA_ROW = 'schema';
 
 /** The jobs' last-run rows of a table: `job#reconcile`, `job#snapshot`. */
 export const JOB_ROW_PREFIX = 'job#';

@@ -24,8 +24,9 @@ export const SNAPSHOT_TASKS = {
   report: 'SnapshotReportFunction',
 } as const;
 
-/** Errors a retry cannot fix: the request itself is wrong. */
-export const NON_RETRYABLE_ERRORS = ['JobInputError', 'ConfigError'] as const;
+/** Errors a retry cannot fix (asl.ts, shared by every job definition). */
+import { lambdaRetry } from './asl.js';
+export { NON_RETRYABLE_ERRORS } from './asl.js';
 
 export interface DefinitionOptions {
   /** Seconds a task may run (the function's timeout). @default 900 */
@@ -38,24 +39,12 @@ type State = Record<string, unknown>;
 
 const resource = (name: string): string => ['$', '{', name, '}'].join('');
 
-// Built fresh on every call: validators and engines may annotate what they are given.
-const retry = () => [
-  { ErrorEquals: [...NON_RETRYABLE_ERRORS], MaxAttempts: 0 },
-  {
-    ErrorEquals: ['Lambda.ServiceException', 'Lambda.AWSLambdaException', 'Lambda.SdkClientException', 'Lambda.TooManyRequestsException'],
-    IntervalSeconds: 2,
-    MaxAttempts: 6,
-    BackoffRate: 2,
-    JitterStrategy: 'FULL',
-  },
-  { ErrorEquals: ['States.TaskFailed', 'States.Timeout'], IntervalSeconds: 5, MaxAttempts: 2, BackoffRate: 2 },
-];
 
 const catchTo = (next: string) => [{ ErrorEquals: ['States.ALL'], ResultPath: '$.error', Next: next }];
 const fail = (): State => ({ Type: 'Fail', ErrorPath: '$.error.Error', CausePath: '$.error.Cause' });
 
 function task(fn: string, timeout: number, fields: State): State {
-  return { Type: 'Task', Resource: resource(fn), TimeoutSeconds: timeout, Retry: retry(), ...fields };
+  return { Type: 'Task', Resource: resource(fn), TimeoutSeconds: timeout, Retry: lambdaRetry(), ...fields };
 }
 
 /** A Map whose every item runs one Task; `distributed` runs each item as a child execution. */

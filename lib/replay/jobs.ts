@@ -167,11 +167,17 @@ export class ReplayJobs extends Construct {
       new iam.PolicyStatement({ sid: 'NotTheStatusTable', effect: iam.Effect.DENY, actions: STATUS_TABLE_DENIED, resources: [currentState.statusTable.tableArn] }),
     ]);
     const erase = this.jobFunction('Erase', `${config.name}-erase`, 'erase', props.entries?.erase, jobProps, [
-      // Raw, quarantine, the jobs' runs, and the failed batches Lambda keeps under aws/lambda/: every copy of a key.
+      // Raw, quarantine, the jobs' runs and reports, and the failed batches Lambda keeps under aws/lambda/: every copy of a key.
       statement(
         'RewriteRawAndQuarantine',
         ['s3:GetObject', 's3:PutObject', 's3:DeleteObject', 's3:DeleteObjectVersion'],
-        [rawStore.objectsUnder(raw.prefix), rawStore.objectsUnder(raw.quarantinePrefix), rawStore.objectsUnder(jobs), rawStore.objectsUnder(config.replay.onFailurePrefix)],
+        [
+          rawStore.objectsUnder(raw.prefix),
+          rawStore.objectsUnder(raw.quarantinePrefix),
+          rawStore.objectsUnder(jobs),
+          rawStore.objectsUnder(config.jobs.reportPrefix),
+          rawStore.objectsUnder(config.replay.onFailurePrefix),
+        ],
       ),
       statement('ListRawAndVersions', ['s3:ListBucket', 's3:ListBucketVersions'], [rawStore.bucket.bucketArn]),
       ...tableStatements(this, 'EraseItem', ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:DeleteItem'], targetNames),
@@ -285,7 +291,7 @@ export class ReplayJobs extends Construct {
     const { raw, replay, name } = props.config;
     const prefixes: [lambda.Function, string[]][] = [
       [this.replayFunction, [raw.prefix, replay.jobsPrefix, `${raw.prefix}spill/`]],
-      [this.eraseFunction, [raw.prefix, raw.quarantinePrefix, replay.jobsPrefix, replay.onFailurePrefix]],
+      [this.eraseFunction, [raw.prefix, raw.quarantinePrefix, replay.jobsPrefix, props.config.jobs.reportPrefix, replay.onFailurePrefix]],
     ];
     for (const [fn, list] of prefixes) {
       const role = fn.role;

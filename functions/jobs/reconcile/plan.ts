@@ -9,6 +9,7 @@ import { putJson } from '../shuffle.js';
 import { type JobDeps, JobInputError, tableConfig } from '../deps.js';
 import type { ManifestItem, PlanOutput, RawItem, ReconcileRequest, RunContext, TableItem } from './types.js';
 import { reportRunPrefix } from '../../adapters/raw-layout.js';
+import { validateReconcileRequest } from '../inputs.js';
 
 /** A shuffle task reads at most this much compressed raw, or this many objects. */
 export const ITEM_MAX_BYTES = 16 * 1024 * 1024;
@@ -83,6 +84,7 @@ function tableItemsOf(run: RunContext, scanSegments: number): (TableItem | Manif
 
 export async function planReconcile(request: ReconcileRequest, deps: JobDeps): Promise<PlanOutput> {
   const { config } = deps;
+  validateReconcileRequest(config, request);
   const settings = config.jobs.reconcile;
   const mode = modeOf(request);
   const tables = request.tables && request.tables.length > 0 ? [...request.tables] : config.tables.map((t) => t.source);

@@ -49,8 +49,23 @@ export interface ReconcileReport {
 export const FIRST_FINDINGS = 100;
 
 
+/** Counts a finding's repair, when --repair tried one, under its table. */
+function countRepair(repairs: Map<string, TableRepairs>, f: Finding): void {
+  if (f.repair === undefined) return;
+  const r = repairs.get(f.table) ?? { repaired: 0, repairFailed: 0 };
+  if (f.repair === 'applied') r.repaired++;
+  else r.repairFailed++;
+  repairs.set(f.table, r);
+}
+
 /** Per-table reports and findings lists, from the partitions' finding objects. */
-async function writeTableReports(deps: JobDeps, run: RunContext, findingKeys: readonly string[], byTable: Record<string, Record<string, number>>): Promise<ReconcileReport['tableReports']> {
+async function writeTableReports(
+  deps: JobDeps,
+  run: RunContext,
+  findingKeys: readonly string[],
+  byTable: Record<string, Record<string, number>>,
+  repairs: Map<string, TableRepairs>,
+): Promise<ReconcileReport['tableReports']> {
   const bucket = deps.config.raw.bucket;
   const lines = new Map<string, string[]>();
   const first = new Map<string, Record<string, Finding[]>>();
@@ -60,6 +75,7 @@ async function writeTableReports(deps: JobDeps, run: RunContext, findingKeys: re
     for (const line of (await gunzipAsync(bytes)).toString('utf8').split('\n')) {
       if (line === '') continue;
       const f = JSON.parse(line) as Finding;
+      countRepair(repairs, f);
       const tableLines = lines.get(f.table) ?? [];
       tableLines.push(line);
       lines.set(f.table, tableLines);
@@ -87,20 +103,31 @@ async function writeTableReports(deps: JobDeps, run: RunContext, findingKeys: re
   return out;
 }
 
-/** The table's last-run row in the status table (`job#reconcile` in its partition), read by `tidemark status`. */
-async function recordLastRun(deps: JobDeps, run: RunContext, table: string, counts: Record<string, number>, report: string): Promise<void> {
+/** A table's findings that --repair re-applied, and those it could not. */
+interface TableRepairs {
+  repaired: number;
+  repairFailed: number;
+}
+
+/**
+ * The table's last-run row in the status table (`job#reconcile` in its partition), read by `tidemark status`:
+ * the findings found, and how many of them this run repaired, so a repaired run does not read as open.
+ */
+async function recordLastRun(deps: JobDeps, run: RunContext, table: string, counts: Record<string, number>, report: string, repairs: TableRepairs): Promise<void> {
   await deps.dynamodb.send(
     new UpdateItemCommand({
       TableName: deps.config.statusTable,
       Key: { [STATUS_KEY.partition]: { S: tablePartition(deps.config.name, table) }, [STATUS_KEY.row]: { S: jobRowKey('reconcile') } },
-      UpdateExpression: 'SET #at = :at, #run = :run, #mode = :mode, #f = :f, #r = :r',
-      ExpressionAttributeNames: { '#at': 'lastRunAt', '#run': 'runId', '#mode': 'mode', '#f': 'findings', '#r': 'report' },
+      UpdateExpression: 'SET #at = :at, #run = :run, #mode = :mode, #f = :f, #r = :r, #rp = :rp, #rf = :rf',
+      ExpressionAttributeNames: { '#at': 'lastRunAt', '#run': 'runId', '#mode': 'mode', '#f': 'findings', '#r': 'report', '#rp': 'repaired', '#rf': 'repairFailed' },
       ExpressionAttributeValues: {
         ':at': { N: String(deps.now()) },
         ':run': { S: run.runId },
         ':mode': { S: run.mode },
         ':f': { M: Object.fromEntries(Object.entries(counts).map(([k, v]) => [k, { N: String(v) }])) },
         ':r': { S: report },
+        ':rp': { N: String(repairs.repaired) },
+        ':rf': { N: String(repairs.repairFailed) },
       },
     }),
   );
@@ -156,11 +183,11 @@ async function addPartitionSummaries(deps: JobDeps, run: RunContext, counts: Rep
 }
 
 /** Per-table last-run rows and the finding metrics (per table, all tables, window total, keys). */
-async function publishOutcome(deps: JobDeps, run: RunContext, report: ReconcileReport, totals: FindingTotals): Promise<void> {
+async function publishOutcome(deps: JobDeps, run: RunContext, report: ReconcileReport, totals: FindingTotals, repairs: Map<string, TableRepairs>): Promise<void> {
   const { byTable, byClass } = totals;
   for (const table of run.tables) {
     const counts = Object.fromEntries(FINDING_CLASSES.map((c) => [c, byTable[table]?.[c] ?? 0]));
-    await recordLastRun(deps, run, table, counts, report.tableReports[table]?.report ?? report.report);
+    await recordLastRun(deps, run, table, counts, report.tableReports[table]?.report ?? report.report, repairs.get(table) ?? { repaired: 0, repairFailed: 0 });
   }
   for (const table of run.tables) {
     for (const cls of FINDING_CLASSES) deps.metrics.add(table, RECONCILE_METRICS[cls], MetricUnit.Count, byTable[table]?.[cls] ?? 0);
@@ -184,6 +211,7 @@ export async function reportReconcile(input: Pick<TaskInput<unknown>, 'run'>, de
   const total = Object.values(byClass).reduce((a, b) => a + b, 0);
   const critical = [...CRITICAL_CLASSES].some((c) => (byClass[c] ?? 0) > 0);
   const reportKey = `${run.prefix}report.json`;
+  const repairs = new Map<string, TableRepairs>();
   const report: ReconcileReport = {
     job: 'reconcile',
     runId: run.runId,
@@ -199,10 +227,10 @@ export async function reportReconcile(input: Pick<TaskInput<unknown>, 'run'>, de
     critical,
     report: `s3://${bucket}/${reportKey}`,
     findingObjects: findingObjects.sort(),
-    tableReports: await writeTableReports(deps, run, findingKeys, byTable),
+    tableReports: await writeTableReports(deps, run, findingKeys, byTable, repairs),
   };
   await putJson(deps.s3, bucket, reportKey, report);
-  await publishOutcome(deps, run, report, totals);
+  await publishOutcome(deps, run, report, totals, repairs);
   deps.log.info('reconcile finished', { runId: run.runId, mode: run.mode, keys: counts.keys, findings: total, critical });
   return report;
 }

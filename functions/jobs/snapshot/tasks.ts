@@ -33,6 +33,7 @@ import { jobRowKey, STATUS_KEY, tablePartition } from '../../telemetry/status-la
 import { ANOMALY_KINDS, type Anomaly, detectAnomalies, othersFlowIn } from './anomalies.js';
 import { readHourRows } from './hours.js';
 import { reportRunPrefix } from '../../adapters/raw-layout.js';
+import { validateSnapshotRequest } from '../inputs.js';
 
 const HOUR_MS = 3_600_000;
 
@@ -96,6 +97,7 @@ const MAX_LISTED_KEYS = 1000;
 
 export async function planSnapshot(request: SnapshotRequest, deps: JobDeps): Promise<{ run: SnapshotRun; tableItems: string[] }> {
   const { config } = deps;
+  validateSnapshotRequest(config, request);
   const tables = request.tables && request.tables.length > 0 ? [...request.tables] : config.tables.map((t) => t.source);
   for (const t of tables) tableConfig(config, t);
   const hours = request.hours ?? config.jobs.snapshot.anomalies.historyHours;

@@ -12,6 +12,7 @@ import { parseConfig } from '../../../../lib/config/config.js';
 import { processBatch } from '../../../../functions/ingest/process-batch.js';
 import { pgMessage } from '../../../helpers/debezium.js';
 import { mockedDeps, NOW, records } from '../../../helpers/mocked-deps.js';
+import { STATUS_ROW } from '../../../../functions/telemetry/status-layout.js';
 
 const tables = Array.from({ length: 12 }, (_, i) => ({ source: `public.t${i}`, target: `shop-t${i}`, key: ['id'], keyTypes: { id: 'number' as const } }));
 const config = parseConfig({ name: 'shop', tables, raw: { bucket: 'shop-raw' }, ingest: { statusMaxAgeSeconds: 30 } });
@@ -22,9 +23,11 @@ const batchOver = (n: number, lsn: number) =>
 
 const throttled = () => Object.assign(new Error('Rate of requests exceeds the allowed throughput'), { name: 'ThrottlingException', $fault: 'client', $metadata: { httpStatusCode: 400 } });
 
-const statusUpdates = (ddb: ReturnType<typeof mockedDeps>['ddb']) => ddb.commandCalls(UpdateItemCommand).filter((c) => c.args[0].input.TableName === 'shop-status');
+/** Updates of status rows (not the schema rows the drift step writes when a table's shape changes). */
+const statusUpdates = (ddb: ReturnType<typeof mockedDeps>['ddb']) =>
+  ddb.commandCalls(UpdateItemCommand).filter((c) => c.args[0].input.TableName === 'shop-status' && c.args[0].input.Key?.table?.S === STATUS_ROW);
 const statusReads = (ddb: ReturnType<typeof mockedDeps>['ddb']) =>
-  ddb.commandCalls(BatchGetItemCommand).filter((c) => Object.keys(c.args[0].input.RequestItems ?? {}).includes('shop-status'));
+  ddb.commandCalls(BatchGetItemCommand).filter((c) => c.args[0].input.RequestItems?.['shop-status']?.Keys?.some((k) => k.table?.S === STATUS_ROW));
 
 describe('status writes per batch', () => {
   it('writes one status update per table per batch, and reads status rows only when the container has no fresh copy', async () => {
@@ -53,8 +56,8 @@ describe('status writes per batch', () => {
   it('retries a throttled status update within the invocation’s time, and sends it once it goes through', async () => {
     const { deps, ddb, metrics, log } = mockedDeps(config);
     let failures = 3;
-    ddb.on(UpdateItemCommand).callsFake((input: { TableName?: string }) => {
-      if (input.TableName === 'shop-status' && failures-- > 0) throw throttled();
+    ddb.on(UpdateItemCommand).callsFake((input: { TableName?: string; Key?: { table?: { S?: string } } }) => {
+      if (input.TableName === 'shop-status' && input.Key?.table?.S === STATUS_ROW && failures-- > 0) throw throttled();
       return {};
     });
     const result = await processBatch(batchOver(1, 100), { ...deps, landing: { budgetMs: 10_000, sleep: async () => {} } });
