@@ -14,7 +14,7 @@ import type { StatusRow, StatusStore } from '../adapters/status-store.js';
 import type { KeyRef, Log } from '../telemetry/sinks.js';
 import type { TruncateSweeper } from '../adapters/truncate-sweep.js';
 import type { Decoded } from './decode.js';
-import { batchCoordinates } from './land.js';
+import { batchCoordinates, type LandingBudget, retryWithinBudget } from './land.js';
 import { refusedLineFor } from './raw-lines.js';
 import type { BatchTally } from './tally.js';
 import { NOTHING_PRESETTLED, type Presettled } from './transactions.js';
@@ -33,6 +33,8 @@ export interface ApplyDeps {
   /** Names a key in log lines by its keyed hash. */
   readonly keyRef: KeyRef;
   readonly now: () => number;
+  /** How long throttled or failed-on-the-server writes may be retried (the invocation's clock, else a fixed budget). @default land.ts's */
+  readonly retry?: LandingBudget;
 }
 
 /** The plan's own counts: op mix, placeholders, and the events it collapsed. */
@@ -102,15 +104,11 @@ export async function applyWrites(plan: BatchPlan, watermarks: ReadonlyMap<strin
   });
   await Promise.all(
     [...byTable].map(async ([table, indexes]) => {
-      const writes = indexes.flatMap((i) => plan.writes[i] ?? []);
-      const out = await deps.writer.writeAll(writes, { preRead: deps.preRead, limiter: deps.limiter });
-      out.results.forEach((r, j) => {
+      const out = await writeTable(table, indexes.flatMap((i) => plan.writes[i] ?? []), deps, tally);
+      out.forEach((r, j) => {
         const i = indexes[j];
         if (i !== undefined) results[i] = r;
       });
-      tally.summary.dynamoRequests += out.totals.readRequests + out.totals.writeRequests;
-      tally.count(table, 'readUnits', out.totals.readUnits);
-      tally.count(table, 'preReadSkipped', out.totals.skipped);
     }),
   );
   const appliedAt = deps.now();
@@ -123,6 +121,63 @@ export async function applyWrites(plan: BatchPlan, watermarks: ReadonlyMap<strin
     countCost(w.table, r, tally);
   });
   if (refused.length > 0) await quarantineRefused(refused, deps, tally, decoded);
+}
+
+/** Writes that failed for a reason worth another try (throttling, a server error); one error stands for them. */
+class TransientWriteFailures extends Error {
+  constructor(
+    readonly count: number,
+    readonly first: Error | undefined,
+  ) {
+    super(`${count} writes throttled or failed on the server: ${first?.message ?? ''}`);
+  }
+}
+
+/** Throttling and 5xx: what the SDK retries, still failing after its attempts. Anything else (access, validation) is not retried here. */
+export function transientWriteFailure(r: WriteResult): boolean {
+  if (r.outcome !== 'failed') return false;
+  const cause = (r.error as { cause?: unknown } | undefined)?.cause as { name?: unknown; $fault?: unknown; $retryable?: unknown } | undefined;
+  if (cause === undefined || cause === null) return false;
+  const name = typeof cause.name === 'string' ? cause.name : '';
+  return cause.$fault === 'server' || cause.$retryable !== undefined || /^(ProvisionedThroughputExceeded|Throttling|RequestLimitExceeded|InternalServerError|ServiceUnavailable)/.test(name.slice(0, 64));
+}
+
+/**
+ * One table's writes through `writeAll`; those that fail transiently (throttling, 5xx) are sent
+ * again, only they, within the invocation's time (land.ts `retryWithinBudget`), so one throttled
+ * key does not send the whole rest of the batch back to the event source mapping. A retried write
+ * is the same guarded write: applied at most once, by its position. Returns one result per write.
+ */
+async function writeTable(table: string, writes: readonly PlannedWrite[], deps: ApplyDeps, tally: BatchTally): Promise<WriteResult[]> {
+  const results: WriteResult[] = writes.map(() => BELOW_WATERMARK);
+  let pending = writes.map((_, i) => i);
+  const once = async () => {
+    const out = await deps.writer.writeAll(
+      pending.flatMap((i) => writes[i] ?? []),
+      { preRead: deps.preRead, limiter: deps.limiter },
+    );
+    tally.summary.dynamoRequests += out.totals.readRequests + out.totals.writeRequests;
+    tally.count(table, 'readUnits', out.totals.readUnits);
+    tally.count(table, 'preReadSkipped', out.totals.skipped);
+    const again: number[] = [];
+    out.results.forEach((r, j) => {
+      const i = pending[j];
+      if (i === undefined) return;
+      results[i] = r;
+      if (transientWriteFailure(r)) again.push(i);
+    });
+    pending = again;
+    if (again.length > 0) throw new TransientWriteFailures(again.length, results[again[0] ?? 0]?.error);
+  };
+  try {
+    await retryWithinBudget(once, deps.retry ?? {}, (attempt, err, delay) =>
+      deps.log.warn('guarded writes failed; retrying them', { table, attempt, writes: pending.length, retryInMs: delay, error: errorMessage(err) }),
+    );
+  } catch (err) {
+    // Out of time: the writes still failing stay `failed` and go back to the mapping from the lowest.
+    if (!(err instanceof TransientWriteFailures)) throw err;
+  }
+  return results;
 }
 
 function countCost(table: string, r: WriteResult, tally: BatchTally): void {

@@ -89,7 +89,7 @@ export async function processBatch(records: readonly RawRecord[], deps: IngestDe
     const statusRows = await statusOf([...tally.tables.keys()].filter((t) => t !== UNKNOWN_TABLE), deps, now);
     // A fresh container learns where each table stands, so a redelivered window is read, not written.
     for (const [table, row] of statusRows) if (row.lastPosition) deps.writer.seedHighWater(table, row.lastPosition);
-    const watermarks = landed ? await applyBatch(records, decoded, statusRows, deps, tally, limiter) : new Map<string, string>();
+    const watermarks = landed ? await applyBatch(records, decoded, statusRows, deps, tally, limiter, landing) : new Map<string, string>();
     await report(tally, statusRows, watermarks, { ...deps, now, limiter, tables: tablesOf(deps.config), retry: landing });
   }
   const failedFrom = tally.failedFrom();
@@ -100,7 +100,7 @@ export async function processBatch(records: readonly RawRecord[], deps: IngestDe
 }
 
 /** Decoded and landed records applied: split records joined, transactions whole, truncates, guarded writes, schema. Returns the truncate watermarks. */
-async function applyBatch(records: readonly RawRecord[], decoded: Decoded, statusRows: ReadonlyMap<string, StatusRow>, deps: IngestDeps, tally: BatchTally, limiter: Limiter): Promise<Map<string, string>> {
+async function applyBatch(records: readonly RawRecord[], decoded: Decoded, statusRows: ReadonlyMap<string, StatusRow>, deps: IngestDeps, tally: BatchTally, limiter: Limiter, retry: LandingBudget): Promise<Map<string, string>> {
   const now = deps.now ?? Date.now;
   // Split Aurora DSQL records completed by this batch join its changes (dsql-parts.ts).
   const batch = await withSplitRecords(records, decoded, deps, tally, now());
@@ -108,7 +108,7 @@ async function applyBatch(records: readonly RawRecord[], decoded: Decoded, statu
   const txPlan = deps.txWriter ? planBatchTransactions(batch, deps.config, keyIdOf) : EMPTY_TX_PLAN;
   const plan = planBatch(batch.changes, keyIdOf, batch.identity, txPlan.cuts);
   countPlan(plan, tally, deps.log, deps.keyRef ?? noKeyRef);
-  const apply = applyDeps(deps, now, limiter);
+  const apply = { ...applyDeps(deps, now, limiter), retry };
   const watermarks = await applyTruncates(plan, statusRows, apply, tally, batch);
   for (const [table, wm] of watermarks) deps.statusCache.noteTruncate(table, wm, now());
   const settled = deps.txWriter ? await applyTransactionUnits(plan, txPlan, watermarks, { ...deps, txWriter: deps.txWriter, concurrency: deps.config.apply.concurrency }, tally) : undefined;

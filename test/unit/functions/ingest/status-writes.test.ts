@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { BatchGetItemCommand, DeleteItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { BatchGetItemCommand, DeleteItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { parseConfig } from '../../../../lib/config/config.js';
 import { processBatch } from '../../../../functions/ingest/process-batch.js';
@@ -106,5 +106,28 @@ describe('status writes per batch', () => {
     assert.equal(deletes[0]?.TableName, 'shop-t0');
     assert.equal(deletes[0]?.ConditionExpression, '#pos < :wm');
     assert.equal(deps.statusCache.peek('public.t0')?.truncateWatermark, 'z', 'and the container holds the new watermark for its next batch');
+  });
+
+  it('sends again, within the invocation’s time, only the guarded writes that were throttled, and fails fast on errors no retry fixes', async () => {
+    const { deps, ddb, log } = mockedDeps(config);
+    const sent: string[] = [];
+    let throttles = 2;
+    ddb.on(PutItemCommand).callsFake((input: { TableName?: string }) => {
+      sent.push(String(input.TableName));
+      if (input.TableName === 'shop-t1' && throttles-- > 0) throw throttled();
+      if (input.TableName === 'shop-t2') throw Object.assign(new Error('One or more parameter values were invalid'), { name: 'ValidationException', $fault: 'client', $metadata: { httpStatusCode: 400 } });
+      return {};
+    });
+    ddb.on(UpdateItemCommand).resolves({});
+    const result = await processBatch(batchOver(3, 100), { ...deps, landing: { budgetMs: 10_000, sleep: async () => {} } });
+    assert.deepEqual(
+      sent.filter((t) => t !== 'shop-status').sort(),
+      ['shop-t0', 'shop-t1', 'shop-t1', 'shop-t1', 'shop-t2'],
+      'the throttled key twice more, nothing else again, the refused one once',
+    );
+    assert.equal(result.batchItemFailures.length, 1, 'the write no retry fixes goes back to the mapping');
+    assert.equal(result.summary.applied, 2);
+    assert.equal(log.lines.filter((l) => l.message === 'guarded writes failed; retrying them').length, 2);
+    assert.ok(!JSON.stringify(log.lines).includes('"x"'), 'no row value in a log line');
   });
 });
