@@ -57,6 +57,8 @@ describe(`status-migrate on the integration target (${process.env.TIDEMARK_TARGE
     await put({ pipeline: config.name, table: `hour#${hour}#public.customers`, received: 10, applied: 8, opC: 8, __expiresAt: Math.floor(now / 1000) + 86_400 });
     await put({ pipeline: config.name, table: 'reconcile#public.customers', lastRunAt: now - 60_000, runId: 'r1', mode: 'window' });
     await put({ pipeline: `${config.name}#fresh:upgrade-rebuild`, table: 'public.customers', truncateWatermark: oldWatermark });
+    // A schema the previous version recorded (schema#<table>), for a table the new version has not seen yet.
+    await put({ pipeline: config.name, table: 'schema#public.orders', schema: '{"kept":true}', version: 3, columns: 4, changes: 2, incompatible: 0 });
     // The new version ran before the migration: it wrote its own row and a row below the old watermark.
     const deps = ingestDeps(config, target.clients, { metrics: new CollectingMetricSink(), log: silentLog });
     const batch = [1, 2].map((id) => JSON.stringify(pgMessage({ table: 'customers', op: 'c', after: { id, name: `n${id}` }, lsn: 100 + id, lastCommitLsn: 99 + id })));
@@ -64,7 +66,7 @@ describe(`status-migrate on the integration target (${process.env.TIDEMARK_TARGE
     await target.clients.dynamodb.send(new PutItemCommand({ TableName: config.tables[0]?.target, Item: { id: { N: '99' }, __pos: { S: encodePosition([1n, 2n]) } } }));
 
     const first = await migrateStatus(target.clients.dynamodb, config);
-    assert.deepEqual({ rows: first.rows, moved: first.moved, units: first.units, jobRows: first.jobRows, retryLater: first.retryLater }, { rows: 4, moved: 2, units: 46, jobRows: 1, retryLater: 0 });
+    assert.deepEqual({ rows: first.rows, moved: first.moved, units: first.units, jobRows: first.jobRows, retryLater: first.retryLater }, { rows: 5, moved: 2, units: 46, jobRows: 1, retryLater: 0 });
     assert.equal(first.swept, 1, 'the row below the old watermark, written by the new version before it knew it, is swept');
     const row = await get(`${config.name}/public.customers`, 'status');
     assert.equal(row?.received, 12, 'the old counters added to what the new version counted');
@@ -77,6 +79,11 @@ describe(`status-migrate on the integration target (${process.env.TIDEMARK_TARGE
     assert.equal((await get(`${config.name}/public.customers`, 'job#reconcile'))?.runId, 'r1');
     assert.equal((await get(`${config.name}#fresh:upgrade-rebuild/public.customers`, 'status'))?.truncateWatermark, oldWatermark);
     assert.ok(await get(`${config.name}#tables`, 'public.customers'), 'registered');
+    assert.deepEqual(
+      await get(`${config.name}/public.orders`, 'schema'),
+      { pipeline: `${config.name}/public.orders`, table: 'schema', schema: '{"kept":true}', version: 3, columns: 4, changes: 2, incompatible: 0 },
+      "the recorded schema moves to its table's partition as it was",
+    );
 
     const again = await migrateStatus(target.clients.dynamodb, config);
     assert.deepEqual([again.moved, again.units, again.current], [0, 0, 2], 'a second run moves nothing');
@@ -99,11 +106,12 @@ describe(`status-migrate on the integration target (${process.env.TIDEMARK_TARGE
     const shown = await statusRows(target.clients.dynamodb, config);
     assert.deepEqual(
       shown.map((r) => r.table),
-      ['public.customers', 'reconcile#public.customers'],
+      ['public.customers', 'reconcile#public.customers', 'schema#public.customers'],
+      'the status row, the job row moved, and the schema the new version recorded',
     );
 
     const cleaned = await migrateStatus(target.clients.dynamodb, config, { deleteOld: true });
-    assert.equal(cleaned.deleted, 4);
+    assert.equal(cleaned.deleted, 5);
     assert.equal(await get(config.name, 'public.customers'), undefined);
     assert.equal((await migrateStatus(target.clients.dynamodb, config)).rows, 0);
     assert.equal((await get(`${config.name}/public.customers`, 'status'))?.received, 17, 'deleting layout 1 changed nothing in layout 2');
