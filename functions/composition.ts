@@ -15,6 +15,7 @@ import { type KeyRef, keyRefOf, type Log, type MetricSink, noKeyRef } from './te
 import { loadLedgerKeys } from './adapters/ledger-keys.js';
 import { errorMessage } from './core/errors.js';
 import type { IngestDeps } from './ingest/process-batch.js';
+import { StatusCache } from './ingest/status-cache.js';
 import { SchemaTracker } from './ingest/schema.js';
 import { SchemaStore } from './adapters/schema-store.js';
 import type { JobDeps } from './jobs/deps.js';
@@ -46,6 +47,7 @@ export async function ledgerKeyRef(config: TidemarkConfig, log: Log, env: NodeJS
 
 /** The ingest path: decode, land raw, apply under the guard, report. */
 export function ingestDeps(config: TidemarkConfig, clients: RuntimeClients, telemetry: Telemetry, storage: Storage = buildStorage(config, clients, telemetry.now)): IngestDeps {
+  storage.status.onRegistryFailure = (table, err) => telemetry.log.warn('registry row not written; the table is still listed through the config', { table, error: errorMessage(err) });
   const writer = storage.writer();
   return {
     config,
@@ -55,6 +57,7 @@ export function ingestDeps(config: TidemarkConfig, clients: RuntimeClients, tele
     ...(config.transactions.groups.length > 0 ? { txWriter: storage.transactWriter(writer) } : {}),
     schema: new SchemaTracker(new SchemaStore(clients.dynamodb, config.statusTable, config.name), config, telemetry.log, telemetry.now),
     status: storage.status,
+    statusCache: new StatusCache(config.ingest.statusMaxAgeSeconds * 1000),
     sweeper: storage.sweeper,
     ...(storage.splitParts ? { splitParts: storage.splitParts } : {}),
     metrics: telemetry.metrics,

@@ -13,7 +13,7 @@ import { Duration } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
-import { type Counter, COUNTERS, DIMENSIONS, DISTRIBUTIONS, type MetricName, METRICS_NAMESPACE, SERVICE_NAME } from '../functions/telemetry/contract.js';
+import { type Counter, COUNTERS, DIMENSIONS, DISTRIBUTIONS, HEALTH, type HealthName, type MetricName, METRICS_NAMESPACE, SERVICE_NAME } from '../functions/telemetry/contract.js';
 
 /** Default aggregation window of alarms and widgets. */
 export const DEFAULT_PERIOD = Duration.minutes(5);
@@ -51,6 +51,11 @@ export class TidemarkMetricFactory {
   /** A contract counter (sum), pipeline-wide, or of one table: `counter('applied')`, `counter('applied', 'public.orders')`. */
   counter(counter: Counter, table?: string, period?: Duration): cloudwatch.Metric {
     return this.metric(COUNTERS[counter].metric, 'Sum', table, period);
+  }
+
+  /** A pipeline-health count (sum), pipeline-wide or of one table: `health('statusUpdatesFailed')`. */
+  health(name: HealthName, table?: string): cloudwatch.Metric {
+    return this.metric(HEALTH[name].metric, 'Sum', table);
   }
 
   /** Commit-to-apply lag at a percentile, pipeline-wide or of one table. @default p99 */

@@ -12,7 +12,7 @@ import { stringifyJson, type JsonObject } from '../../functions/core/json.js';
 import { normalizeKey } from '../../functions/core/keys.js';
 import { decodeItem, keyAttributes } from '../../functions/adapters/item-codec.js';
 import { StatusReader } from '../../functions/adapters/status-reader.js';
-import { EXPIRES_AT_ATTRIBUTE } from '../../functions/telemetry/contract.js';
+import { EXPIRES_AT_ATTRIBUTE, SCHEMA_ROW_PREFIX } from '../../functions/telemetry/contract.js';
 import { CliError } from './errors.js';
 
 export function tableOrThrow(config: TidemarkConfig, source: string): TableConfig {
@@ -51,9 +51,27 @@ export async function getRow(client: DynamoDBClient, table: TableConfig, key: Js
   return res.Item ? presentItem(table, res.Item) : null;
 }
 
+/**
+ * Every status row of the pipeline (the registry's tables, the configured ones and `*`), then the
+ * jobs' last-run rows, shown as `reconcile#<table>` and `snapshot#<table>`, and the recorded
+ * schemas, shown as `schema#<table>`.
+ */
 export async function statusRows(client: DynamoDBClient, config: TidemarkConfig): Promise<JsonObject[]> {
-  const rows = await new StatusReader(client, config.statusTable, config.name).list();
-  return rows.map((r) => JSON.parse(stringifyJson(r)) as JsonObject);
+  const reader = new StatusReader(client, config.statusTable, config.name);
+  const rows = await reader.list(config.tables.map((t) => t.source));
+  const [jobs, schemas] = await Promise.all([reader.jobRows(rows.map((r) => r.table)), reader.schemaRows(rows.map((r) => r.table))]);
+  const json = (r: object) => JSON.parse(stringifyJson(r)) as JsonObject;
+  return [
+    ...rows.map(json),
+    ...jobs.map(({ job, table, ...rest }) => json({ ...rest, pipeline: config.name, table: `${job}#${table}` })),
+    ...schemas.map(({ table, ...rest }) => json({ ...rest, pipeline: config.name, table: `${SCHEMA_ROW_PREFIX}${String(table)}` })),
+  ];
+}
+
+/** One table's status row, if it has one. */
+export async function statusRowOf(client: DynamoDBClient, config: TidemarkConfig, table: string): Promise<JsonObject | undefined> {
+  const [row] = await new StatusReader(client, config.statusTable, config.name).list([], [table]);
+  return row ? (JSON.parse(stringifyJson(row)) as JsonObject) : undefined;
 }
 
 export { STATUS_COLUMNS, statusTable } from './status-text.js';

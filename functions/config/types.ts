@@ -68,6 +68,7 @@ export interface RawConfig {
 
 export interface ApplyConfig {
   concurrency: number;
+  maxInFlight: number;
   maxColumns: number;
   maxRetries: number;
   maxItemBytes: number;
@@ -90,6 +91,7 @@ export interface IngestConfig {
   timeoutSeconds: number;
   reservedConcurrency?: number | undefined;
   tracing: boolean;
+  statusMaxAgeSeconds: number;
 }
 
 export interface AlarmsConfig {

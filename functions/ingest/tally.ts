@@ -9,6 +9,7 @@
  * one outcome of the telemetry contract.
  */
 import type { RawRecord } from '../core/normalize.js';
+import type { Key } from '../core/types.js';
 import { type Counter, type CounterValues, OUTCOMES, zeroCounters } from '../telemetry/contract.js';
 
 /** One batch's totals: every contract counter plus what only a batch has. */
@@ -54,8 +55,12 @@ export class TableTally {
     return this.strengths.size > 0;
   }
 
+  /** The keys and positions of the writes applied (kept only for the truncate re-check after the status write). */
+  readonly applied: { readonly key: Key; readonly position: string }[] = [];
+
   /** Records an applied write's position, commit time and lag. */
-  noteApplied(position: string, commitTs: number | null, appliedAt: number): void {
+  noteApplied(position: string, commitTs: number | null, appliedAt: number, key?: Key): void {
+    if (key !== undefined) this.applied.push({ key, position });
     if (this.lastPosition === undefined || position > this.lastPosition) this.lastPosition = position;
     if (commitTs === null) return;
     this.lastCommitTs = Math.max(this.lastCommitTs ?? 0, commitTs);

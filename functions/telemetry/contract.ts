@@ -25,17 +25,8 @@ export const SERVICE_NAME = 'tidemark-ingest';
 /** The status row and `table` dimension of records whose source table is unknown or not configured. */
 export const UNKNOWN_TABLE = '*';
 
-/** The TTL attribute of every tidemark table (tombstones, per-hour status rows). */
+/** The TTL attribute of every tidemark table (tombstones, closed hour rows of the status table). */
 export const EXPIRES_AT_ATTRIBUTE = '__expiresAt';
-
-/** Status rows: partition key attribute (the pipeline name) and sort key attribute (the source table). */
-export const STATUS_KEY = { pipeline: 'pipeline', table: 'table' } as const;
-
-/** Per-hour counter rows share the status table: sort key `hour#<YYYY-MM-DDTHH>#<source table>`. */
-export const HOUR_ROW_PREFIX = 'hour#';
-
-/** How long per-hour counter rows are kept before DynamoDB's TTL removes them. */
-export const HOUR_ROW_TTL_DAYS = 35;
 
 /** Metric dimensions: per table, and the pipeline-level roll-up that alarms read (any table count). */
 export const DIMENSIONS = { service: 'service', pipeline: 'pipeline', table: 'table' } as const;
@@ -165,9 +156,29 @@ export const DISTRIBUTION_DESCRIPTIONS = {
 } as const satisfies Readonly<Record<DistributionName, string>>;
 export type DistributionMetricName = (typeof DISTRIBUTIONS)[DistributionName]['metric'];
 
+/**
+ * Pipeline-health metrics: counts about the pipeline itself, not kept in any status row (a status
+ * row cannot count its own failed updates). Emitted under the table they concern, like the others.
+ */
+export const HEALTH = {
+  statusUpdatesFailed: { metric: 'StatusUpdatesFailed', unit: 'Count' },
+} as const;
+
+export type HealthName = keyof typeof HEALTH;
+
+/** What each health metric means: exactly one entry per metric. */
+export const HEALTH_DESCRIPTIONS = {
+  statusUpdatesFailed: "status-row updates that still failed after the retries the invocation's time allowed: that batch's counters are missing from the row (the metrics above still have them)",
+} as const satisfies Readonly<Record<HealthName, string>>;
+export type HealthMetricName = (typeof HEALTH)[HealthName]['metric'];
+
 /** Every metric the runtime emits. */
-export type MetricName = CounterMetricName | DistributionMetricName;
-export const METRIC_NAMES: readonly MetricName[] = [...COUNTER_NAMES.map((c) => COUNTERS[c].metric), ...Object.values(DISTRIBUTIONS).map((d) => d.metric)];
+export type MetricName = CounterMetricName | DistributionMetricName | HealthMetricName;
+export const METRIC_NAMES: readonly MetricName[] = [
+  ...COUNTER_NAMES.map((c) => COUNTERS[c].metric),
+  ...Object.values(DISTRIBUTIONS).map((d) => d.metric),
+  ...Object.values(HEALTH).map((h) => h.metric),
+];
 
 export const zeroCounters = (): CounterValues => Object.fromEntries(COUNTER_NAMES.map((c) => [c, 0])) as CounterValues;
 
@@ -183,15 +194,5 @@ export function identityGap(counters: Partial<Record<Counter, unknown>>): number
   return n('received') - OUTCOMES.reduce((sum, c) => sum + n(c), 0);
 }
 
-/** A table's recorded schema (column set, types, drift history) shares the status table: sort key `schema#<source table>`. */
+/** How `tidemark status` names a table's schema row among the status rows: `schema#<source table>` (status-layout.ts `SCHEMA_ROW`). */
 export const SCHEMA_ROW_PREFIX = 'schema#';
-
-/** Sort key of a table's schema row, e.g. `schema#public.orders`. */
-export function schemaRowKey(table: string): string {
-  return `${SCHEMA_ROW_PREFIX}${table}`;
-}
-
-/** Sort key of a per-hour counter row, e.g. `hour#2026-11-30T06#public.orders`. */
-export function hourRowKey(epochMs: number, table: string): string {
-  return `${HOUR_ROW_PREFIX}${new Date(epochMs).toISOString().slice(0, 13)}#${table}`;
-}

@@ -114,7 +114,12 @@ export class TidemarkJobs extends Construct {
     });
 
     const snapshotTasks: Record<string, JobTaskProps> = {
-      [SNAPSHOT_TASKS.plan]: { handler: 'snapshotPlan', description: 'fix the run and its tables', grant: () => {} },
+      [SNAPSHOT_TASKS.plan]: {
+        handler: 'snapshotPlan',
+        description: 'fix the run and its tables, and find which tables flow lately (their recent hours)',
+        // No ledger key: the plan names no keys.
+        grant: (role) => role.addToPrincipalPolicy(statement('ReadRecentHours', ['dynamodb:BatchGetItem', 'dynamodb:Query'], [status])),
+      },
       [SNAPSHOT_TASKS.detect]: {
         handler: 'snapshotDetect',
         description: 'find re-snapshots, orphans and anomalies of one table',

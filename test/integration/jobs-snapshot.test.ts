@@ -13,7 +13,7 @@ import { getRow } from '../../bin/cli/state.js';
 import { runSnapshotCheck, snapshotExitCode } from '../../bin/cli/snapshot-check.js';
 import { parseConfig, type TidemarkConfig } from '../../lib/config/config.js';
 import type { JsonObject } from '../../functions/core/json.js';
-import { hourRowKey } from '../../functions/jobs/snapshot/hours.js';
+import { hourRowKey, tablePartition } from '../../functions/telemetry/status-layout.js';
 import { openTarget, type Target } from '../helpers/target.js';
 import { type Delivery, JobsEnv, memoryLog, runCli } from './jobs-env.js';
 
@@ -165,8 +165,8 @@ describe(`snapshot detection on the integration target (${process.env.TIDEMARK_T
         new PutItemCommand({
           TableName: env.config.statusTable,
           Item: {
-            pipeline: { S: env.config.name },
-            table: { S: hourRowKey(ms, 'inventory.customers') },
+            pipeline: { S: tablePartition(env.config.name, 'inventory.customers') },
+            table: { S: hourRowKey(ms) },
             ...Object.fromEntries(Object.entries(counters).map(([k, v]) => [k, { N: String(v) }])),
           },
         }),

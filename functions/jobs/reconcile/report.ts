@@ -5,6 +5,7 @@
  *   s3://<raw bucket>/<reportPrefix>reconcile/<runId>/report.json
  *   s3://<raw bucket>/<reportPrefix>reconcile/<runId>/findings/p=0007.jsonl.gz   (one finding a line)
  */
+import { jobRowKey, STATUS_KEY, tablePartition } from '../../telemetry/status-layout.js';
 import { promisify } from 'node:util';
 import { gunzip, gzip } from 'node:zlib';
 import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
@@ -109,14 +110,14 @@ interface TableRepairs {
 }
 
 /**
- * The table's last-run row in the status table (`reconcile#<table>`), read by `tidemark status`:
+ * The table's last-run row in the status table (`job#reconcile` in its partition), read by `tidemark status`:
  * the findings found, and how many of them this run repaired, so a repaired run does not read as open.
  */
 async function recordLastRun(deps: JobDeps, run: RunContext, table: string, counts: Record<string, number>, report: string, repairs: TableRepairs): Promise<void> {
   await deps.dynamodb.send(
     new UpdateItemCommand({
       TableName: deps.config.statusTable,
-      Key: { pipeline: { S: deps.config.name }, table: { S: `reconcile#${table}` } },
+      Key: { [STATUS_KEY.partition]: { S: tablePartition(deps.config.name, table) }, [STATUS_KEY.row]: { S: jobRowKey('reconcile') } },
       UpdateExpression: 'SET #at = :at, #run = :run, #mode = :mode, #f = :f, #r = :r, #rp = :rp, #rf = :rf',
       ExpressionAttributeNames: { '#at': 'lastRunAt', '#run': 'runId', '#mode': 'mode', '#f': 'findings', '#r': 'report', '#rp': 'repaired', '#rf': 'repairFailed' },
       ExpressionAttributeValues: {

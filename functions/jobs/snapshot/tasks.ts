@@ -29,7 +29,8 @@ import type { TableSideRecord } from '../reconcile/types.js';
 import type { RawReplayRecord } from '../../adapters/raw-reader.js';
 import type { TableConfig } from '../../config/types.js';
 import { ALL_TABLES, SNAPSHOT_FINDING_METRICS } from '../../telemetry/job-metrics.js';
-import { ANOMALY_KINDS, type Anomaly, detectAnomalies } from './anomalies.js';
+import { jobRowKey, STATUS_KEY, tablePartition } from '../../telemetry/status-layout.js';
+import { ANOMALY_KINDS, type Anomaly, detectAnomalies, othersFlowIn } from './anomalies.js';
 import { readHourRows } from './hours.js';
 import { reportRunPrefix } from '../../adapters/raw-layout.js';
 import { validateSnapshotRequest } from '../inputs.js';
@@ -52,6 +53,11 @@ export interface SnapshotRun {
   readonly apply: boolean;
   readonly lookbackFromMs: number;
   readonly prefix: string;
+  /**
+   * At most two tables that had events in the last `silentHours` (read once at plan time), so that
+   * each table task tells whether "others flow" without reading every table's hours.
+   */
+  readonly flowing?: readonly string[];
 }
 
 export interface SnapshotRunInput {
@@ -99,8 +105,32 @@ export async function planSnapshot(request: SnapshotRequest, deps: JobDeps): Pro
   const startedAt = deps.now();
   const runId = request.runId ?? `snapshot-${new Date(startedAt).toISOString().replace(/[-:.]/g, '').slice(0, 15)}-${randomBytes(3).toString('hex')}`;
   if (!/^[A-Za-z0-9._-]{1,80}$/.test(runId)) throw new JobInputError(`runId must be 1-80 characters of A-Z a-z 0-9 . _ -, got "${runId}"`);
-  const run: SnapshotRun = { runId, startedAt, tables, apply: request.apply === true, lookbackFromMs: startedAt - hours * HOUR_MS, prefix: reportRunPrefix(config.jobs.reportPrefix, 'snapshot', runId) };
+  const flowing = await flowingTables(deps, startedAt);
+  const run: SnapshotRun = { runId, startedAt, tables, apply: request.apply === true, lookbackFromMs: startedAt - hours * HOUR_MS, prefix: reportRunPrefix(config.jobs.reportPrefix, 'snapshot', runId), flowing };
   return { run, tableItems: tables };
+}
+
+/** Tables whose recent hours are read at once while looking for flowing ones. */
+const FLOWING_CHUNK = 16;
+
+/**
+ * Up to two configured tables with events in the last `silentHours`: enough to tell any table
+ * whether others flow. Tables are read a chunk at a time, and the search stops at the second one,
+ * so a pipeline whose tables flow costs a chunk's reads, not one per table.
+ */
+async function flowingTables(deps: JobDeps, now: number): Promise<string[]> {
+  const th = deps.config.jobs.snapshot.anomalies;
+  const sources = deps.config.tables.map((t) => t.source);
+  const flowing: string[] = [];
+  for (let i = 0; i < sources.length && flowing.length < 2; i += FLOWING_CHUNK) {
+    const chunk = sources.slice(i, i + FLOWING_CHUNK);
+    const rows = await readHourRows(deps.dynamodb, deps.config.statusTable, deps.config.name, chunk, now - th.silentHours * HOUR_MS, now);
+    for (const t of chunk) {
+      if (flowing.length >= 2) break;
+      if (othersFlowIn('', rows.filter((r) => r.table === t), now, th)) flowing.push(t);
+    }
+  }
+  return flowing;
 }
 
 /** Debezium's `source.snapshot` of a message (bare or `{schema, payload}`), if any. */
@@ -258,8 +288,9 @@ async function tombstoneOrphan(deps: JobDeps, source: string, row: TableSideReco
 /** Anomalies from the hour rows, plus a re-snapshot seen in raw that they missed. */
 async function tableAnomalies(deps: JobDeps, run: SnapshotRun, source: string, raw: TableRaw, resnapshotReads: number): Promise<Anomaly[]> {
   const th = deps.config.jobs.snapshot.anomalies;
-  const hours = await readHourRows(deps.dynamodb, deps.config.statusTable, deps.config.name, deps.config.tables.map((t) => t.source), run.startedAt - (th.historyHours + th.recentHours) * HOUR_MS, run.startedAt);
-  const anomalies = detectAnomalies(source, hours, run.startedAt, th);
+  const hours = await readHourRows(deps.dynamodb, deps.config.statusTable, deps.config.name, [source], run.startedAt - (th.historyHours + th.recentHours) * HOUR_MS, run.startedAt);
+  const othersFlow = run.flowing !== undefined ? run.flowing.some((t) => t !== source) : undefined;
+  const anomalies = detectAnomalies(source, hours, run.startedAt, th, othersFlow);
   if (resnapshotReads > 0 && !anomalies.some((a) => a.kind === 'resnapshot')) {
     anomalies.push({ kind: 'resnapshot', table: source, detail: { snapshotReadsAfterStreaming: resnapshotReads, streamingSince: new Date(raw.firstStreamed ?? 0).toISOString() } });
   }
@@ -341,13 +372,13 @@ export async function reportSnapshot(input: SnapshotRunInput, deps: JobDeps): Pr
     report: `s3://${bucket}/${key}`,
   };
   await putJson(deps.s3, bucket, key, report);
-  // The table's open findings in the status table (`snapshot#<table>`), read by `tidemark status`.
+  // The table's open findings in the status table (`job#snapshot` in its partition), read by `tidemark status`.
   for (const t of tables) {
     const open = [...t.anomalies.map((a) => a.kind), ...(t.orphans.count > t.orphans.tombstoned ? ['orphan'] : [])];
     await deps.dynamodb.send(
       new UpdateItemCommand({
         TableName: deps.config.statusTable,
-        Key: { pipeline: { S: deps.config.name }, table: { S: `snapshot#${t.table}` } },
+        Key: { [STATUS_KEY.partition]: { S: tablePartition(deps.config.name, t.table) }, [STATUS_KEY.row]: { S: jobRowKey('snapshot') } },
         UpdateExpression: 'SET #at = :at, #run = :run, #open = :open, #o = :o, #r = :r',
         ExpressionAttributeNames: { '#at': 'lastRunAt', '#run': 'runId', '#open': 'openFindings', '#o': 'orphans', '#r': 'report' },
         ExpressionAttributeValues: {

@@ -4,13 +4,14 @@ import { describe, it } from 'node:test';
 import { parseConfig } from '../../../../../lib/config/config.js';
 import { AnomalyThresholdsSchema, JobsConfigSchema } from '../../../../../lib/config/jobs.js';
 import { detectAnomalies } from '../../../../../functions/jobs/snapshot/anomalies.js';
-import { type HourCounter, type HourRow, hourRowKey, parseHourRowKey } from '../../../../../functions/jobs/snapshot/hours.js';
+import type { HourCounter, HourRow } from '../../../../../functions/jobs/snapshot/hours.js';
+import { hourOfRowKey, hourRowKey } from '../../../../../functions/telemetry/status-layout.js';
 import { completeSnapshot, snapshotMarker } from '../../../../../functions/jobs/snapshot/tasks.js';
 
 const HOUR = 3_600_000;
 const NOW = Date.parse('2026-11-30T12:30:00Z');
 const th = AnomalyThresholdsSchema.parse({});
-const zero: Record<HourCounter, number> = { applied: 0, opC: 0, opU: 0, opD: 0, opR: 0, placeholders: 0, beforeNullUpdates: 0, snapshotEvents: 0, resnapshots: 0, quarantined: 0 };
+const zero: Record<HourCounter, number> = { received: 0, applied: 0, opC: 0, opU: 0, opD: 0, opR: 0, placeholders: 0, beforeNullUpdates: 0, snapshotEvents: 0, resnapshots: 0, quarantined: 0 };
 const hour = (hoursAgo: number, counters: Partial<Record<HourCounter, number>>, table = 't'): HourRow => ({
   hourStart: Math.floor((NOW - hoursAgo * HOUR) / HOUR) * HOUR,
   table,
@@ -50,11 +51,16 @@ describe('anomalies against history', () => {
   it('reads only its own table', () => {
     assert.deepEqual(detectAnomalies('t', history().map((r) => ({ ...r, table: 'other' })), NOW, th), []);
   });
+  it('takes whether others flow from the caller when it is given (the job works it out once per run)', () => {
+    assert.deepEqual(detectAnomalies('t', history(), NOW, th, true).map((a) => a.kind), ['silent']);
+    assert.deepEqual(detectAnomalies('t', [...history(), hour(0, { opC: 5 }, 'other')], NOW, th, false), []);
+  });
   it('hour-row sort keys round-trip', () => {
-    const key = hourRowKey(NOW, 'public.orders');
-    assert.equal(key, 'hour#2026-11-30T12#public.orders');
-    assert.deepEqual(parseHourRowKey(key), { hourStart: Date.parse('2026-11-30T12:00:00Z'), table: 'public.orders' });
-    assert.equal(parseHourRowKey('public.orders'), null);
+    const key = hourRowKey(NOW);
+    assert.equal(key, 'hour#2026-11-30T12');
+    assert.equal(hourOfRowKey(key), '2026-11-30T12');
+    assert.equal(hourOfRowKey(`${key}#v1`), '2026-11-30T12', 'an hour moved from layout 1');
+    assert.equal(hourOfRowKey('status'), null);
   });
 });
 
