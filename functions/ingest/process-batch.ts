@@ -30,6 +30,7 @@ import type { TransactWriter } from '../adapters/transact-writer.js';
 import { EMPTY_TX_PLAN } from '../core/transactions.js';
 import type { SplitPartsStore } from '../adapters/split-parts-store.js';
 import { applyTruncates, applyWrites, countPlan } from './apply.js';
+import { heldTables, judgeFailures, withoutHeld } from './lifecycle.js';
 import { applyTransactionUnits, planBatchTransactions } from './transactions.js';
 import type { SchemaTracker } from './schema.js';
 import { type Decoded, decode } from './decode.js';
@@ -105,15 +106,19 @@ async function applyBatch(records: readonly RawRecord[], decoded: Decoded, statu
   // Split Aurora DSQL records completed by this batch join its changes (dsql-parts.ts).
   const batch = await withSplitRecords(records, decoded, deps, tally, now());
   const keyIdOf = (e: ChangeEvent) => deps.normalizer.keyIdOf(e);
-  const txPlan = deps.txWriter ? planBatchTransactions(batch, deps.config, keyIdOf) : EMPTY_TX_PLAN;
-  const plan = planBatch(batch.changes, keyIdOf, batch.identity, txPlan.cuts);
-  countPlan(plan, tally, deps.log, deps.keyRef ?? noKeyRef);
+  const fullTxPlan = deps.txWriter ? planBatchTransactions(batch, deps.config, keyIdOf) : EMPTY_TX_PLAN;
+  const fullPlan = planBatch(batch.changes, keyIdOf, batch.identity, fullTxPlan.cuts);
+  countPlan(fullPlan, tally, deps.log, deps.keyRef ?? noKeyRef);
+  // Suspended tables and tables in error: landed above, not applied (lifecycle.ts).
+  const held = heldTables(statusRows);
+  const { plan, txPlan } = withoutHeld(fullPlan, fullTxPlan, held, tally);
   const apply = { ...applyDeps(deps, now, limiter), retry };
   const watermarks = await applyTruncates(plan, statusRows, apply, tally, batch);
   for (const [table, wm] of watermarks) deps.statusCache.noteTruncate(table, wm, now());
   const settled = deps.txWriter ? await applyTransactionUnits(plan, txPlan, watermarks, { ...deps, txWriter: deps.txWriter, concurrency: deps.config.apply.concurrency }, tally) : undefined;
   await applyWrites(plan, watermarks, apply, tally, batch, settled);
   await deps.schema?.track(batch, tally);
+  judgeFailures(tally, statusRows, held, now(), { budget: deps.config.ingest.errorBudget, log: deps.log });
   return watermarks;
 }
 
