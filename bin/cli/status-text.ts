@@ -33,6 +33,7 @@ const COUNTER_HEADERS: Readonly<Record<string, string>> = {
   controls: 'ctrl',
   truncates: 'trunc',
   failed: 'failed',
+  held: 'held',
   placeholders: 'plhd',
 };
 

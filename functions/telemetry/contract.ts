@@ -71,7 +71,7 @@ export const COUNTERS = {
   controls: outcome('ControlEvents'),
   truncates: outcome('TruncatesApplied'),
   failed: outcome('EventsFailed'),
-  held: count('EventsHeld', 'outcomes', { outcome: true }),
+  held: outcome('EventsHeld'),
   enteredError: count('TablesEnteredError', 'outcomes'),
   placeholders: count('Placeholders', 'rows', { column: true }),
   missingColumns: count('MissingColumns', 'rows'),

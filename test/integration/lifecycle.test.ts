@@ -139,6 +139,15 @@ describe('suspend, resume and tables in error', { skip: process.env.TIDEMARK_TAR
     await ingest([history.emit('customers', 'u', { id: 4 }, { name: 'live again' })]);
     assert.equal((await getRow(target.clients.dynamodb, table('public.customers'), { id: 4 }))?.name, 'live again');
     assert.match((await tidemark('resume', '-t', 'public.customers')).stdout, /nothing to resume/);
+
+    // Freshness: the one shard's applied commit time, for the pipeline and for a read.
+    const st = (await tidemark('status', '--json')).lines.at(-1)?.summary as Record<string, unknown>;
+    assert.equal(st.shards, 1);
+    assert.equal(st.failingShards, 0);
+    assert.equal(typeof st.completeAsOf, 'number');
+    const got = await tidemark('get', '-t', 'public.customers', '-k', '{"id": 4}');
+    assert.match(got.stderr, new RegExp(`public\\.customers is complete as of ${new Date(st.completeAsOf as number).toISOString().replace(/\./g, '\\.')}`));
+    assert.match((await tidemark('status')).stdout, /complete as of \S+Z, .* behind the source \(1 shard\); suspended and stopped tables excepted/);
   });
 
   it('stops a table whose target is missing in error at once; resume refuses it with the reason until --force', async () => {
