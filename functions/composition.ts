@@ -18,6 +18,7 @@ import type { IngestDeps } from './ingest/process-batch.js';
 import { StatusCache } from './ingest/status-cache.js';
 import { SchemaTracker } from './ingest/schema.js';
 import { SchemaStore } from './adapters/schema-store.js';
+import { ShardFrontierStore } from './adapters/shard-frontier.js';
 import type { JobDeps } from './jobs/deps.js';
 import type { JobContext } from './replay/job.js';
 import type { EraseContext } from './erase/erase.js';
@@ -60,6 +61,7 @@ export function ingestDeps(config: TidemarkConfig, clients: RuntimeClients, tele
     statusCache: new StatusCache(config.ingest.statusMaxAgeSeconds * 1000),
     sweeper: storage.sweeper,
     ...(storage.splitParts ? { splitParts: storage.splitParts } : {}),
+    frontier: new ShardFrontierStore(clients.dynamodb, config.statusTable, config.name),
     metrics: telemetry.metrics,
     log: telemetry.log,
     keyRef: telemetry.keyRef ?? noKeyRef,

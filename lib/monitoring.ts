@@ -178,6 +178,11 @@ function alarmSpecs(props: MonitoringProps): Record<string, AlarmSpec> {
     threshold: 0,
     description: "status-row updates failed after every retry the invocation's time allowed (throttled status table?): those batches' counters are missing from `tidemark status`; the metrics have them",
   };
+  specs.TableStopped = {
+    metric: m.counter('enteredError'),
+    threshold: 0,
+    description: 'a table stopped in error (its write failures outlasted ingest.errorBudget, or no retry could fix them): its records land in raw and are not applied; tidemark status gives the reason, tidemark resume --force applies them once fixed',
+  };
   specs.StaleRate = { metric: m.staleRate(), threshold: a.staleRate, description: `more than ${a.staleRate * 100}% of writes were stale` };
   if (a.schemaDrift !== 'off') {
     specs.SchemaDrift =

@@ -13,7 +13,9 @@ import { normalizeKey } from '../../functions/core/keys.js';
 import { decodeItem, keyAttributes } from '../../functions/adapters/item-codec.js';
 import { StatusReader } from '../../functions/adapters/status-reader.js';
 import { EXPIRES_AT_ATTRIBUTE, SCHEMA_ROW_PREFIX } from '../../functions/telemetry/contract.js';
+import { type Frontier, frontierOf, ShardFrontierStore } from '../../functions/adapters/shard-frontier.js';
 import { CliError } from './errors.js';
+import { humanDuration } from './output.js';
 
 export function tableOrThrow(config: TidemarkConfig, source: string): TableConfig {
   const t = config.tables.find((x) => x.source === source);
@@ -72,6 +74,18 @@ export async function statusRows(client: DynamoDBClient, config: TidemarkConfig)
 export async function statusRowOf(client: DynamoDBClient, config: TidemarkConfig, table: string): Promise<JsonObject | undefined> {
   const [row] = await new StatusReader(client, config.statusTable, config.name).list([], [table]);
   return row ? (JSON.parse(stringifyJson(row)) as JsonObject) : undefined;
+}
+
+/** The pipeline's freshness: the commit time up to which every shard has been applied (adapters/shard-frontier.ts). */
+export async function freshnessOf(client: DynamoDBClient, config: TidemarkConfig, now = Date.now()): Promise<Frontier> {
+  return frontierOf(await new ShardFrontierStore(client, config.statusTable, config.name).list(), now);
+}
+
+/** One line for people: `complete as of 2026-12-02T03:40:12Z, 12s behind (2 shards, 1 failing)`. */
+export function freshnessText(f: Frontier, now = Date.now()): string {
+  const shards = [`${f.shards} shard${f.shards === 1 ? '' : 's'}`, ...(f.failing > 0 ? [`${f.failing} failing`] : []), ...(f.idle > 0 ? [`${f.idle} idle for over an hour, left out`] : [])].join(', ');
+  if (f.completeAsOf === undefined) return f.shards === 0 ? 'complete as of: no batch in the last hour' : `complete as of: not yet known (${shards})`;
+  return `complete as of ${new Date(f.completeAsOf).toISOString()}, ${humanDuration(Math.max(0, now - f.completeAsOf))} behind the source (${shards})`;
 }
 
 export { STATUS_COLUMNS, statusTable } from './status-text.js';

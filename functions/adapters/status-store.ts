@@ -22,6 +22,7 @@
  * (`<pipeline>#tables`), so that listing a pipeline's tables is one Query of a small partition; the
  * ingest itself never lists, so its role holds no `dynamodb:Query` (status-reader.ts lists).
  */
+import { LIFECYCLE } from '../core/lifecycle.js';
 import {
   type AttributeValue,
   BatchGetItemCommand,
@@ -67,6 +68,10 @@ export interface StatusUpdate {
   readonly lastDdl?: string;
   /** The batch held Debezium flattened records of the table (kept once set: `kafkaTombstones: auto` reads it). */
   readonly carriesFlattened?: boolean;
+  /** The table stopped in error in this batch (core/lifecycle.ts): why, by what, and when its failures began. */
+  readonly enteredError?: { readonly reason: string; readonly by: 'budget' | 'permanent'; readonly from: number; readonly position?: string };
+  /** One more failing batch in the table's failure streak, or the streak cleared by a batch that applied. */
+  readonly streak?: 'add' | 'clear';
   readonly now: number;
 }
 
@@ -331,7 +336,28 @@ function factsOf(update: StatusUpdate): UpdateBuilder {
     u.set('lastError', s(update.lastError.slice(0, 1000)));
     u.set('lastErrorAt', n(update.now));
   }
+  lifecycleFacts(u, update);
   return u;
+}
+
+/** The lifecycle's part of a status write: a table stopping in error, its failure streak. */
+function lifecycleFacts(u: UpdateBuilder, update: StatusUpdate): void {
+  const e = update.enteredError;
+  if (e) {
+    u.set(LIFECYCLE.state, { S: 'error' });
+    u.set(LIFECYCLE.reason, { S: e.reason.slice(0, 1000) });
+    u.set(LIFECYCLE.at, { N: String(update.now) });
+    u.set(LIFECYCLE.by, { S: e.by });
+    u.set(LIFECYCLE.heldFrom, { N: String(e.from) });
+    u.set(LIFECYCLE.position, s(e.position));
+  }
+  if (update.streak === 'add') {
+    u.add(LIFECYCLE.failAttempts, 1);
+    u.setIfAbsent(LIFECYCLE.failSince, { N: String(update.now) });
+  } else if (update.streak === 'clear') {
+    u.remove(LIFECYCLE.failAttempts);
+    u.remove(LIFECYCLE.failSince);
+  }
 }
 
 /** Assembles one `SET … REMOVE … ADD …` update expression with placeholder names and values. */
@@ -367,6 +393,12 @@ export class UpdateBuilder {
     const v = this.value(value);
     this.sets.push(`${name} = ${v}`);
     return { name, value: v };
+  }
+
+  /** SETs `field` unless the item already has it. */
+  setIfAbsent(field: string, value: AttributeValue): void {
+    const name = this.placeholder(field);
+    this.sets.push(`${name} = if_not_exists(${name}, ${this.value(value)})`);
   }
 
   remove(field: string): void {

@@ -92,6 +92,8 @@ export interface IngestConfig {
   reservedConcurrency?: number | undefined;
   tracing: boolean;
   statusMaxAgeSeconds: number;
+  /** How long one table's write failures may go on before it stops in error (functions/core/lifecycle.ts). */
+  errorBudget: { attempts: number; hours: number };
 }
 
 export interface AlarmsConfig {

@@ -8,6 +8,7 @@ import type { TableConfig } from '../config/types.js';
 import type { Limiter } from '../core/concurrency.js';
 import { errorMessage } from '../core/errors.js';
 import type { BatchPlan, PlannedWrite } from '../core/plan.js';
+import { permanentFailure } from '../core/lifecycle.js';
 import type { DynamoWriter, PreReadPolicy, WriteResult } from '../adapters/dynamo-writer.js';
 import type { RawStore } from '../adapters/raw-store.js';
 import type { StatusRow, StatusStore } from '../adapters/status-store.js';
@@ -16,7 +17,7 @@ import type { TruncateSweeper } from '../adapters/truncate-sweep.js';
 import type { Decoded } from './decode.js';
 import { batchCoordinates, type LandingBudget, retryWithinBudget } from './land.js';
 import { refusedLineFor } from './raw-lines.js';
-import type { BatchTally } from './tally.js';
+import type { BatchTally, TableTally } from './tally.js';
 import { NOTHING_PRESETTLED, type Presettled } from './transactions.js';
 
 export interface ApplyDeps {
@@ -180,6 +181,12 @@ async function writeTable(table: string, writes: readonly PlannedWrite[], deps: 
   return results;
 }
 
+/** What the error budget needs of a failed write: its position, and whether no retry can fix it. */
+function noteFailure(t: TableTally, position: string, error: Error | undefined): void {
+  if (t.lowestFailed === undefined || position < t.lowestFailed) t.lowestFailed = position;
+  t.permanentFailure ??= permanentFailure(error);
+}
+
 function countCost(table: string, r: WriteResult, tally: BatchTally): void {
   tally.count(table, 'writeUnits', r.writeUnits);
   if (r.spilled) tally.count(table, 'spilled');
@@ -205,6 +212,7 @@ function countWrite(w: PlannedWrite, r: WriteResult, tally: BatchTally, appliedA
     default:
       tally.count(w.table, 'failed');
       tally.fail(w.table, decoded.recordsOf(w.sources), r.error?.message ?? r.outcome);
+      noteFailure(tally.table(w.table), w.encodedPosition, r.error);
       log.error('write failed; records will be retried', { table: w.table, keyHash: keyRef(w.table, w.keyId), position: w.encodedPosition, error: r.error?.message });
   }
 }

@@ -17,6 +17,7 @@
  */
 import type { TableConfig, TidemarkConfig } from '../config/types.js';
 import { Limiter } from '../core/concurrency.js';
+import { errorMessage } from '../core/errors.js';
 import { FLATTENED_FORMAT } from '../core/formats/kafka-tombstones.js';
 import type { Normalizer, RawRecord } from '../core/normalize.js';
 import { planBatch } from '../core/plan.js';
@@ -29,7 +30,9 @@ import type { TruncateSweeper } from '../adapters/truncate-sweep.js';
 import type { TransactWriter } from '../adapters/transact-writer.js';
 import { EMPTY_TX_PLAN } from '../core/transactions.js';
 import type { SplitPartsStore } from '../adapters/split-parts-store.js';
+import { batchCommitFrontier, type ShardFrontierStore } from '../adapters/shard-frontier.js';
 import { applyTruncates, applyWrites, countPlan } from './apply.js';
+import { heldTables, judgeFailures, withoutHeld } from './lifecycle.js';
 import { applyTransactionUnits, planBatchTransactions } from './transactions.js';
 import type { SchemaTracker } from './schema.js';
 import { type Decoded, decode } from './decode.js';
@@ -56,6 +59,8 @@ export interface IngestDeps {
   readonly sweeper: Pick<TruncateSweeper, 'sweep' | 'sweepKeys'>;
   /** Where split Aurora DSQL records' parts wait for each other (dsql-parts.ts). @default none: no reassembly */
   readonly splitParts?: SplitPartsStore;
+  /** Where each shard's applied commit time is kept (adapters/shard-frontier.ts). @default none */
+  readonly frontier?: Pick<ShardFrontierStore, 'record'>;
   readonly metrics: MetricSink;
   readonly log: Log;
   /** Names a key in log lines by its keyed hash. @default none: lines carry table and position */
@@ -91,6 +96,7 @@ export async function processBatch(records: readonly RawRecord[], deps: IngestDe
     for (const [table, row] of statusRows) if (row.lastPosition) deps.writer.seedHighWater(table, row.lastPosition);
     const watermarks = landed ? await applyBatch(records, decoded, statusRows, deps, tally, limiter, landing) : new Map<string, string>();
     await report(tally, statusRows, watermarks, { ...deps, now, limiter, tables: tablesOf(deps.config), retry: landing });
+    await recordFrontier(records, decoded, landed && tally.failedFrom() === undefined, deps, now());
   }
   const failedFrom = tally.failedFrom();
   const batchItemFailures = failedFrom === undefined ? [] : [{ itemIdentifier: failedFrom }];
@@ -105,16 +111,32 @@ async function applyBatch(records: readonly RawRecord[], decoded: Decoded, statu
   // Split Aurora DSQL records completed by this batch join its changes (dsql-parts.ts).
   const batch = await withSplitRecords(records, decoded, deps, tally, now());
   const keyIdOf = (e: ChangeEvent) => deps.normalizer.keyIdOf(e);
-  const txPlan = deps.txWriter ? planBatchTransactions(batch, deps.config, keyIdOf) : EMPTY_TX_PLAN;
-  const plan = planBatch(batch.changes, keyIdOf, batch.identity, txPlan.cuts);
-  countPlan(plan, tally, deps.log, deps.keyRef ?? noKeyRef);
+  const fullTxPlan = deps.txWriter ? planBatchTransactions(batch, deps.config, keyIdOf) : EMPTY_TX_PLAN;
+  const fullPlan = planBatch(batch.changes, keyIdOf, batch.identity, fullTxPlan.cuts);
+  countPlan(fullPlan, tally, deps.log, deps.keyRef ?? noKeyRef);
+  // Suspended tables and tables in error: landed above, not applied (lifecycle.ts).
+  const held = heldTables(statusRows);
+  const { plan, txPlan } = withoutHeld(fullPlan, fullTxPlan, held, tally);
   const apply = { ...applyDeps(deps, now, limiter), retry };
   const watermarks = await applyTruncates(plan, statusRows, apply, tally, batch);
   for (const [table, wm] of watermarks) deps.statusCache.noteTruncate(table, wm, now());
   const settled = deps.txWriter ? await applyTransactionUnits(plan, txPlan, watermarks, { ...deps, txWriter: deps.txWriter, concurrency: deps.config.apply.concurrency }, tally) : undefined;
   await applyWrites(plan, watermarks, apply, tally, batch, settled);
   await deps.schema?.track(batch, tally);
+  judgeFailures(tally, statusRows, held, now(), { budget: deps.config.ingest.errorBudget, log: deps.log });
   return watermarks;
+}
+
+/** The shard's applied commit time after the batch (or that it is failing); a failure here only logs: freshness is a report, not a step. */
+async function recordFrontier(records: readonly RawRecord[], decoded: Decoded, ok: boolean, deps: IngestDeps, now: number): Promise<void> {
+  const first = records[0];
+  if (!deps.frontier || !first) return;
+  const commitTs = ok ? batchCommitFrontier(decoded.changes, decoded.controls) : undefined;
+  try {
+    await deps.frontier.record(first.transport.stream, first.transport.shard, { ok, ...(commitTs !== undefined ? { commitTs } : {}) }, now);
+  } catch (err) {
+    deps.log.warn('shard frontier not recorded; freshness shows the previous batch', { shard: first.transport.shard, error: errorMessage(err) });
+  }
 }
 
 /**

@@ -126,8 +126,15 @@ function statusUpdate(t: TableTally, prev: StatusRow | undefined, now: number): 
     ...(t.snapshotPosition !== undefined && (recordedSnapshot === undefined || t.snapshotPosition > recordedSnapshot) ? { lastSnapshotPosition: t.snapshotPosition } : {}),
     ...(t.lastDdl !== undefined ? { lastDdl: t.lastDdl } : {}),
     ...(t.formats.has(FLATTENED_FORMAT) ? { carriesFlattened: true } : {}),
+    ...lifecycleUpdate(t),
     now,
   };
+}
+
+/** The lifecycle's part of the status update (ingest/lifecycle.ts decided it). */
+function lifecycleUpdate(t: TableTally): Pick<StatusUpdate, 'enteredError' | 'streak'> {
+  const position = t.lowestFailed !== undefined ? { position: t.lowestFailed } : {};
+  return { ...(t.enteredError ? { enteredError: { ...t.enteredError, ...position } } : {}), ...(t.streak ? { streak: t.streak } : {}) };
 }
 
 /** Every non-zero counter under its contract metric, and one freshness sample per applied key. */

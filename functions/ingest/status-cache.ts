@@ -20,6 +20,7 @@
  *   strongly consistent when a batch holds one of its tombstones (process-batch.ts).
  */
 import type { StatusRow, StatusUpdate } from '../adapters/status-store.js';
+import { LIFECYCLE } from '../core/lifecycle.js';
 
 interface Entry {
   readonly row: StatusRow;
@@ -34,6 +35,15 @@ function max(a: unknown, b: unknown): string | undefined {
   if (x === undefined) return y;
   if (y === undefined || x >= y) return x;
   return y;
+}
+
+/** The lifecycle fields as of a status write (the write's own change on top of the row before it). */
+function lifecycleAfter(base: StatusRow, update: StatusUpdate, at: number): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (update.enteredError) Object.assign(out, { [LIFECYCLE.state]: 'error', [LIFECYCLE.reason]: update.enteredError.reason, [LIFECYCLE.at]: at, [LIFECYCLE.heldFrom]: update.enteredError.from });
+  if (update.streak === 'add') Object.assign(out, { [LIFECYCLE.failAttempts]: Number(base[LIFECYCLE.failAttempts] ?? 0) + 1, [LIFECYCLE.failSince]: base[LIFECYCLE.failSince] ?? at });
+  if (update.streak === 'clear') Object.assign(out, { [LIFECYCLE.failAttempts]: undefined, [LIFECYCLE.failSince]: undefined });
+  return out;
 }
 
 export class StatusCache {
@@ -74,6 +84,7 @@ export class StatusCache {
       lastSnapshotPosition: max(base.lastSnapshotPosition, update.lastSnapshotPosition),
       carriesFlattened: base.carriesFlattened === true || update.carriesFlattened === true,
       truncateWatermark: max(base.truncateWatermark, this.entries.get(table)?.row.truncateWatermark),
+      ...lifecycleAfter(base, update, at),
     };
     this.entries.set(table, { row, at });
     return row;

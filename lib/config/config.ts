@@ -258,6 +258,19 @@ const IngestInput = strict({
    * a table takes effect within this time. @default 30
    */
   statusMaxAgeSeconds: z.number().int().min(0).max(3600).default(30),
+  /**
+   * When one table's writes keep failing (throttled past every retry, a server error), the table
+   * stops in `error` once its failures have gone on for at least `attempts` failing batches over at
+   * least `hours`, Firebolt's retry budget; its records then land but are not applied, so its
+   * shards move on. A failure no retry fixes (missing target table, access denied) stops it at once.
+   * `tidemark resume` applies what it held from raw. Until then its failing batches are retried by
+   * the mapping (`retryAttempts`) and may go to the on-failure destination, as today; raw holds them
+   * either way. @default { attempts: 10, hours: 4 }
+   */
+  errorBudget: strict({
+    attempts: z.number().int().min(1).max(1_000_000).default(10),
+    hours: z.number().min(0).max(24 * 365).default(4),
+  }).prefault({}),
 });
 
 const AlarmsInput = strict({

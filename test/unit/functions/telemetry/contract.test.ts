@@ -34,7 +34,7 @@ describe('telemetry contract', () => {
 
   it('names every metric once', () => {
     assert.equal(new Set(METRIC_NAMES).size, METRIC_NAMES.length);
-    assert.deepEqual(OUTCOMES, ['applied', 'stale', 'duplicates', 'conflicts', 'superseded', 'quarantined', 'controls', 'truncates', 'failed']);
+    assert.deepEqual(OUTCOMES, ['applied', 'stale', 'duplicates', 'conflicts', 'superseded', 'quarantined', 'controls', 'truncates', 'failed', 'held']);
   });
 
   it('measures the accounting identity on summaries and status rows', () => {
