@@ -63,6 +63,11 @@ export class TidemarkMetricFactory {
     return this.metric(DISTRIBUTIONS.freshnessLag.metric, percentile, table);
   }
 
+  /** How far behind the source batches left the tables (FrontierAgeMs), pipeline-wide: the worst. */
+  frontierAge(statistic = 'Maximum', table?: string): cloudwatch.Metric {
+    return this.metric(DISTRIBUTIONS.frontierAge.metric, statistic, table);
+  }
+
   /** Stale writes as a share of attempted writes, pipeline-wide: stale / (applied + stale). */
   staleRate(): cloudwatch.MathExpression {
     return new cloudwatch.MathExpression({

@@ -178,6 +178,11 @@ function alarmSpecs(props: MonitoringProps): Record<string, AlarmSpec> {
     threshold: 0,
     description: "status-row updates failed after every retry the invocation's time allowed (throttled status table?): those batches' counters are missing from `tidemark status`; the metrics have them",
   };
+  specs.FreshnessBehind = {
+    metric: m.frontierAge(),
+    threshold: a.freshnessBehindMs,
+    description: `a table fell more than ${a.freshnessBehindMs} ms behind the source (a batch's newest commit, heartbeat or resolved timestamp, to its apply); a stalled shard shows as FailedRecords or IteratorAge instead`,
+  };
   specs.TableStopped = {
     metric: m.counter('enteredError'),
     threshold: 0,

@@ -14,6 +14,8 @@ import { decodeItem, keyAttributes } from '../../functions/adapters/item-codec.j
 import { StatusReader } from '../../functions/adapters/status-reader.js';
 import { EXPIRES_AT_ATTRIBUTE, SCHEMA_ROW_PREFIX } from '../../functions/telemetry/contract.js';
 import { type Frontier, frontierOf, ShardFrontierStore } from '../../functions/adapters/shard-frontier.js';
+import { addHistograms, histogramOf, quantileBound } from '../../functions/core/lag-histogram.js';
+import { hourLabel, OPEN_HOUR } from '../../functions/telemetry/status-layout.js';
 import { CliError } from './errors.js';
 import { humanDuration } from './output.js';
 
@@ -61,13 +63,29 @@ export async function getRow(client: DynamoDBClient, table: TableConfig, key: Js
 export async function statusRows(client: DynamoDBClient, config: TidemarkConfig): Promise<JsonObject[]> {
   const reader = new StatusReader(client, config.statusTable, config.name);
   const rows = await reader.list(config.tables.map((t) => t.source));
-  const [jobs, schemas] = await Promise.all([reader.jobRows(rows.map((r) => r.table)), reader.schemaRows(rows.map((r) => r.table))]);
+  const now = Date.now();
+  const [jobs, schemas, previous] = await Promise.all([reader.jobRows(rows.map((r) => r.table)), reader.schemaRows(rows.map((r) => r.table)), reader.hourRowsAt(rows.map((r) => r.table), now - 3_600_000)]);
   const json = (r: object) => JSON.parse(stringifyJson(r)) as JsonObject;
   return [
-    ...rows.map(json),
+    ...rows.map((r) => json({ ...r, ...lagPercentiles(r, previous.get(r.table), now) })),
     ...jobs.map(({ job, table, ...rest }) => json({ ...rest, pipeline: config.name, table: `${job}#${table}` })),
     ...schemas.map(({ table, ...rest }) => json({ ...rest, pipeline: config.name, table: `${SCHEMA_ROW_PREFIX}${String(table)}` })),
   ];
+}
+
+/**
+ * p50 and p99 of commit-to-apply lag over the last hour, as the upper bounds of their histogram
+ * buckets (core/lag-histogram.ts): the open hour's counts (if it is this hour or the last) plus the
+ * previous hour's row. `null` is above the highest bound (1 day).
+ */
+export function lagPercentiles(row: Readonly<Record<string, unknown>>, previousHour: Readonly<Record<string, unknown>> | undefined, now: number): { lagP50Ms?: number | null; lagP99Ms?: number | null } {
+  const open = typeof row.hour === 'string' && row.hour >= hourLabel(now - 3_600_000) ? histogramOf(row, OPEN_HOUR.counterPrefix) : [];
+  const counts = addHistograms(open, row.hour === hourLabel(now - 3_600_000) ? [] : histogramOf(previousHour));
+  const p50 = quantileBound(counts, 0.5);
+  const p99 = quantileBound(counts, 0.99);
+  if (p50 === undefined || p99 === undefined) return {};
+  const finite = (v: number) => (Number.isFinite(v) ? v : null);
+  return { lagP50Ms: finite(p50), lagP99Ms: finite(p99) };
 }
 
 /** One table's status row, if it has one. */

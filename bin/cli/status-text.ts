@@ -84,6 +84,16 @@ function jobCells(row: JsonObject, job: string, table: string, now: number): str
 
 const text = (v: unknown): string => (v === undefined || v === null ? '-' : String(v));
 
+/**
+ * Lag over the last hour as p50/p99 bucket bounds (`2s/30s`, `>1d` above the last bucket), or the
+ * last batch's highest lag where the row has no histogram yet.
+ */
+function lagText(r: JsonObject): string {
+  const bound = (v: unknown) => (v === null ? '>1d' : humanDuration(Number(v)));
+  if (r.lagP99Ms !== undefined) return `${bound(r.lagP50Ms)}/${bound(r.lagP99Ms)}`;
+  return typeof r.lagMs === 'number' ? humanDuration(r.lagMs) : '-';
+}
+
 /** The state column: the lifecycle when the table is held (SUSPENDED, STOPPED for a table in error), else the last batch's state. */
 function stateText(r: JsonObject): string {
   const lifecycle = lifecycleOf(r);
@@ -134,12 +144,12 @@ export function statusTable(rows: readonly JsonObject[], options: StatusTextOpti
     if (job) jobs.push(jobCells(r, job.job, job.table, now));
     else tables.push(r);
   }
-  const facts: Column[] = [{ header: 'table', flex: true }, { header: 'state' }, { header: 'phase' }, { header: 'lag', align: 'right' }, { header: 'last position', flex: true }, { header: 'ordering' }];
+  const facts: Column[] = [{ header: 'table', flex: true }, { header: 'state' }, { header: 'phase' }, { header: 'lag 1h p50/p99', align: 'right' }, { header: 'last position', flex: true }, { header: 'ordering' }];
   const factRows = tables.map((r) => [
     text(r.table),
     stateText(r),
     text(r.phase),
-    typeof r.lagMs === 'number' ? humanDuration(r.lagMs) : '-',
+    lagText(r),
     positionText(typeof r.lastPosition === 'string' ? r.lastPosition : null, { format: typeof r.format === 'string' ? r.format : undefined, ordering: typeof r.orderingStrength === 'string' ? r.orderingStrength : undefined, transport: options.transport ?? 'kinesis' }),
     r.orderingStrength === 'transport' ? 'transport (weak)' : text(r.orderingStrength),
   ]);

@@ -52,6 +52,8 @@ export function batchCommitFrontier(changes: readonly ChangeEvent[], controls: r
   for (const c of controls) {
     see(c.commitTs);
     if (c.control === 'resolved' && typeof c.detail.resolved === 'string') see(resolvedMs(c.detail.resolved));
+    // A Debezium heartbeat's ts_ms is the connector's clock when it had read the source log that far.
+    if (c.control === 'heartbeat' && typeof c.detail.tsMs === 'number') see(c.detail.tsMs);
   }
   return newest;
 }

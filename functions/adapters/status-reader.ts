@@ -89,6 +89,18 @@ export class StatusReader {
     });
   }
 
+  /** The closed-hour rows of `tables` for the hour of `hourMs` (layout 2's, not moved layout-1 copies), by table. */
+  async hourRowsAt(tables: readonly string[], hourMs: number): Promise<Map<string, Record<string, unknown>>> {
+    const row = `${HOUR_ROW_PREFIX}${hourLabel(hourMs)}`;
+    const got = await this.batchGet(tables.map((t) => [tablePartition(this.pipeline, t), row]));
+    const out = new Map<string, Record<string, unknown>>();
+    for (const t of tables) {
+      const item = got.get(`${tablePartition(this.pipeline, t)}\u0000${row}`);
+      if (item) out.set(t, unmarshall(item) as Record<string, unknown>);
+    }
+    return out;
+  }
+
   /** The recorded-schema rows of `tables` (adapters/schema-store.ts), each with its table. */
   async schemaRows(tables: readonly string[]): Promise<Record<string, unknown>[]> {
     const got = await this.batchGet(tables.map((t) => [tablePartition(this.pipeline, t), SCHEMA_ROW]));

@@ -23,6 +23,7 @@
  * ingest itself never lists, so its role holds no `dynamodb:Query` (status-reader.ts lists).
  */
 import { LIFECYCLE } from '../core/lifecycle.js';
+import { LAG_BUCKETS, lagAttribute } from '../core/lag-histogram.js';
 import {
   type AttributeValue,
   BatchGetItemCommand,
@@ -72,6 +73,8 @@ export interface StatusUpdate {
   readonly enteredError?: { readonly reason: string; readonly by: 'budget' | 'permanent'; readonly from: number; readonly position?: string };
   /** One more failing batch in the table's failure streak, or the streak cleared by a batch that applied. */
   readonly streak?: 'add' | 'clear';
+  /** The batch's commit-to-apply lags, counted per bucket (core/lag-histogram.ts), added to the open hour. */
+  readonly lagHistogram?: readonly number[];
   readonly now: number;
 }
 
@@ -201,6 +204,7 @@ export class StatusStore {
     const u = factsOf(update);
     u.addCounters(update.counters);
     u.addCounters(hourCounters(update.counters), OPEN_HOUR.counterPrefix);
+    for (const [i, n] of (update.lagHistogram ?? []).entries()) u.add(lagAttribute(i, OPEN_HOUR.counterPrefix), n);
     u.add(OPEN_HOUR.batches, 1);
     const label = u.set(OPEN_HOUR.label, { S: hour });
     return {
@@ -225,6 +229,12 @@ export class StatusStore {
       if (v) u.set(`${OPEN_HOUR.counterPrefix}${c}`, { N: String(v) });
       else if (open[`${OPEN_HOUR.counterPrefix}${c}`] !== undefined) u.remove(`${OPEN_HOUR.counterPrefix}${c}`);
     }
+    for (let i = 0; i < LAG_BUCKETS; i++) {
+      const name = lagAttribute(i, OPEN_HOUR.counterPrefix);
+      const v = update.lagHistogram?.[i] ?? 0;
+      if (v) u.set(name, { N: String(v) });
+      else if (open[name] !== undefined) u.remove(name);
+    }
     u.set(OPEN_HOUR.batches, { N: '1' });
     const label = u.set(OPEN_HOUR.label, { S: hour });
     const seen = u.value({ S: openHour });
@@ -248,6 +258,10 @@ export class StatusStore {
     for (const c of HOUR_COUNTERS) {
       const v = Number(open[`${OPEN_HOUR.counterPrefix}${c}`] ?? 0);
       if (v) item[c] = { N: String(v) };
+    }
+    for (let i = 0; i < LAG_BUCKETS; i++) {
+      const v = Number(open[lagAttribute(i, OPEN_HOUR.counterPrefix)] ?? 0);
+      if (v) item[lagAttribute(i)] = { N: String(v) };
     }
     item[EXPIRES_AT_ATTRIBUTE] = { N: String(expiresAt(now)) };
     await this.conditional(() =>

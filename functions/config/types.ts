@@ -100,6 +100,7 @@ export interface AlarmsConfig {
   iteratorAgeMs: number;
   offsetLag: number;
   freshnessLagMs: number;
+  freshnessBehindMs: number;
   quarantined: number;
   conflicts: number;
   staleRate: number;

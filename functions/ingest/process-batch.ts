@@ -26,6 +26,7 @@ import type { DynamoWriter } from '../adapters/dynamo-writer.js';
 import type { RawStore } from '../adapters/raw-store.js';
 import { type StatusRow, type StatusStore, UNKNOWN_TABLE } from '../adapters/status-store.js';
 import { type KeyRef, type Log, type MetricSink, noKeyRef } from '../telemetry/sinks.js';
+import { DISTRIBUTIONS } from '../telemetry/contract.js';
 import type { TruncateSweeper } from '../adapters/truncate-sweep.js';
 import type { TransactWriter } from '../adapters/transact-writer.js';
 import { EMPTY_TX_PLAN } from '../core/transactions.js';
@@ -95,8 +96,11 @@ export async function processBatch(records: readonly RawRecord[], deps: IngestDe
     // A fresh container learns where each table stands, so a redelivered window is read, not written.
     for (const [table, row] of statusRows) if (row.lastPosition) deps.writer.seedHighWater(table, row.lastPosition);
     const watermarks = landed ? await applyBatch(records, decoded, statusRows, deps, tally, limiter, landing) : new Map<string, string>();
+    const applied = landed && tally.failedFrom() === undefined;
+    const frontier = applied ? batchCommitFrontier(decoded.changes, decoded.controls) : undefined;
+    if (frontier !== undefined) for (const table of tally.tables.keys()) deps.metrics.add(table, DISTRIBUTIONS.frontierAge.metric, DISTRIBUTIONS.frontierAge.unit, Math.max(0, now() - frontier));
     await report(tally, statusRows, watermarks, { ...deps, now, limiter, tables: tablesOf(deps.config), retry: landing });
-    await recordFrontier(records, decoded, landed && tally.failedFrom() === undefined, deps, now());
+    await recordFrontier(records, applied, frontier, deps, now());
   }
   const failedFrom = tally.failedFrom();
   const batchItemFailures = failedFrom === undefined ? [] : [{ itemIdentifier: failedFrom }];
@@ -128,10 +132,9 @@ async function applyBatch(records: readonly RawRecord[], decoded: Decoded, statu
 }
 
 /** The shard's applied commit time after the batch (or that it is failing); a failure here only logs: freshness is a report, not a step. */
-async function recordFrontier(records: readonly RawRecord[], decoded: Decoded, ok: boolean, deps: IngestDeps, now: number): Promise<void> {
+async function recordFrontier(records: readonly RawRecord[], ok: boolean, commitTs: number | undefined, deps: IngestDeps, now: number): Promise<void> {
   const first = records[0];
   if (!deps.frontier || !first) return;
-  const commitTs = ok ? batchCommitFrontier(decoded.changes, decoded.controls) : undefined;
   try {
     await deps.frontier.record(first.transport.stream, first.transport.shard, { ok, ...(commitTs !== undefined ? { commitTs } : {}) }, now);
   } catch (err) {

@@ -12,6 +12,7 @@
  * a truncate watermark above the one this batch's writes were held against, the rows the batch
  * wrote below it are deleted (the race with another shard's truncate, see status-cache.ts).
  */
+import { lagHistogram } from '../core/lag-histogram.js';
 import type { TableConfig } from '../config/types.js';
 import type { Limiter } from '../core/concurrency.js';
 import { errorMessage } from '../core/errors.js';
@@ -118,7 +119,7 @@ function statusUpdate(t: TableTally, prev: StatusRow | undefined, now: number): 
     ...(t.hasChanges ? { phase } : {}),
     ...(t.lastPosition !== undefined ? { lastPosition: t.lastPosition } : {}),
     ...(t.lastCommitTs !== undefined ? { lastCommitTs: t.lastCommitTs } : {}),
-    ...(t.lags.length > 0 ? { lagMs: Math.max(...t.lags) } : {}),
+    ...(t.lags.length > 0 ? { lagMs: t.lags.reduce((a, b) => Math.max(a, b), 0), lagHistogram: lagHistogram(t.lags) } : {}),
     ...(t.lastError !== undefined ? { lastError: t.lastError } : {}),
     ...(t.resolved !== undefined ? { resolvedWatermark: t.resolved } : {}),
     ...(t.hasChanges ? { orderingStrength: [...t.strengths].sort().join('+') } : {}),

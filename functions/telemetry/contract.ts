@@ -150,6 +150,7 @@ export const OUTCOMES: readonly Counter[] = COUNTER_NAMES.filter((c) => COUNTERS
 /** Distributions: one sample per applied key, so percentiles work. */
 export const DISTRIBUTIONS = {
   freshnessLag: { metric: 'FreshnessLagMs', unit: 'Milliseconds' },
+  frontierAge: { metric: 'FrontierAgeMs', unit: 'Milliseconds' },
 } as const;
 
 export type DistributionName = keyof typeof DISTRIBUTIONS;
@@ -157,6 +158,7 @@ export type DistributionName = keyof typeof DISTRIBUTIONS;
 /** What each distribution means: exactly one entry per distribution. */
 export const DISTRIBUTION_DESCRIPTIONS = {
   freshnessLag: 'source commit to apply, per applied key',
+  frontierAge: "how far behind the source a batch left its tables: apply time less the newest commit (or heartbeat, or resolved timestamp) of a batch that applied in full, per table of the batch",
 } as const satisfies Readonly<Record<DistributionName, string>>;
 export type DistributionMetricName = (typeof DISTRIBUTIONS)[DistributionName]['metric'];
 

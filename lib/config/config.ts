@@ -280,6 +280,8 @@ const AlarmsInput = strict({
   offsetLag: z.number().positive().default(100_000),
   /** p99 commit-to-apply lag. @default 600000 */
   freshnessLagMs: z.number().positive().default(600_000),
+  /** How far behind the source a table may fall (a batch's newest commit, heartbeat or resolved timestamp, to its apply) before `FreshnessBehind` alarms. @default 900000 */
+  freshnessBehindMs: z.number().positive().default(900_000),
   /** Quarantined records per 5 minutes. @default 1 */
   quarantined: z.number().min(0).default(1),
   /** @default 1 */

@@ -22,6 +22,7 @@ import type { RawRecord } from '../../functions/core/normalize.js';
 import { processBatch } from '../../functions/ingest/process-batch.js';
 import { CollectingMetricSink } from '../../functions/telemetry/sinks.js';
 import { identityGap } from '../../functions/telemetry/contract.js';
+import { readRow } from '../../lib/read.js';
 import { PgHistory, type PgEvent } from '../helpers/debezium.js';
 import { openTarget, type Target, uniqueConfig } from '../helpers/target.js';
 
@@ -54,6 +55,16 @@ describe('suspend, resume and tables in error', { skip: process.env.TIDEMARK_TAR
       topic: null,
       headers: {},
       transport: { kind: 'kinesis', stream: 'life', shard: 'shardId-000000000000', sequence: String(seq++).padStart(20, '0'), partitionKey: e.partitionKey, arrivalTime: Date.now() - 1000 },
+    }));
+
+  /** Records of raw message texts (control messages: heartbeats, resolved timestamps). */
+  const rawRecords = (values: readonly string[]): RawRecord[] =>
+    values.map((v) => ({
+      value: Buffer.from(v),
+      key: null,
+      topic: null,
+      headers: {},
+      transport: { kind: 'kinesis', stream: 'life', shard: 'shardId-000000000000', sequence: String(seq++).padStart(20, '0'), partitionKey: 'x', arrivalTime: Date.now() - 1000 },
     }));
 
   /** A batch through a fresh container (its status cache empty, as at a cold start). */
@@ -171,10 +182,65 @@ describe('suspend, resume and tables in error', { skip: process.env.TIDEMARK_TAR
     const next = await ingest([history.emit('audit', 'c', { id: 2 }, { what: 'y' })]);
     assert.deepEqual([next.summary.held, next.summary.failed, next.batchItemFailures.length], [1, 0, 0], 'held from then on, not retried');
 
-    const forced = await tidemark('resume', '-t', 'public.audit', '--force', '--no-catch-up');
+    // The fix: the target table is back (provisioning is idempotent). Resume applies what was held from raw.
+    await target.setup(config);
+    const forced = await tidemark('resume', '-t', 'public.audit', '--force', '--settle-seconds', '0', '--json');
     assert.equal(forced.code, 0, forced.stderr);
-    assert.match(forced.stderr, /tidemark replay -t public\.audit --since \S+ --until \S+/);
+    assert.equal((forced.lines.at(-1)?.summary as Record<string, number> | undefined)?.applied, 2, 'both held changes, from raw');
+    assert.equal((await getRow(target.clients.dynamodb, table('public.audit'), { id: 1 }))?.what, 'x');
+    assert.equal((await getRow(target.clients.dynamodb, table('public.audit'), { id: 2 }))?.what, 'y');
     assert.equal((await statusOf('public.audit'))?.lifecycle, 'running');
+    await ingest([history.emit('audit', 'u', { id: 2 }, { what: 'live' })]);
+    assert.equal((await getRow(target.clients.dynamodb, table('public.audit'), { id: 2 }))?.what, 'live', 'live apply again');
+
+    // --no-catch-up returns a table to live apply and prints the replay for what it held.
+    await tidemark('suspend', '-t', 'public.audit');
+    const quick = await tidemark('resume', '-t', 'public.audit', '--no-catch-up');
+    assert.equal(quick.code, 0, quick.stderr);
+    assert.match(quick.stderr, /tidemark replay -t public\.audit --since \S+ --until \S+/);
+  });
+
+  it('moves the frontier with CockroachDB resolved timestamps and Debezium heartbeats, and holds it while the shard fails', async () => {
+    const completeAsOf = async () => ((await tidemark('status', '--json')).lines.at(-1)?.summary as Record<string, unknown> | undefined)?.completeAsOf as number;
+    const before = await completeAsOf();
+    const heartbeat = before + 60_000;
+    await processBatch(rawRecords([JSON.stringify({ ts_ms: heartbeat })]), ingestDeps(config, target.clients, { metrics: new CollectingMetricSink(), log: quiet }));
+    assert.equal(await completeAsOf(), heartbeat, 'a Debezium heartbeat (its connector time)');
+    const resolved = heartbeat + 60_000;
+    await processBatch(rawRecords([JSON.stringify({ resolved: `${resolved}000000.0000000000` })]), ingestDeps(config, target.clients, { metrics: new CollectingMetricSink(), log: quiet }));
+    assert.equal(await completeAsOf(), resolved, 'a CockroachDB resolved timestamp');
+
+    // The shard stalls: every write to the orders table fails (a server error) while heartbeats keep coming.
+    const failing = {
+      ...target.clients,
+      dynamodb: Object.assign(Object.create(target.clients.dynamodb), {
+        send: (cmd: { input?: { TableName?: string } }, ...rest: unknown[]) => {
+          if (cmd.input?.TableName === table('public.orders').target) return Promise.reject(Object.assign(new Error('internal'), { name: 'InternalServerError', $fault: 'server', $metadata: { httpStatusCode: 500 } }));
+          return (target.clients.dynamodb.send as (...a: unknown[]) => Promise<unknown>)(cmd, ...rest);
+        },
+      }),
+    };
+    const stalled = await processBatch([...recordsOf([history.emit('orders', 'u', { id: 3 }, { total: 30 })]), ...rawRecords([JSON.stringify({ ts_ms: resolved + 60_000 })])], {
+      ...ingestDeps(config, failing, { metrics: new CollectingMetricSink(), log: quiet }),
+      landing: { budgetMs: 300 },
+    });
+    assert.equal(stalled.batchItemFailures.length, 1);
+    const st = (await tidemark('status', '--json')).lines.at(-1)?.summary as Record<string, unknown>;
+    assert.deepEqual([st.completeAsOf, st.failingShards], [resolved, 1], 'stands still while the shard fails');
+    await ingest([history.emit('orders', 'u', { id: 3 }, { total: 31 })]);
+    const healed = (await tidemark('status', '--json')).lines.at(-1)?.summary as Record<string, unknown>;
+    assert.equal(healed.failingShards, 0);
+
+    // The read helper for users' code: the row with what it reflects.
+    const read = await readRow({ dynamodb: target.clients.dynamodb }, config, 'public.orders', { id: 3 });
+    assert.equal(read.row?.total, 31);
+    assert.equal(read.lifecycle, 'running');
+    assert.equal(read.completeAsOf, healed.completeAsOf);
+    await ingest([history.emit('orders', 'd', { id: 3 }, null)]);
+    const gone = await readRow({ dynamodb: target.clients.dynamodb }, config, 'public.orders', { id: 3 });
+    assert.deepEqual([gone.row, gone.deleted, typeof gone.position], [null, true, 'string'], 'a tombstone reads as no row');
+    assert.deepEqual((await readRow({ dynamodb: target.clients.dynamodb }, config, 'public.orders', { id: 999 })).row, null);
+    await assert.rejects(readRow({ dynamodb: target.clients.dynamodb }, config, 'public.nope', { id: 1 }), /not in the config/);
   });
 
   it('names what a command needs: tables, or --pipeline on aws', async () => {

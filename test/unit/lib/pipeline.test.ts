@@ -323,9 +323,11 @@ describe('TidemarkPipeline with a Kinesis source', () => {
     }
   });
 
-  it('alarms on pipeline-level metrics only: iterator age, silence, failed records, errors, near-timeout, dead letters, quarantine, conflicts, freshness p99, failed status updates, stale rate', () => {
+  it('alarms on pipeline-level metrics only: iterator age, silence, failed records, errors, near-timeout, dead letters, quarantine, conflicts, freshness p99, freshness behind, a table stopped, failed status updates, stale rate', () => {
     // The pipeline's own alarms; the jobs' alarms are counted in test/unit/lib/jobs/jobs.test.ts.
-    assert.equal(Object.keys(resources('AWS::CloudWatch::Alarm')).filter((id) => id.startsWith('PipelineMonitoring')).length, 11);
+    assert.equal(Object.keys(resources('AWS::CloudWatch::Alarm')).filter((id) => id.startsWith('PipelineMonitoring')).length, 13);
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'FrontierAgeMs', Namespace: 'Tidemark', Statistic: 'Maximum', Threshold: 900_000 });
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'TablesEnteredError', Namespace: 'Tidemark', Statistic: 'Sum', Threshold: 0 });
     const pipelineDims = [
       { Name: 'pipeline', Value: 'shop' },
       { Name: 'service', Value: 'tidemark-ingest' },

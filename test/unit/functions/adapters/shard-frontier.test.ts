@@ -26,6 +26,7 @@ describe('shard frontier', () => {
     assert.equal(batchCommitFrontier([change(5)], [control({ commitTs: 12 })]), 12, 'a heartbeat moves a quiet shard');
     assert.equal(batchCommitFrontier([], [control({ control: 'resolved' as ControlEvent['control'], detail: { resolved: '20000000.0' } })]), 20);
     assert.equal(batchCommitFrontier([change(null)], []), undefined);
+    assert.equal(batchCommitFrontier([change(5)], [control({ control: 'heartbeat', detail: { tsMs: 40 } })]), 40, "a Debezium heartbeat's connector time");
   });
 
   it('is the lowest over active and failing shards; idle ones are counted and left out', () => {

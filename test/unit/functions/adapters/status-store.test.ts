@@ -73,6 +73,19 @@ describe('status-store', () => {
     );
   });
 
+  it('keeps the lag histogram with the open hour, closes it into the hour row, and starts it afresh', async () => {
+    const { fake, status } = fakeStore();
+    await status.record('public.orders', { ...update(NOW, { received: 3 }), lagHistogram: [2, 0, 1] });
+    await status.record('public.orders', { ...update(NOW + 60_000, { received: 1 }), lagHistogram: [1] });
+    const open = item(fake, 'shop/public.orders', 'status');
+    assert.deepEqual([open?.h_lag0, open?.h_lag1, open?.h_lag2], [3, undefined, 1]);
+    await status.record('public.orders', { ...update(NOW + HOUR, { received: 1 }), lagHistogram: [0, 4] });
+    const closed = item(fake, 'shop/public.orders', 'hour#2026-11-30T06');
+    assert.deepEqual([closed?.lag0, closed?.lag1, closed?.lag2], [3, undefined, 1]);
+    const next = item(fake, 'shop/public.orders', 'status');
+    assert.deepEqual([next?.h_lag0, next?.h_lag1, next?.h_lag2], [undefined, 4, undefined], 'the new hour holds only its own lags');
+  });
+
   it('adds a batch whose clock is behind the row to the row’s hour', async () => {
     const { fake, status } = fakeStore();
     await status.record('public.orders', update(NOW + HOUR, { received: 1 }));
