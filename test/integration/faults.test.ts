@@ -23,7 +23,9 @@ import { gunzipSync } from 'node:zlib';
 import { GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { demoWorkload } from '../../bin/cli/demo-workload.js';
 import { kinesisEvent, type ShapedRecord } from '../../bin/cli/kinesis-shape.js';
-import { scanTable } from '../../bin/cli/state.js';
+import { scanTable, statusRows } from '../../bin/cli/state.js';
+import { releaseTable } from '../../bin/cli/lifecycle.js';
+import { runReplayLocally } from '../../bin/cli/replay.js';
 import { onFailureRecord, parseOnFailureRecord } from '../../bin/local/on-failure.js';
 import { streamNameOf } from '../../bin/local/provision.js';
 import { handleEvent } from '../../functions/ingest.js';
@@ -33,7 +35,7 @@ import { EXPIRES_AT_ATTRIBUTE } from '../../functions/telemetry/contract.js';
 import { errorMessage } from '../../functions/core/errors.js';
 import { type JsonObject, stringifyJson } from '../../functions/core/json.js';
 import { CollectingMetricSink, type Log } from '../../functions/telemetry/sinks.js';
-import { ingestDeps } from '../../functions/composition.js';
+import { ingestDeps, replayContext } from '../../functions/composition.js';
 import { addSummary, type BatchSummary, emptySummary, type IngestDeps } from '../../functions/ingest/process-batch.js';
 import { openTarget, type Target, uniqueConfig } from '../helpers/target.js';
 
@@ -509,5 +511,47 @@ describe('fault matrix through handleEvent (embedded emulators)', () => {
     assert.ok((stats.throttled ?? 0) >= 20, `${stats.throttled} throttled writes`);
     assert.ok(d.partialFailures >= 3, `${d.partialFailures} partial failures`);
     assert.equal(d.onFailure.length, 0);
+  });
+
+  it('8. a table stopped in error during an S3 outage loses nothing: its records land, the other table converges, resume restores it', async (t) => {
+    const stats: Record<string, number> = {};
+    const env = await fresh();
+    const orders = env.config.tables[1]?.target;
+    // The orders target refuses every write for good (as a deleted table does) until invocation 9; S3 is down for invocations 3..5.
+    const delivery = await deliver(
+      env,
+      {
+        dynamoSend: (command, input, ctx) => {
+          if (WRITE_COMMANDS.has(command) && input.TableName === orders && ctx.invocation <= 8) {
+            ctx.stats.refused = (ctx.stats.refused ?? 0) + 1;
+            throw serviceError('ResourceNotFoundException', 400);
+          }
+        },
+        s3Send: (command, _input, ctx) => {
+          if (command === 'PutObjectCommand' && ctx.invocation >= 3 && ctx.invocation <= 5) {
+            ctx.stats.s3Failures = (ctx.stats.s3Failures ?? 0) + 1;
+            throw serviceError('ServiceUnavailable', 503);
+          }
+        },
+      },
+      stats,
+    );
+    t.diagnostic(`${delivery.invocations} invocations, ${delivery.partialFailures} partial failures, ${delivery.onFailure.length} on-failure; refused ${stats.refused}, s3 failures ${stats.s3Failures}`);
+    assert.ok((stats.refused ?? 0) > 0 && (stats.s3Failures ?? 0) > 0, 'both faults happened');
+    assert.equal(delivery.onFailure.length, 0, 'the stopped table never held the shard back to the on-failure output');
+    const { quarantined } = await assertNoneLost(env, delivery);
+    assert.equal(quarantined, 2);
+    const status = await statusRows(target.clients.dynamodb, env.config);
+    assert.equal(status.find((r) => r.table === 'public.orders')?.lifecycle, 'error');
+    const state = await tableState(env);
+    assert.deepEqual(state[0], clean.state[0], 'the other table converged as in the clean run');
+    assert.ok((delivery.totals.held ?? 0) > 0);
+
+    // Resume: back to running, then the orders raw replayed under the guard: the clean run's state.
+    await releaseTable(target.clients.dynamodb, env.config, 'public.orders', true, Date.now());
+    const ctx = replayContext(env.config, target.clients, quiet);
+    // The workload landed with its own (old) arrival times: past the tombstone horizon, so forced, as resume --force does.
+    await runReplayLocally(ctx, { runId: 'resume-orders', tables: ['public.orders'], into: 'live', now: Date.now(), force: true });
+    assert.deepEqual(await tableState(env), clean.state, 'end state equals the clean run');
   });
 });
