@@ -112,7 +112,7 @@ describe('TidemarkPipeline with a Kinesis source', () => {
       Runtime: 'nodejs22.x',
       Architectures: ['arm64'],
       Handler: 'index.handler',
-      MemorySize: 1024,
+      MemorySize: 1769,
       Timeout: 120,
       ReservedConcurrentExecutions: Match.absent(),
       LoggingConfig: { LogGroup: { Ref: Match.stringLikeRegexp('^PipelineIngestLogGroup') } },
