@@ -99,6 +99,24 @@ export const ANOMALIES = {
   ],
 } as const satisfies TableSchema;
 
+/**
+ * A live key of expected state that the table's latest complete snapshot did not read, and that
+ * last changed before the snapshot began: deleted upstream while nothing captured the delete.
+ */
+export const ORPHANS = {
+  name: 'orphans',
+  format: 'output',
+  columns: [
+    col('source_table', 'string', 'source table'),
+    col('key_id', 'string', 'canonical key text'),
+    col('key_json', 'string', 'the key, JSON'),
+    col('position', 'string', "expected state's winning position of the key"),
+    col('snapshot_start', 'bigint', 'arrival of the snapshot\'s first read, epoch ms'),
+    col('snapshot_end_position', 'string', "the position of the snapshot's last read: a tombstone goes there"),
+    col('snapshot_keys', 'bigint', 'keys the snapshot read'),
+  ],
+} as const satisfies TableSchema;
+
 /** A table whose snapshot reads arrived after its streamed changes. */
 export const RESNAPSHOTS = {
   name: 'resnapshots',

@@ -11,12 +11,12 @@
  * docs/history.md §1 (raw lines), §2 (history), §3 (expected state), "SQL" (the rest).
  */
 import { RAW_LINES, RAW_EVENTS, QUARANTINE_LINES, TABLE_SIDE } from './schemas-sources.js';
-import { ANOMALIES, ERASE_OBJECTS, RECONCILE_COUNTS, RECONCILE_FINDINGS, REPLAY_EVENTS, RESNAPSHOTS, WINDOW_KEYS } from './schemas-outputs.js';
+import { ANOMALIES, ERASE_OBJECTS, RECONCILE_COUNTS, RECONCILE_FINDINGS, REPLAY_EVENTS, RESNAPSHOTS, ORPHANS, WINDOW_KEYS } from './schemas-outputs.js';
 import type { ColumnType, TableSchema } from './schema-types.js';
 
 export type { Column, ColumnType, Field, TableSchema, TableFormat } from './schema-types.js';
 export { RAW_LINES, RAW_EVENTS, QUARANTINE_LINES, TABLE_SIDE } from './schemas-sources.js';
-export { ANOMALIES, ERASE_OBJECTS, RECONCILE_COUNTS, RECONCILE_FINDINGS, REPLAY_EVENTS, RESNAPSHOTS, WINDOW_KEYS } from './schemas-outputs.js';
+export { ANOMALIES, ERASE_OBJECTS, RECONCILE_COUNTS, RECONCILE_FINDINGS, REPLAY_EVENTS, RESNAPSHOTS, ORPHANS, WINDOW_KEYS } from './schemas-outputs.js';
 
 const col = <N extends string>(name: N, type: ColumnType, comment: string) => ({ name, type, comment }) as const;
 
@@ -132,6 +132,7 @@ export const OUTPUTS = {
   window_keys: WINDOW_KEYS,
   anomalies: ANOMALIES,
   resnapshots: RESNAPSHOTS,
+  orphans: ORPHANS,
 } as const;
 
 export type ColumnName<S extends { readonly columns: readonly { readonly name: string }[] }> = S['columns'][number]['name'];

@@ -160,6 +160,8 @@ export interface ReconcileCounts {
   readUnits: number;
   inFlight: number;
   unverifiable: number;
+  /** Keys erase left a bare tombstone for: never a finding (issue 20, item 17). */
+  erased: number;
   repaired: number;
   repairFailed: number;
 }
@@ -172,6 +174,7 @@ export const emptyCounts = (): ReconcileCounts => ({
   readUnits: 0,
   inFlight: 0,
   unverifiable: 0,
+  erased: 0,
   repaired: 0,
   repairFailed: 0,
 });

@@ -22,6 +22,8 @@ export interface DetectResnapshotsArgs {
   /** The lookback, arrival epoch ms: from `since` (inclusive) to `until` (exclusive). */
   readonly since: number;
   readonly until: number;
+  /** An `s3://` prefix to UNLOAD the rows to (gzip JSON Lines); absent: a plain SELECT. */
+  readonly output?: string;
 }
 
 export function detectResnapshots(args: DetectResnapshotsArgs): Statement {
@@ -35,5 +37,6 @@ export function detectResnapshots(args: DetectResnapshotsArgs): Statement {
   return selectStatement('detect-resnapshots', query, {
     reads: [{ table: 'history', filter: { tables, days } }],
     columns: RESNAPSHOTS.columns,
+    ...(args.output !== undefined ? { output: { location: args.output, partitionedBy: [] } } : {}),
   });
 }

@@ -13,6 +13,7 @@ import { type CompactObjectsArgs, compactObjects } from './compact-objects.js';
 import { type CountTableHoursArgs, countTableHours } from './count-table-hours.js';
 import { type DetectAnomaliesArgs, detectAnomalies } from './detect-anomalies.js';
 import { type DetectResnapshotsArgs, detectResnapshots } from './detect-resnapshots.js';
+import { type DetectOrphansArgs, detectOrphans } from './detect-orphans.js';
 import { eraseExpected } from './erase-expected.js';
 import { type EraseFindRawArgs, eraseFindRaw } from './erase-find-raw.js';
 import { type EraseKeysArgs, eraseHistory } from './erase-history.js';
@@ -40,6 +41,7 @@ export const STATEMENTS = {
   'erase-expected': (a: EraseKeysArgs) => [eraseExpected(a)],
   'detect-anomalies': (a: DetectAnomaliesArgs) => [detectAnomalies(a)],
   'detect-resnapshots': (a: DetectResnapshotsArgs) => [detectResnapshots(a)],
+  'detect-orphans': (a: DetectOrphansArgs) => [detectOrphans(a)],
   optimize: (a: { table: Maintained }) => [optimize(a.table)],
   vacuum: (a: { table: Maintained }) => [vacuum(a.table)],
 } as const satisfies Record<string, (args: never) => Statement[]>;
@@ -53,8 +55,8 @@ export function buildStatements<N extends StatementName>(name: N, args: Statemen
   return build(args);
 }
 
-export { compactHour, compactObjects, compactLegacyHour, foldExpected, countTableHours, windowKeys, reconcileFull, reconcileWindow, replaySelect, eraseFindRaw, eraseHistory, eraseExpected, detectAnomalies, detectResnapshots, optimize, vacuum };
-export type { CompactHourArgs, CompactObjectsArgs, CompactLegacyHourArgs, FoldExpectedArgs, CountTableHoursArgs, WindowKeysArgs, ReconcileFullArgs, ReconcileWindowArgs, ReplaySelectArgs, EraseFindRawArgs, EraseKeysArgs, DetectAnomaliesArgs, DetectResnapshotsArgs };
+export { compactHour, compactObjects, compactLegacyHour, foldExpected, countTableHours, windowKeys, reconcileFull, reconcileWindow, replaySelect, eraseFindRaw, eraseHistory, eraseExpected, detectAnomalies, detectResnapshots, detectOrphans, optimize, vacuum };
+export type { CompactHourArgs, CompactObjectsArgs, CompactLegacyHourArgs, FoldExpectedArgs, CountTableHoursArgs, WindowKeysArgs, ReconcileFullArgs, ReconcileWindowArgs, ReplaySelectArgs, EraseFindRawArgs, EraseKeysArgs, DetectAnomaliesArgs, DetectResnapshotsArgs, DetectOrphansArgs };
 export { anomalyOf, type AnomalyRow, SQL_ANOMALY_KINDS } from './detect-anomalies.js';
 export { COUNTED_CLASSES, FINDING_CLASSES, type ReconcileClass } from './reconcile-classes.js';
 export { FOLD_STEPS } from './fold-expected.js';
