@@ -14,6 +14,7 @@ import { registerReplay } from './replay.js';
 import { registerErase } from './erase.js';
 import { registerReconcile } from './reconcile.js';
 import { registerSnapshotCheck } from './snapshot-check.js';
+import { registerHistory } from './history.js';
 import { getRow, scanTable, statusRows, statusTable, stringifyJson, tableOrThrow } from './state.js';
 
 const out = (line: string) => process.stdout.write(`${line}\n`);
@@ -181,6 +182,7 @@ export function program(): Command {
   registerErase(p);
   registerReconcile(p);
   registerSnapshotCheck(p);
+  registerHistory(p);
   return p;
 }
 

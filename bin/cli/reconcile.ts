@@ -13,54 +13,19 @@ import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { type Command, Option } from 'commander';
 import type { RuntimeClients as Clients } from '../../functions/adapters/clients.js';
 import type { TidemarkConfig } from '../../lib/config/config.js';
-import type { JsonValue } from '../../functions/core/json.js';
-import { CollectingMetricSink, type Log, type MetricSink } from '../../functions/telemetry/sinks.js';
-import type { JobDeps } from '../../functions/jobs/deps.js';
-import { jobDeps } from '../../functions/composition.js';
-import { planReconcile } from '../../functions/jobs/reconcile/plan.js';
-import { reducePartition } from '../../functions/jobs/reconcile/reduce.js';
-import { type ReconcileReport, reportReconcile } from '../../functions/jobs/reconcile/report.js';
-import { scanTable } from '../../functions/jobs/reconcile/scan-table.js';
-import { shuffleRaw } from '../../functions/jobs/reconcile/shuffle-raw.js';
+import type { ReconcileReport } from '../../functions/jobs/reconcile/run.js';
 import type { Finding, ReconcileRequest } from '../../functions/jobs/reconcile/types.js';
 import { errorMessage } from '../../functions/core/errors.js';
-import { RECONCILE_TASKS, reconcileDefinition } from '../../lib/jobs/definitions.js';
-import { type LocalProgressEvent, type LocalTaskHandler, runLocalStateMachine } from '../local/stepfunctions.js';
-import { clients, cliLog, config } from './context.js';
+import type { LocalProgressEvent } from '../local/stepfunctions.js';
+import { clients, config } from './context.js';
+import { type LocalJobOptions, runLocalJob } from './jobs-local.js';
 import { manifestUploadKey } from '../../functions/adapters/raw-layout.js';
 
-type Body = (input: never, deps: JobDeps) => Promise<unknown>;
-const handler =
-  (body: Body, deps: JobDeps): LocalTaskHandler =>
-  async (input) =>
-    (await body(input as never, deps)) as JsonValue;
+export type { LocalJobOptions } from './jobs-local.js';
 
-/** The in-process handler of every reconcile task. */
-export function reconcileHandlers(deps: JobDeps): Record<string, LocalTaskHandler> {
-  return {
-    [RECONCILE_TASKS.plan]: handler(planReconcile as Body, deps),
-    [RECONCILE_TASKS.shuffleRaw]: handler(shuffleRaw as Body, deps),
-    [RECONCILE_TASKS.scanTable]: handler(scanTable as Body, deps),
-    [RECONCILE_TASKS.reduce]: handler(reducePartition as Body, deps),
-    [RECONCILE_TASKS.report]: handler(reportReconcile as Body, deps),
-  };
-}
-
-export interface LocalJobOptions {
-  readonly onProgress?: (event: LocalProgressEvent) => void;
-  readonly log?: Log;
-  readonly metrics?: MetricSink;
-  readonly now?: () => number;
-}
-
-/** Runs reconcile through the state machine locally and returns its report. */
+/** Runs reconcile through the state machine locally (compacting raw up to now first) and returns its report. */
 export async function runReconcile(cfg: TidemarkConfig, c: Pick<Clients, 's3' | 'dynamodb'>, request: ReconcileRequest, options: LocalJobOptions = {}): Promise<ReconcileReport> {
-  const deps = jobDeps(cfg, c, { metrics: options.metrics ?? new CollectingMetricSink(), log: options.log ?? cliLog(), ...(options.now ? { now: options.now } : {}) });
-  const output = await runLocalStateMachine(reconcileDefinition(), request as JsonValue, {
-    handlers: reconcileHandlers(deps),
-    ...(options.onProgress ? { onProgress: options.onProgress } : {}),
-  });
-  return output as unknown as ReconcileReport;
+  return (await runLocalJob(cfg, c, 'reconcile', request, options)) as unknown as ReconcileReport;
 }
 
 /** Exit code of a run that failed before it could report. */
@@ -80,7 +45,9 @@ export async function readFindings(c: Pick<Clients, 's3'>, report: ReconcileRepo
     if (!m?.[1] || !m[2]) continue;
     const got = await c.s3.send(new GetObjectCommand({ Bucket: m[1], Key: m[2] }));
     const bytes = got.Body ? await got.Body.transformToByteArray() : new Uint8Array();
-    for (const line of gunzipSync(bytes).toString('utf8').split('\n')) if (line !== '') out.push(JSON.parse(line) as Finding);
+    if (bytes.length === 0) continue;
+    const text = (bytes[0] === 0x1f && bytes[1] === 0x8b ? gunzipSync(bytes) : Buffer.from(bytes)).toString('utf8');
+    for (const line of text.split('\n')) if (line !== '') out.push(JSON.parse(line) as Finding);
   }
   return out;
 }
@@ -180,7 +147,7 @@ export function registerReconcile(p: Command): void {
     .option('--since <iso>', 'window mode: keys touched by raw that arrived from this time')
     .option('--until <iso>', 'window mode: … up to this time (default: now)')
     .option('-t, --table <source...>', 'only these source tables')
-    .option('--repair', 're-apply raw’s winning events for missing, stale and deleted-live keys through the guarded writer')
+    .option('--repair', 'not available on the SQL reconcile yet (refused, exit 2): re-apply findings with `tidemark replay --keys`')
     .option('--manifest <file|s3-uri>', 'key-set manifest (JSON Lines of {"table", "key"}) to diff live keys against')
     .option('--cutoff-seconds <n>', 'leave raw stored and rows applied within this many seconds alone', (v) => Number.parseInt(v, 10))
     .option('--run-id <id>', 'name of the run (report prefix)')

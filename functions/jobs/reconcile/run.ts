@@ -20,8 +20,9 @@ import { DescribeTableCommand, UpdateItemCommand } from '@aws-sdk/client-dynamod
 import { DeleteObjectsCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
-import { createGunzip } from 'node:zlib';
-import { encodeSegment, reportRunPrefix, tableReportKey, tableSideRunPrefix, unloadPrefix } from '../../adapters/raw-layout.js';
+import { createGunzip, gzipSync } from 'node:zlib';
+import { EraseLedger, type LedgerView, loadLedgerKeys } from '../../adapters/erase-ledger.js';
+import { compactedHourKey, encodeSegment, reportRunPrefix, tableReportKey, tableSideRunPrefix, unloadPrefix } from '../../adapters/raw-layout.js';
 import { MetricUnit } from '../../telemetry/sinks.js';
 import { ALL_TABLES, RECONCILE_METRICS, RECONCILE_WINDOW_FINDINGS_METRIC } from '../../telemetry/job-metrics.js';
 import { COUNTED_CLASSES, FINDING_CLASSES, HOUR_MS } from '../../sql/index.js';
@@ -30,10 +31,9 @@ import { readFrontier } from '../history/compaction.js';
 import { type StoredQueries, storeQueries } from '../queries.js';
 import { configQueryRefs, s3Uri } from '../sql-run.js';
 import { CRITICAL_CLASSES } from './classify.js';
-import type { ReconcileReport } from './report.js';
-import type { Finding, ReconcileRequest } from './types.js';
+import type { Finding, ReconcileReport, ReconcileRequest } from './types.js';
 
-export type { ReconcileReport } from './report.js';
+export type { ReconcileReport } from './types.js';
 
 /** Fixed for one run; every task receives it. */
 export interface ReconcileRun {
@@ -104,18 +104,90 @@ async function putJson(s3: S3Client, bucket: string, key: string, value: unknown
   await s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: JSON.stringify(value), ContentType: 'application/json' }));
 }
 
-export async function planReconcileRun(request: ReconcileRequest, deps: JobDeps): Promise<ReconcilePlan> {
-  const { config } = deps;
+/** The request checked against the config: mode, tables, window hours and cutoff. */
+function checkedRequest(request: ReconcileRequest, config: JobDeps['config']): { mode: 'window' | 'full'; tables: string[]; hours: number; cutoffSeconds: number } {
   const settings = config.jobs.reconcile;
   const mode = request.mode ?? 'window';
+  if (request.repair === true) throw new JobInputError('repair is not available on the SQL reconcile yet: re-apply the findings with `tidemark replay --keys` (docs/jobs.md)');
   if (mode !== 'window' && mode !== 'full') throw new JobInputError(`mode must be "window" or "full", got "${String(mode)}"`);
-  if (request.manifest !== undefined) throw new JobInputError('a key-set manifest is compared by `tidemark reconcile --manifest` against a full run (docs/jobs.md), not inside the state machine');
+  if (request.manifest !== undefined) throw new JobInputError('a key-set manifest diff is not available on the SQL reconcile yet (docs/jobs.md)');
   const tables = request.tables && request.tables.length > 0 ? [...new Set(request.tables)] : config.tables.map((t) => t.source);
   for (const t of tables) tableConfig(config, t);
   const hours = request.hours ?? settings.window.hours;
   if (!Number.isInteger(hours) || hours < 1) throw new JobInputError(`hours must be a positive integer, got ${hours}`);
   const cutoffSeconds = request.cutoffSeconds ?? settings.cutoffSeconds;
   if (!Number.isFinite(cutoffSeconds) || cutoffSeconds < 0) throw new JobInputError(`cutoffSeconds must be a number of seconds ≥ 0, got ${String(cutoffSeconds)}`);
+  return { mode, tables, hours, cutoffSeconds };
+}
+
+type HourSpan = { from: number; to: number };
+
+/**
+ * What of history and raw is not settled at the cutoff (reconcile-classes.ts):
+ * - `unsettled`: raw of the hours after the frontier, and of the frontier's hour itself when it was
+ *   compacted before it closed (locally, `throughNow`): objects landed there since its marker are
+ *   not in history, yet their rows may be applied before the cutoff. They raise each key's highest
+ *   position, and a key only they hold is in flight.
+ * - `recent`: compacted hours whose lines may have arrived after the cutoff (a batch's hour is its
+ *   first arrival, so from the hour before the cutoff's): a winner among them is not settled.
+ * On AWS, where only closed hours are compacted, both are usually just the hours after the frontier.
+ */
+async function settledness(deps: JobDeps, compactedThrough: number | null, startedAt: number, cutoff: number): Promise<{ unsettled?: HourSpan; recent?: HourSpan }> {
+  const now = hourOf(startedAt);
+  if (compactedThrough === null) return {};
+  const marker = await markerOf(deps, compactedThrough);
+  const firstUnsettled = Math.min(compactedThrough + HOUR_MS, marker === null ? compactedThrough + HOUR_MS : hourOf(marker.compactedAt));
+  const recentFrom = hourOf(cutoff) - HOUR_MS;
+  return {
+    ...(firstUnsettled <= now ? { unsettled: { from: firstUnsettled, to: now } } : {}),
+    ...(recentFrom <= compactedThrough ? { recent: { from: recentFrom, to: compactedThrough } } : {}),
+  };
+}
+
+async function markerOf(deps: JobDeps, hour: number): Promise<{ compactedAt: number } | null> {
+  try {
+    const got = await deps.s3.send(new GetObjectCommand({ Bucket: deps.config.raw.bucket, Key: compactedHourKey(deps.config.history.prefix, hour) }));
+    return JSON.parse(Buffer.from((await got.Body?.transformToByteArray()) ?? []).toString('utf8')) as { compactedAt: number };
+  } catch (err) {
+    const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
+    if (e.name === 'NoSuchKey' || e.$metadata?.httpStatusCode === 404) return null;
+    throw err;
+  }
+}
+
+/** The classify queries (findings, then counts) of the run. */
+function classifyQueries(config: JobDeps['config'], run: ReconcileRun, span: { unsettled?: HourSpan; recent?: HourSpan }) {
+  const uri = (prefix: string) => s3Uri(run.bucket, prefix);
+  const common = { tables: run.tables, runId: run.runId, cutoff: run.cutoff, ...span };
+  if (run.mode === 'full') {
+    return [...configQueryRefs(config, 'reconcile-full', { ...common, part: 'findings', output: uri(run.outputs.findings) }), ...configQueryRefs(config, 'reconcile-full', { ...common, part: 'counts', output: uri(run.outputs.counts) })];
+  }
+  if (run.window === null) return [];
+  const range = { from: run.window.fromMs, to: run.window.toMs };
+  return [
+    ...configQueryRefs(config, 'reconcile-window', { ...common, ...range, part: 'findings', output: uri(run.outputs.findings) }),
+    ...configQueryRefs(config, 'reconcile-window', { ...common, ...range, part: 'counts', output: uri(run.outputs.counts) }),
+  ];
+}
+
+/** Full mode: one export item per table (its ARN and export prefix), written to S3 for the Distributed Map. */
+async function exportItems(deps: JobDeps, run: ReconcileRun): Promise<NonNullable<ReconcilePlan['exports']>> {
+  const items: ExportItem[] = [];
+  for (const source of run.tables) {
+    const table = tableConfig(deps.config, source);
+    const described = await deps.dynamodb.send(new DescribeTableCommand({ TableName: table.target }));
+    const tableArn = described.Table?.TableArn;
+    if (!tableArn) throw new JobInputError(`table ${table.target} (of ${source}) has no ARN: does it exist?`, { context: { table: source } });
+    items.push({ table: source, tableArn, bucket: run.bucket, exportPrefix: `${run.outputs.exports}${encodeSegment(source)}`, runId: run.runId });
+  }
+  const key = `${run.prefix}exports.json`;
+  await putJson(deps.s3, run.bucket, key, items);
+  return { bucket: run.bucket, key, count: items.length };
+}
+
+export async function planReconcileRun(request: ReconcileRequest, deps: JobDeps): Promise<ReconcilePlan> {
+  const { config } = deps;
+  const { mode, tables, hours, cutoffSeconds } = checkedRequest(request, config);
   const startedAt = deps.now();
   const cutoff = startedAt - cutoffSeconds * 1000;
   const runId = runIdOf(request, mode, startedAt);
@@ -128,7 +200,7 @@ export async function planReconcileRun(request: ReconcileRequest, deps: JobDeps)
     cutoff,
     window: mode === 'window' ? windowOf(request, hours, frontier.compactedThrough) : null,
     tables,
-    repair: request.repair === true,
+    repair: false,
     prefix: reportRunPrefix(config.jobs.reportPrefix, 'reconcile', runId),
     bucket: config.raw.bucket,
     outputs: {
@@ -138,37 +210,12 @@ export async function planReconcileRun(request: ReconcileRequest, deps: JobDeps)
       exports: unloadPrefix(history, 'reconcile', runId, 'export'),
     },
   };
-  // Raw of the hours compaction has not reached raises each key's highest position (so `ahead` is judged against all raw).
-  const firstUnsettled = frontier.compactedThrough === null ? null : frontier.compactedThrough + HOUR_MS;
-  const unsettled = firstUnsettled !== null && firstUnsettled <= hourOf(startedAt) ? { from: firstUnsettled, to: hourOf(startedAt) } : undefined;
-  const uri = (prefix: string) => s3Uri(run.bucket, prefix);
-  const common = { tables, runId, cutoff, ...(unsettled ? { unsettled } : {}) };
-  const classifyRefs =
-    mode === 'full'
-      ? [...configQueryRefs(config, 'reconcile-full', { ...common, part: 'findings', output: uri(run.outputs.findings) }), ...configQueryRefs(config, 'reconcile-full', { ...common, part: 'counts', output: uri(run.outputs.counts) })]
-      : run.window === null
-        ? []
-        : [
-            ...configQueryRefs(config, 'reconcile-window', { ...common, from: run.window.fromMs, to: run.window.toMs, part: 'findings', output: uri(run.outputs.findings) }),
-            ...configQueryRefs(config, 'reconcile-window', { ...common, from: run.window.fromMs, to: run.window.toMs, part: 'counts', output: uri(run.outputs.counts) }),
-          ];
-  const classify = await storeQueries(deps, `${run.prefix}classify-queries.json`, classifyRefs);
+  const classify = await storeQueries(deps, `${run.prefix}classify-queries.json`, classifyQueries(config, run, await settledness(deps, frontier.compactedThrough, startedAt, cutoff)));
   let exports: ReconcilePlan['exports'] = null;
   let windowKeys: ReconcilePlan['windowKeys'] = null;
-  if (mode === 'full') {
-    const items: ExportItem[] = [];
-    for (const source of tables) {
-      const table = tableConfig(config, source);
-      const described = await deps.dynamodb.send(new DescribeTableCommand({ TableName: table.target }));
-      const tableArn = described.Table?.TableArn;
-      if (!tableArn) throw new JobInputError(`table ${table.target} (of ${source}) has no ARN: does it exist?`, { context: { table: source } });
-      items.push({ table: source, tableArn, bucket: run.bucket, exportPrefix: `${run.outputs.exports}${encodeSegment(source)}`, runId });
-    }
-    const key = `${run.prefix}exports.json`;
-    await putJson(deps.s3, run.bucket, key, items);
-    exports = { bucket: run.bucket, key, count: items.length };
-  } else if (run.window !== null) {
-    const refs = configQueryRefs(config, 'window-keys', { tables, from: run.window.fromMs, to: run.window.toMs, output: uri(run.outputs.windowKeys) });
+  if (mode === 'full') exports = await exportItems(deps, run);
+  else if (run.window !== null) {
+    const refs = configQueryRefs(config, 'window-keys', { tables, from: run.window.fromMs, to: run.window.toMs, output: s3Uri(run.bucket, run.outputs.windowKeys) });
     windowKeys = { ...(await storeQueries(deps, `${run.prefix}window-queries.json`, refs)), bucket: run.bucket, prefix: run.outputs.windowKeys };
   }
   await putJson(deps.s3, run.bucket, `${run.prefix}run.json`, run);
@@ -259,6 +306,25 @@ export function findingOf(row: FindingRow): Finding {
 
 /** Findings per class listed in a table report; the findings objects hold them all. */
 export const FIRST_FINDINGS = 100;
+/** Findings per findings object (JSON Lines, gzip) the report writes. */
+const FINDINGS_PER_OBJECT = 50_000;
+
+/** The erase ledger's view of the tables; null when it holds nothing for them (then no secret is needed). */
+async function ledgerOf(deps: JobDeps, tables: readonly string[]): Promise<LedgerView | null> {
+  const ledger = new EraseLedger(deps.dynamodb, deps.config.statusTable, deps.config.name);
+  if ((await ledger.list(tables)).length === 0) return null;
+  return ledger.view(await loadLedgerKeys(deps.config.replay.erase.ledgerKeySecret, process.env), tables);
+}
+
+/**
+ * True when the ledger holds the key's erasure and raw's winner (if any) is at or below it: the
+ * key was erased and nothing genuine arrived since, so whatever the table holds is `erased`.
+ */
+export function erasedByLedger(ledger: Pick<LedgerView, 'entry'> | null, row: Pick<FindingRow, 'source_table' | 'key_id' | 'expected_position'>): boolean {
+  const entry = ledger?.entry(row.source_table, row.key_id);
+  if (!entry) return false;
+  return row.expected_position === null || row.expected_position === undefined || entry.position === '' || row.expected_position <= entry.position;
+}
 
 /** The table's last-run row in the status table (`reconcile#<table>`), read by `tidemark status`. */
 async function recordLastRun(deps: JobDeps, run: ReconcileRun, table: string, counts: Record<string, number>, report: string): Promise<void> {
@@ -282,39 +348,91 @@ async function recordLastRun(deps: JobDeps, run: ReconcileRun, table: string, co
 const iso = (ms: number) => new Date(ms).toISOString();
 
 /** Reads the run's counts and findings back, writes the reports and metrics, and deletes the run's export and table side. */
-export async function reportReconcileRun(input: { run: ReconcileRun; repaired?: { repaired: number; failed: number } }, deps: JobDeps): Promise<ReconcileReport> {
-  const { run } = input;
-  const { s3 } = deps;
-  const byTable: Record<string, Record<string, number>> = {};
-  const byClass: Record<string, number> = Object.fromEntries(FINDING_CLASSES.map((c) => [c, 0]));
-  const counted: Record<string, number> = Object.fromEntries(COUNTED_CLASSES.map((c) => [c, 0]));
-  let keys = 0;
+/** Keys per table and class, as the counts query gave them. */
+interface Tally {
+  readonly byTable: Record<string, Record<string, number>>;
+  readonly byClass: Record<string, number>;
+  readonly counted: Record<string, number>;
+  keys: number;
+}
+
+async function readCounts(s3: S3Client, run: ReconcileRun): Promise<Tally> {
+  const tally: Tally = { byTable: {}, byClass: Object.fromEntries(FINDING_CLASSES.map((c) => [c, 0])), counted: Object.fromEntries(COUNTED_CLASSES.map((c) => [c, 0])), keys: 0 };
   for await (const row of outputRows<{ source_table: string; class: string; keys: number | string }>(s3, run.bucket, run.outputs.counts)) {
     const n = Number(row.keys);
-    keys += n;
-    if ((FINDING_CLASSES as readonly string[]).includes(row.class)) {
-      const t = byTable[row.source_table] ?? {};
-      t[row.class] = (t[row.class] ?? 0) + n;
-      byTable[row.source_table] = t;
-      byClass[row.class] = (byClass[row.class] ?? 0) + n;
-    } else counted[row.class] = (counted[row.class] ?? 0) + n;
+    tally.keys += n;
+    if (!(FINDING_CLASSES as readonly string[]).includes(row.class)) {
+      tally.counted[row.class] = (tally.counted[row.class] ?? 0) + n;
+      continue;
+    }
+    const t = tally.byTable[row.source_table] ?? {};
+    t[row.class] = (t[row.class] ?? 0) + n;
+    tally.byTable[row.source_table] = t;
+    tally.byClass[row.class] = (tally.byClass[row.class] ?? 0) + n;
   }
+  return tally;
+}
+
+/** A finding the ledger says is erased: moved from its class to `erased`. */
+function countAsErased(tally: Tally, row: FindingRow): void {
+  const t = tally.byTable[row.source_table];
+  if (t && (t[row.class] ?? 0) > 0) t[row.class] = (t[row.class] ?? 0) - 1;
+  if ((tally.byClass[row.class] ?? 0) > 0) tally.byClass[row.class] = (tally.byClass[row.class] ?? 0) - 1;
+  tally.counted.erased = (tally.counted.erased ?? 0) + 1;
+}
+
+/**
+ * The findings the classify query wrote, less those of erased keys (the erase ledger: issue 20,
+ * item 17), written again as the run's findings objects (JSON Lines of Finding, gzip), and the first
+ * of each class per table for the table reports.
+ */
+async function keepFindings(deps: JobDeps, run: ReconcileRun, tally: Tally): Promise<{ first: Map<string, Record<string, Finding[]>>; objects: string[]; prefix: string }> {
+  const ledger = await ledgerOf(deps, run.tables);
   const first = new Map<string, Record<string, Finding[]>>();
-  const findingObjects: string[] = [];
-  for await (const key of listKeys(s3, run.bucket, run.outputs.findings)) findingObjects.push(s3Uri(run.bucket, key));
-  for await (const row of outputRows<FindingRow>(s3, run.bucket, run.outputs.findings)) {
+  const objects: string[] = [];
+  const prefix = `${run.prefix}findings/`;
+  let part: string[] = [];
+  const flush = async () => {
+    if (part.length === 0) return;
+    const key = `${prefix}part-${String(objects.length).padStart(5, '0')}.jsonl.gz`;
+    await deps.s3.send(new PutObjectCommand({ Bucket: run.bucket, Key: key, Body: gzipSync(Buffer.from(part.join(''), 'utf8')), ContentType: 'application/x-ndjson', ContentEncoding: 'gzip' }));
+    objects.push(s3Uri(run.bucket, key));
+    part = [];
+  };
+  for await (const row of outputRows<FindingRow>(deps.s3, run.bucket, run.outputs.findings)) {
+    if (erasedByLedger(ledger, row)) {
+      countAsErased(tally, row);
+      continue;
+    }
+    const finding = findingOf(row);
+    part.push(`${JSON.stringify(finding)}\n`);
+    if (part.length >= FINDINGS_PER_OBJECT) await flush();
     const perClass = first.get(row.source_table) ?? {};
     const list = perClass[row.class] ?? [];
-    if (list.length < FIRST_FINDINGS) list.push(findingOf(row));
+    if (list.length < FIRST_FINDINGS) list.push(finding);
     perClass[row.class] = list;
     first.set(row.source_table, perClass);
   }
+  await flush();
+  return { first, objects, prefix };
+}
+
+export async function reportReconcileRun(input: { run: ReconcileRun; repaired?: { repaired: number; failed: number } }, deps: JobDeps): Promise<ReconcileReport> {
+  const { run } = input;
+  const { s3 } = deps;
+  const tally = await readCounts(s3, run);
+  const { byTable, byClass, counted } = tally;
+  const kept = await keepFindings(deps, run, tally);
+  const { first } = kept;
+  const findingObjects = kept.objects;
+  const findingsPrefix = kept.prefix;
+  const keys = tally.keys;
   const tableReports: Record<string, { report: string; findings: string | null }> = {};
   for (const table of run.tables) {
     const key = tableReportKey(deps.config.jobs.reportPrefix, table, run.runId, '.json');
     const classes = Object.fromEntries(FINDING_CLASSES.map((c) => [c, byTable[table]?.[c] ?? 0]));
     const hasFindings = Object.values(classes).some((n) => n > 0);
-    const findingsUri = hasFindings ? s3Uri(run.bucket, run.outputs.findings) : null;
+    const findingsUri = hasFindings ? s3Uri(run.bucket, findingsPrefix) : null;
     await putJson(s3, run.bucket, key, { job: 'reconcile', runId: run.runId, mode: run.mode, table, counts: classes, firstFindings: first.get(table) ?? {}, findings: findingsUri });
     tableReports[table] = { report: s3Uri(run.bucket, key), findings: findingsUri };
   }
@@ -348,7 +466,7 @@ export async function reportReconcileRun(input: { run: ReconcileRun; repaired?: 
     findings: { total, byClass, byTable },
     critical: [...CRITICAL_CLASSES].some((c) => (byClass[c] ?? 0) > 0),
     report: s3Uri(run.bucket, reportKey),
-    findingObjects: findingObjects.sort(),
+    findingObjects,
     tableReports,
   };
   await putJson(s3, run.bucket, reportKey, report);
@@ -365,6 +483,7 @@ export async function reportReconcileRun(input: { run: ReconcileRun; repaired?: 
   await deletePrefix(s3, run.bucket, run.outputs.exports);
   await deletePrefix(s3, run.bucket, tableSideRunPrefix(deps.config.history.prefix, run.runId));
   await deletePrefix(s3, run.bucket, run.outputs.windowKeys);
+  await deletePrefix(s3, run.bucket, run.outputs.findings);
   deps.log.info('reconcile finished', { runId: run.runId, mode: run.mode, keys, findings: total, critical: report.critical });
   return report;
 }

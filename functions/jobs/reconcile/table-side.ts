@@ -22,12 +22,19 @@ import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
 import { createGunzip, gzipSync } from 'node:zlib';
 import type { TableConfig } from '../../config/types.js';
-import { isJsonObject, type JsonObject, parseJson } from '../../core/json.js';
-import { normalizeKey } from '../../core/keys.js';
+import { isJsonObject, type JsonObject, parseJson, stringifyJson } from '../../core/json.js';
+import { COMPOSITE_KEY_ATTRIBUTE, keyId, keyLayout, normalizeKey } from '../../core/keys.js';
 import { keyAttributes, decodeItem } from '../../adapters/item-codec.js';
 import { encodeSegment, tableSideRunPrefix } from '../../adapters/raw-layout.js';
 import { type JobDeps, JobInputError, tableConfig } from '../deps.js';
-import { itemKey } from './scan-table.js';
+
+/** The key of a stored item as (keyId, key JSON text), the way raw lines and planBatch name it. */
+export function itemKey(table: TableConfig, item: Record<string, AttributeValue>): { id: string; key: string } {
+  const decoded = decodeItem(table, item);
+  const composite = keyLayout(table).composite ? item[COMPOSITE_KEY_ATTRIBUTE]?.S : undefined;
+  const key = normalizeKey(table, decoded.row);
+  return { id: composite ?? keyId(table, key), key: stringifyJson(key) };
+}
 
 export interface TableSideLine {
   readonly source_table: string;

@@ -23,10 +23,10 @@ import { type JobDeps, JobInputError, tableConfig } from '../deps.js';
 import { type StoredQueries, storeQueries } from '../queries.js';
 import { configQueryRefs, s3Uri } from '../sql-run.js';
 import { ANOMALY_KINDS, type Anomaly } from './anomalies.js';
-import type { SnapshotReport, SnapshotRequest, TableSnapshotResult } from './tasks.js';
+import type { SnapshotReport, SnapshotRequest, TableSnapshotResult } from './types.js';
 import { tombstoneOrphans } from './orphans.js';
 
-export type { SnapshotReport, SnapshotRequest, TableSnapshotResult } from './tasks.js';
+export type { SnapshotReport, SnapshotRequest, TableSnapshotResult } from './types.js';
 
 export interface SnapshotRunContext {
   readonly runId: string;

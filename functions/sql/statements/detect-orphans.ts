@@ -11,6 +11,9 @@
  * (else at its earliest read in the lookback). Arrival, not position: a PostgreSQL snapshot read
  * has no commit LSN, so its position sorts below every streamed change.
  *
+ * Each table with a complete snapshot also gets one row with null key columns (its snapshot, with
+ * or without orphans).
+ *
  * Invariant: a key is reported only when it is live in expected state, was not read by the
  * snapshot, and its last change landed in an hour wholly before the snapshot's first read (the
  * `hour` expected state records), so a key changed during or after the snapshot is never one.
@@ -47,7 +50,10 @@ export function detectOrphans(args: DetectOrphansArgs): Statement {
   const starts = sql`starts AS (SELECT e.source_table, e.end_at, COALESCE(max(CASE WHEN r.marker IN ('first', 'first_in_data_collection') THEN r.arrival_ts END), min(r.arrival_ts)) AS start_at FROM ends e JOIN reads r ON r.source_table = e.source_table AND r.arrival_ts <= e.end_at WHERE e.end_at IS NOT NULL GROUP BY e.source_table, e.end_at)`;
   const snap = sql`snap AS (SELECT st.source_table, st.start_at, st.end_at, max(r.position) AS end_position, count(DISTINCT r.key_id) AS snapshot_keys FROM starts st JOIN reads r ON r.source_table = st.source_table AND r.arrival_ts >= st.start_at AND r.arrival_ts <= st.end_at GROUP BY st.source_table, st.start_at, st.end_at)`;
   const readKeys = sql`read_keys AS (SELECT DISTINCT r.source_table, r.key_id FROM reads r JOIN snap s ON s.source_table = r.source_table AND r.arrival_ts >= s.start_at AND r.arrival_ts <= s.end_at)`;
-  const query = sql`WITH ${lines}, ${reads}, ${lastRead}, ${lastStream}, ${marked}, ${ends}, ${starts}, ${snap}, ${readKeys} SELECT x.source_table, x.key_id, x.key_json, x.position, s.start_at AS snapshot_start, s.end_position AS snapshot_end_position, s.snapshot_keys FROM ${call((d) => d.table('expected_state'))} x JOIN snap s ON s.source_table = x.source_table LEFT JOIN read_keys k ON k.source_table = x.source_table AND k.key_id = x.key_id WHERE x.source_table IN ${bindList(tables, 'tables')} AND NOT x.deleted AND k.key_id IS NULL AND x.hour + ${bind(HOUR_MS)} <= s.start_at ORDER BY x.source_table, x.key_id`;
+  const orphans = sql`SELECT x.source_table, x.key_id, x.key_json, x.position, s.start_at AS snapshot_start, s.end_position AS snapshot_end_position, s.snapshot_keys FROM ${call((d) => d.table('expected_state'))} x JOIN snap s ON s.source_table = x.source_table LEFT JOIN read_keys k ON k.source_table = x.source_table AND k.key_id = x.key_id WHERE x.source_table IN ${bindList(tables, 'tables')} AND NOT x.deleted AND k.key_id IS NULL AND x.hour + ${bind(HOUR_MS)} <= s.start_at`;
+  // One row per table with a complete snapshot, key columns null: the snapshot is reported even without orphans.
+  const snapshots = sql`SELECT s.source_table, CAST(NULL AS VARCHAR) AS key_id, CAST(NULL AS VARCHAR) AS key_json, CAST(NULL AS VARCHAR) AS position, s.start_at AS snapshot_start, s.end_position AS snapshot_end_position, s.snapshot_keys FROM snap s`;
+  const query = sql`WITH ${lines}, ${reads}, ${lastRead}, ${lastStream}, ${marked}, ${ends}, ${starts}, ${snap}, ${readKeys} SELECT o.* FROM (${orphans} UNION ALL ${snapshots}) o ORDER BY o.source_table, o.key_id NULLS FIRST`;
   return selectStatement('detect-orphans', query, {
     reads: [
       { table: 'history', filter: { tables, days } },

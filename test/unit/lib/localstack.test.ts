@@ -11,7 +11,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, it } from 'node:test';
-import { DynamoDBClient, GetItemCommand, PutItemCommand, QueryCommand } from '@aws-sdk/client-dynamodb';
+import { DescribeTableCommand, DynamoDBClient, GetItemCommand, PutItemCommand, QueryCommand } from '@aws-sdk/client-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { App, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
@@ -21,9 +21,9 @@ import { loadConfigFile, parseConfig, type TidemarkConfig } from '../../../lib/c
 import { findEraseObjects, submitErase } from '../../../functions/erase/erase.js';
 import { JobInputError } from '../../../functions/jobs/deps.js';
 import { jobDeps } from '../../../functions/composition.js';
-import { planReconcile } from '../../../functions/jobs/reconcile/plan.js';
+import { planReconcileRun } from '../../../functions/jobs/reconcile/run.js';
 import type { ReconcileRequest } from '../../../functions/jobs/reconcile/types.js';
-import { planSnapshot } from '../../../functions/jobs/snapshot/tasks.js';
+import { planSnapshotRun } from '../../../functions/jobs/snapshot/run.js';
 import { planReplay } from '../../../functions/replay/job.js';
 import { PACKAGE_ROOT } from '../../../lib/defaults.js';
 import { TidemarkStack } from '../../../lib/stack.js';
@@ -231,6 +231,7 @@ describe('LocalStack jobs: what e2e.ts finds and sends', () => {
     ddb.on(QueryCommand).resolves({ Items: [] });
     ddb.on(GetItemCommand).resolves({});
     ddb.on(PutItemCommand).resolves({});
+    ddb.on(DescribeTableCommand).callsFake((input: { TableName: string }) => ({ Table: { TableName: input.TableName, TableArn: `arn:aws:dynamodb:us-east-1:000000000000:table/${input.TableName}` } }));
     let s3: FakeS3;
     afterEach(() => s3.restore());
 
@@ -239,27 +240,28 @@ describe('LocalStack jobs: what e2e.ts finds and sends', () => {
       const deps = jobDeps(config, { s3: s3.client, dynamodb }, { metrics: new CollectingMetricSink(), log: quiet, now: () => NOW });
       const job = jobOf('reconcile');
       for (const s of job.scheduled) {
-        const plan = await planReconcile(s.input as ReconcileRequest, deps);
+        const plan = await planReconcileRun(s.input as ReconcileRequest, deps);
         assert.equal(plan.run.mode, s.input.mode);
         assert.deepEqual(plan.run.tables, config.tables.map((t) => t.source));
       }
       const full = job.scheduled.find((s) => s.input.mode === 'full');
       assert.ok(full);
-      const settled = await planReconcile(settledReconcile(full.input), deps);
+      const settled = await planReconcileRun(settledReconcile(full.input), deps);
       assert.equal(settled.run.mode, 'full');
       assert.equal(settled.run.cutoff, settled.run.startedAt, 'the settled run compares everything landed before it starts');
       assert.equal(definitionOf(job.stateMachine).includes('"StartAt":"Plan"'), true, 'the input goes to Plan whole');
-      await assert.rejects(planReconcile({ mode: 'weekly' } as unknown as ReconcileRequest, deps), JobInputError);
+      await assert.rejects(planReconcileRun({ mode: 'weekly' } as unknown as ReconcileRequest, deps), JobInputError);
     });
 
     it('snapshot: the scheduled input plans every table; a bad window is refused', async () => {
       s3 = fakeS3();
       const deps = jobDeps(config, { s3: s3.client, dynamodb }, { metrics: new CollectingMetricSink(), log: quiet, now: () => NOW });
       for (const s of jobOf('snapshot').scheduled) {
-        const plan = await planSnapshot(s.input, deps);
-        assert.deepEqual(plan.tableItems, config.tables.map((t) => t.source));
+        const plan = await planSnapshotRun(s.input, deps);
+        assert.deepEqual(plan.run.tables, config.tables.map((t) => t.source));
+        assert.equal(plan.queries.count, 3, 'anomalies, re-snapshots, orphans');
       }
-      await assert.rejects(planSnapshot({ hours: 0 }, deps), JobInputError);
+      await assert.rejects(planSnapshotRun({ hours: 0 }, deps), JobInputError);
     });
 
     it('replay: the test-window request plans a live replay; a bad target is refused', async () => {
