@@ -7,7 +7,12 @@
  * Lifecycle: raw moves to STANDARD_IA after `infrequentAccessAfterDays` and is never expired (it is
  * the replay source); quarantine expires after `quarantineRetentionDays`; job runs and reports
  * expire after `replay.jobsRetentionDays` and `jobs.reportRetentionDays`; failed batches are kept
- * until replayed and removed by hand; noncurrent versions go after 30 days.
+ * until replayed and removed by hand; noncurrent versions go after 30 days. Under the history prefix,
+ * the jobs' scratch expires: the Athena workgroup's results (`<history>athena/`) after
+ * `ATHENA_RESULTS_RETENTION_DAYS`, query outputs and DynamoDB exports (`<history>unload/`) and the
+ * table side (`<history>table_side/`) after `JOB_SCRATCH_RETENTION_DAYS` (a finished run deletes its
+ * own; these rules take what a failed run leaves). Raw past its grace is not expired by a rule: the
+ * compaction job deletes it once its hour is in the history table (docs/history.md §2).
  */
 import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -16,6 +21,7 @@ import * as s3 from 'aws-cdk-lib/aws-s3';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { ON_FAILURE_PREFIX, type TidemarkConfig } from './config/config.js';
+import { athenaResultsPrefix, tableSidePrefix } from '../functions/adapters/raw-layout.js';
 
 export interface RawStoreProps {
   /** The resolved `raw` section: bucket name, prefixes and lifecycle. */
@@ -27,6 +33,11 @@ export interface RawStoreProps {
    * @default - no expiry of either prefix
    */
   readonly jobs?: { readonly jobsPrefix: string; readonly jobsRetentionDays: number; readonly reportPrefix: string; readonly reportRetentionDays: number };
+  /**
+   * The history prefix (`history.prefix`): its query results, unloaded outputs and table side expire.
+   * @default - no expiry under it
+   */
+  readonly historyPrefix?: string;
   /**
    * Name of the raw bucket.
    * @default raw.bucket
@@ -49,6 +60,11 @@ export interface RawStoreProps {
    */
   readonly accessLogRetentionDays?: number;
 }
+
+/** Days the Athena workgroup's query results are kept (the jobs read none: their queries unload or write tables). */
+export const ATHENA_RESULTS_RETENTION_DAYS = 3;
+/** Days query outputs, DynamoDB exports and table-side files are kept (a reconcile report's findings objects among them). */
+export const JOB_SCRATCH_RETENTION_DAYS = 7;
 
 /** S3 allows a transition to STANDARD_IA only after an object is 30 days old. */
 export const MIN_INFREQUENT_ACCESS_DAYS = 30;
@@ -118,6 +134,13 @@ export class RawStore extends Construct {
           ? [
               { id: 'expire-job-runs', prefix: props.jobs.jobsPrefix, expiration: Duration.days(props.jobs.jobsRetentionDays) },
               { id: 'expire-reports', prefix: props.jobs.reportPrefix, expiration: Duration.days(props.jobs.reportRetentionDays) },
+            ]
+          : []),
+        ...(props.historyPrefix !== undefined
+          ? [
+              { id: 'expire-athena-results', prefix: athenaResultsPrefix(props.historyPrefix), expiration: Duration.days(ATHENA_RESULTS_RETENTION_DAYS) },
+              { id: 'expire-job-outputs', prefix: `${props.historyPrefix}unload/`, expiration: Duration.days(JOB_SCRATCH_RETENTION_DAYS) },
+              { id: 'expire-table-side', prefix: tableSidePrefix(props.historyPrefix), expiration: Duration.days(JOB_SCRATCH_RETENTION_DAYS) },
             ]
           : []),
         {

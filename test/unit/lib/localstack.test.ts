@@ -108,6 +108,7 @@ describe('LocalStack path', () => {
       Logs: 'logs',
       CloudWatch: 'cloudwatch',
       Glue: 'glue',
+      Athena: 'athena',
       KMS: 'kms',
       StepFunctions: 'stepfunctions',
       Events: 'events',
@@ -208,11 +209,12 @@ describe('LocalStack jobs: what e2e.ts finds and sends', () => {
     const off = parseConfig({
       ...JSON.parse(readFileSync(LOCALSTACK_CONFIG, 'utf8')),
       jobs: { reconcile: { window: { enabled: false }, full: { enabled: false } }, snapshot: { enabled: false } },
+      history: { compaction: { enabled: false } },
     });
     const jobs = deployedJobs(localstackTemplate(off));
     assert.equal(jobs.length, Object.keys(JOB_OUTPUT_IDS).length);
     const scheduled = jobs.flatMap((j) => j.scheduled);
-    assert.equal(scheduled.length, 3);
+    assert.equal(scheduled.length, 4);
     assert.ok(scheduled.every((s) => !s.enabled));
   });
 
@@ -331,6 +333,8 @@ describe('LocalStack jobs: what e2e.ts finds and sends', () => {
       sqs: 'sqs',
       secretsmanager: 'secretsmanager',
       cloudwatch: 'cloudwatch',
+      athena: 'athena',
+      glue: 'glue',
     };
     const kms = parseConfig({ ...JSON.parse(readFileSync(LOCALSTACK_CONFIG, 'utf8')), encryption: 'kms' });
     for (const t of [template, localstackTemplate(kms)]) {
