@@ -59,6 +59,7 @@ const SPECS: readonly { name: StatementName; args: unknown }[] = [
   { name: 'detect-anomalies', args: { now: H, thresholds: th } },
   { name: 'detect-anomalies', args: { now: H, thresholds: th, tables } },
   { name: 'detect-resnapshots', args: { tables, since: H - 24 * HOUR, until: H } },
+  { name: 'detect-orphans', args: { tables, since: H - 24 * HOUR, until: H, output: 's3://b/unload/orphans/' } },
   { name: 'optimize', args: { table: 'history' } },
   { name: 'vacuum', args: { table: 'history' } },
 ];
