@@ -1,6 +1,8 @@
 /**
  * The local Step Functions runner executes the deployed definition unchanged, with in-process task
- * handlers: only `${Name}` Task resources are substituted, unsupported fields are refused.
+ * handlers: `${Name}` Task resources are substituted, handlers can be registered by full resource,
+ * and whatever has no local implementation is refused. The AWS-native tasks have their own tests
+ * (map-item-reader, athena-local, dynamodb-export).
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -142,10 +144,39 @@ describe('local Step Functions runner', () => {
 
   it('refuses what the local engine cannot run, naming the state and field', () => {
     const def = definition();
-    const work = (def.States as Record<string, Record<string, unknown>>).Work as Record<string, unknown>;
-    work.ItemReader = { Resource: 'arn:aws:states:::s3:getObject', ReaderConfig: { InputType: 'JSON' }, Parameters: { Bucket: 'b', Key: 'k' } };
-    assert.throws(() => localizeDefinition(def), /state "Work": ItemReader is not supported locally/);
+    const states = def.States as Record<string, Record<string, unknown>>;
+    (states.Work as Record<string, unknown>).ResultWriter = { Resource: 'arn:aws:states:::s3:putObject', Parameters: { Bucket: 'b', Prefix: 'results' } };
+    (states.Report as Record<string, unknown>).Resource = 'arn:aws:states:::aws-sdk:sqs:sendMessage';
+    (states.Plan as Record<string, unknown>).Resource = 'arn:aws:lambda:us-east-1:123456789012:function:plan';
+    assert.deepEqual(validateAsl(def), []);
+    assert.throws(() => localizeDefinition(def), (err: Error) => {
+      assert.match(err.message, /state "Work": ResultWriter is not supported locally/);
+      assert.match(err.message, /state "Report": AWS SDK integration arn:aws:states:::aws-sdk:sqs:sendMessage is not run locally \(register a handler under that resource in options.handlers\)/);
+      assert.match(err.message, /state "Plan": resource arn:aws:lambda:us-east-1:123456789012:function:plan is not run locally/);
+      return true;
+    });
     assert.throws(() => localizeDefinition({ ...definition(), QueryLanguage: 'JSONata' }), /JSONata/);
+  });
+
+  it('runs a Task through a handler registered under its full resource, before any built-in one', async () => {
+    const def = definition();
+    const states = def.States as Record<string, Record<string, unknown>>;
+    states.Report = { Type: 'Task', Resource: 'arn:aws:states:::aws-sdk:sqs:sendMessage', Parameters: { QueueUrl: 'q', 'MessageBody.$': '$.work' }, End: true };
+    states.Plan = { ...states.Plan, Resource: 'arn:aws:states:::athena:startQueryExecution.sync', Parameters: { QueryString: 'SELECT 1' } };
+    assert.deepEqual(validateAsl(def), []);
+    const sent: unknown[] = [];
+    const output = await runLocalStateMachine(def, { runId: 'r5' }, {
+      handlers: {
+        'arn:aws:states:::athena:startQueryExecution.sync': () => ({ items: [1] }),
+        ItemFunction: (input) => ({ done: (input as { item: number }).item }),
+        'arn:aws:states:::aws-sdk:sqs:sendMessage': (input) => {
+          sent.push(input);
+          return { MessageId: 'm1' };
+        },
+      },
+    });
+    assert.deepEqual(output, { MessageId: 'm1' });
+    assert.deepEqual(sent, [{ QueueUrl: 'q', MessageBody: [{ done: 1 }] }]);
   });
 
   it('refuses to start when a task has no handler', async () => {
