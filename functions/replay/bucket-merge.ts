@@ -276,7 +276,7 @@ export async function applyRows(engine: ReplayEngine, rows: AsyncIterable<Replay
   for await (const row of rows) {
     const id = JSON.stringify([row.transport_kind, row.stream, row.shard, row.sequence, row.message ?? row.message_base64 ?? '']);
     if (!records.has(id)) records.set(id, recordOf(row));
-    names.add(eventName(row.source_table, row.key_id, row.position));
+    names.add(eventName(row.source_table, row.op === 't' ? null : row.key_id, row.position));
     inChunk++;
     total++;
     if (inChunk >= options.chunkRows) await flush();
