@@ -19,15 +19,36 @@ import { Readable } from 'node:stream';
 import type { TidemarkConfig } from '../config/types.js';
 import { historyDatabase } from '../config/types.js';
 import { compactionFrontierKey, parseRawObjectKey, rawBatchesPrefix } from '../adapters/raw-layout.js';
-import { queryRefs, s3Uri } from '../jobs/sql-run.js';
-import type { StoredQueries } from '../jobs/queries.js';
-import { HOUR_MS, type TableKeys } from '../sql/index.js';
+import { athena, buildStatements, HOUR_MS, render, type StatementArgs, type TableKeys } from '../sql/index.js';
 import { applyRows, compareRows, jsonLines, mergeSorted, type ReplayRow, rowOf } from './bucket-merge.js';
 import { buildReplayEngine, ledgerViewFor, replayTables } from './deps.js';
 import { createFreshTable } from './fresh.js';
 import { type BatchOutput, type JobContext, ReplayBatchError, type ReplayManifest, type ReplayRequest, runPrefix } from './job.js';
 import type { ReplayResult } from './engine.js';
 import { checkReplaySafety, parseTarget } from './safety.js';
+
+/** Athena's longest query string, in bytes (StartQueryExecution, QueryString). */
+const MAX_QUERY_BYTES = 262_144;
+
+/** The run's queries, stored for the query loop (lib/jobs/asl.ts): as functions/jobs/queries.ts stores them. */
+export interface StoredQueries {
+  readonly queriesKey: string;
+  readonly count: number;
+}
+
+/**
+ * replay-select as the query loop's `QueryRef`s (functions/jobs/sql-run.ts's shape): the statement
+ * and its Athena text, every value inline. Replay may not import the jobs layer, so it renders here.
+ */
+function selectRefs(args: StatementArgs<'replay-select'>, database: string) {
+  return buildStatements('replay-select', args).map((s, index) => {
+    const r = render(s, athena(database), { inline: true });
+    if (r.sql === null) throw new ReplayBatchError(`${s.name} has no Athena form`);
+    const bytes = Buffer.byteLength(r.sql, 'utf8');
+    if (bytes > MAX_QUERY_BYTES) throw new ReplayBatchError(`${s.name} is ${bytes} bytes of SQL, over Athena's ${MAX_QUERY_BYTES}: narrow the replay (fewer keys or tables)`);
+    return { statement: { name: 'replay-select', args, index }, athena: { QueryString: r.sql } };
+  });
+}
 
 /** Rows applied per engine call: one pre-read and one write round per chunk. */
 export const CHUNK_ROWS = 2000;
@@ -123,9 +144,8 @@ export async function planReplaySql(ctx: JobContext, request: ReplayRequest): Pr
     if (live) freshTable = await createFreshTable(clients.dynamodb, { config, live, target, runId: request.runId });
   }
   const keys = await keysOf(ctx, request);
-  const output = s3Uri(config.raw.bucket, eventsPrefix(config, request.runId));
-  const queries = queryRefs(
-    'replay-select',
+  const output = `s3://${config.raw.bucket}/${eventsPrefix(config, request.runId)}`;
+  const queries = selectRefs(
     {
       tables,
       since,
