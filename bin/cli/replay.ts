@@ -37,8 +37,7 @@ import { REPLAY_FUNCTION, replaySqlDefinition } from '../../lib/replay/definitio
 import { QUERY_AT_FUNCTION } from '../../lib/jobs/asl.js';
 import { queryAt } from '../../functions/jobs/queries.js';
 import { eraseKeysPrefix, historyWarehousePrefix, tableSidePrefix } from '../../functions/adapters/raw-layout.js';
-import { duckdbAthenaHandler } from '../local/athena-local.js';
-import { DuckDbEngine } from '../local/duckdb-engine.js';
+import type { DuckDbEngine } from '../local/duckdb-engine.js';
 import { type LocalProgressEvent, runLocalStateMachine } from '../local/stepfunctions.js';
 import { cliLog, clients, config as loadConfig, STATE_DIR } from './context.js';
 import { withLedgerKeyHint } from './ledger-key.js';
@@ -146,8 +145,10 @@ function printSummary(o: ReplayCliOptions, summary: Record<string, unknown>, hum
 }
 
 /** The embedded SQL engine over the config's bucket: the history layout's prefixes (raw-layout.ts). */
-export function localSqlEngine(config: TidemarkConfig, s3: S3Client): DuckDbEngine {
+export async function localSqlEngine(config: TidemarkConfig, s3: S3Client): Promise<DuckDbEngine> {
   const history = config.history.prefix;
+  // Loaded when a replay runs: the CLI's other commands start without the DuckDB package.
+  const { DuckDbEngine } = await import('../local/duckdb-engine.js');
   return new DuckDbEngine({
     s3,
     bucket: config.raw.bucket,
@@ -168,7 +169,8 @@ export async function runReplayLocally(ctx: JobContext, request: ReplayRequest, 
   let total = 0;
   let done = 0;
   const definition = replaySqlDefinition({ maxConcurrency: ctx.config.replay.maxConcurrency, toleratedFailurePercentage: ctx.config.replay.toleratedFailurePercentage });
-  const engine = localSqlEngine(ctx.config, ctx.clients.s3);
+  const engine = await localSqlEngine(ctx.config, ctx.clients.s3);
+  const { duckdbAthenaHandler } = await import('../local/athena-local.js');
   const output = await runLocalStateMachine(definition, request as unknown as JsonValue, {
     s3: ctx.clients.s3,
     athena: duckdbAthenaHandler(engine),
