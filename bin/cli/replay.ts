@@ -14,7 +14,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { PutObjectCommand } from '@aws-sdk/client-s3';
+import { PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { DescribeExecutionCommand, ListStateMachinesCommand, SFNClient, StartExecutionCommand } from '@aws-sdk/client-sfn';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { Presets, SingleBar } from 'cli-progress';
@@ -33,7 +33,11 @@ import { replayStep } from '../../functions/replay/handler.js';
 import { batchObjects, type JobContext, type ReplayRequest, runPrefix } from '../../functions/replay/job.js';
 import { checkReplaySafety, parseTarget } from '../../functions/replay/safety.js';
 import { parseKeysFile, parsePosition, parseTime, SelectionError } from '../../functions/replay/selection.js';
-import { REPLAY_FUNCTION, replayDefinition } from '../../lib/replay/definitions.js';
+import { REPLAY_FUNCTION, replaySqlDefinition } from '../../lib/replay/definitions.js';
+import { QUERY_AT_FUNCTION } from '../../lib/jobs/asl.js';
+import { queryAt } from '../../functions/jobs/queries.js';
+import { eraseKeysPrefix, historyWarehousePrefix, tableSidePrefix } from '../../functions/adapters/raw-layout.js';
+import type { DuckDbEngine } from '../local/duckdb-engine.js';
 import { type LocalProgressEvent, runLocalStateMachine } from '../local/stepfunctions.js';
 import { cliLog, clients, config as loadConfig, STATE_DIR } from './context.js';
 import { withLedgerKeyHint } from './ledger-key.js';
@@ -140,17 +144,42 @@ function printSummary(o: ReplayCliOptions, summary: Record<string, unknown>, hum
   else for (const line of human) out(line);
 }
 
-/** Runs the replay state machine's definition in-process, with a progress bar over its batches. */
+/** The embedded SQL engine over the config's bucket: the history layout's prefixes (raw-layout.ts). */
+export async function localSqlEngine(config: TidemarkConfig, s3: S3Client): Promise<DuckDbEngine> {
+  const history = config.history.prefix;
+  // Loaded when a replay runs: the CLI's other commands start without the DuckDB package.
+  const { DuckDbEngine } = await import('../local/duckdb-engine.js');
+  return new DuckDbEngine({
+    s3,
+    bucket: config.raw.bucket,
+    rawPrefix: config.raw.prefix,
+    quarantinePrefix: config.raw.quarantinePrefix,
+    warehousePrefix: historyWarehousePrefix(history),
+    tableSidePrefix: tableSidePrefix(history),
+    eraseKeysPrefix: eraseKeysPrefix(history),
+  });
+}
+
+/**
+ * Runs the replay state machine on SQL (replaySqlDefinition) in-process: its query loop's Athena
+ * task runs the selection on DuckDB over the emulator's objects, its Map reads the buckets with the
+ * ItemReader, with a progress bar over the buckets.
+ */
 export async function runReplayLocally(ctx: JobContext, request: ReplayRequest, onProgress?: (done: number, total: number) => void): Promise<Record<string, JsonValue>> {
   let total = 0;
   let done = 0;
-  const definition = replayDefinition({ maxConcurrency: ctx.config.replay.maxConcurrency, toleratedFailurePercentage: ctx.config.replay.toleratedFailurePercentage });
+  const definition = replaySqlDefinition({ maxConcurrency: ctx.config.replay.maxConcurrency, toleratedFailurePercentage: ctx.config.replay.toleratedFailurePercentage });
+  const engine = await localSqlEngine(ctx.config, ctx.clients.s3);
+  const { duckdbAthenaHandler } = await import('../local/athena-local.js');
   const output = await runLocalStateMachine(definition, request as unknown as JsonValue, {
+    s3: ctx.clients.s3,
+    athena: duckdbAthenaHandler(engine),
     handlers: {
+      [QUERY_AT_FUNCTION]: async (input) => JSON.parse(JSON.stringify(await queryAt(input as never, { s3: ctx.clients.s3, config: ctx.config }))) as JsonValue,
       [REPLAY_FUNCTION]: async (input) => {
         const res = await replayStep(input as never, ctx);
-        if ((input as { step?: string }).step === 'plan') {
-          total = ((res as { batches?: unknown[] }).batches ?? []).length;
+        if ((input as { step?: string }).step === 'buckets') {
+          total = (res as { buckets?: number }).buckets ?? 0;
           onProgress?.(0, total);
         }
         return res;
@@ -174,7 +203,7 @@ function printLocalSummary(o: ReplayCliOptions, request: ReplayRequest, output: 
     o,
     { runId: request.runId, into: o.into, tables: request.tables, objects: summary.objects ?? 0, batches: summary.batches ?? 0, ...tally, elapsedMs, ...(diff ? { diff } : {}) },
     [
-      `replay ${request.runId} into ${o.into}: ${summary.objects ?? 0} raw objects in ${summary.batches ?? 0} batches`,
+      `replay ${request.runId} into ${o.into}: ${summary.batches ?? 0} key buckets`,
       `  records=${n('records')} events=${n('events')} selected=${n('selected')} applied=${n('applied')} stale=${n('stale')} duplicates=${n('duplicates')} superseded=${n('superseded')} erased=${n('erased')} failed=${n('failed')}`,
       `  readUnits=${n('readUnits')} writeRequests=${n('writeRequests')} writeUnits=${n('writeUnits')} skippedByPreRead=${n('skippedByPreRead')}`,
       ...(diff ? [`  diff: ${JSON.stringify((diff as { counts?: unknown }).counts)}`, ...(verify?.steps ?? [])] : []),
@@ -185,7 +214,7 @@ function printLocalSummary(o: ReplayCliOptions, request: ReplayRequest, output: 
 async function local(cfg: TidemarkConfig, o: ReplayCliOptions): Promise<void> {
   const ctx = await jobContext(cfg);
   const request = await requestOf(cfg, o, ctx);
-  const bar = new SingleBar({ format: 'replay [{bar}] {value}/{total} batches', stream: process.stderr, hideCursor: true }, Presets.shades_classic);
+  const bar = new SingleBar({ format: 'replay [{bar}] {value}/{total} key buckets', stream: process.stderr, hideCursor: true }, Presets.shades_classic);
   let started = false;
   const t0 = Date.now();
   try {

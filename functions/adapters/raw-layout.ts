@@ -258,6 +258,7 @@ export const manifestUploadKey = (reportPrefix: string, name: string, at: number
 //
 //   <history>warehouse/<table>/…           the Iceberg tables (Parquet stand-ins locally): history, expected_state, truncates, table_hours
 //   <history>table_side/run_id=<run>/…     reconcile's table side (the DynamoDB export, keyed as the jobs key)
+//   <history>erase_keys/run_id=<run>/…     the keys of one erase run (deleted, with every version, when the run ends)
 //   <history>state/compaction.json         compaction's frontier; <history>state/hours/<dt>/<hr>.json one marker per compacted hour
 //   <history>unload/<job>/<run>/<part>/    the jobs' query outputs (UNLOAD needs an empty prefix: one per run and part)
 //   <history>athena/                       the Athena workgroup's query results
@@ -270,6 +271,12 @@ export const tableSidePrefix = (historyPrefix: string): string => `${historyPref
 
 /** The table side files of one reconcile run. */
 export const tableSideRunPrefix = (historyPrefix: string, runId: string): string => `${tableSidePrefix(historyPrefix)}run_id=${encodeSegment(runId)}/`;
+
+/** Where the erase runs' keys tables go: `<prefix>run_id=<run>/keys.jsonl.gz` (the Glue table `erase_keys`). */
+export const eraseKeysPrefix = (historyPrefix: string): string => `${historyPrefix}erase_keys/`;
+
+/** The keys of one erase run: the only place besides the requests that holds the keys themselves. */
+export const eraseKeysRunPrefix = (historyPrefix: string, runId: string): string => `${eraseKeysPrefix(historyPrefix)}run_id=${encodeSegment(runId)}/`;
 
 /** Compaction's state: its frontier, and one marker per compacted hour. */
 export const compactionFrontierKey = (historyPrefix: string): string => `${historyPrefix}state/compaction.json`;

@@ -11,7 +11,7 @@
  * the WHERE clauses of SELECT, INSERT and UNLOAD; DuckDB binds the same values to the same `?`.
  */
 import type { TableName } from './schemas.js';
-import { join, literal, raw, renderSql, type Sql, SqlArgumentError, type SqlValue, sql } from './sql.js';
+import { join, literal, litList, raw, renderSql, type Sql, SqlArgumentError, type SqlValue, sql } from './sql.js';
 import type { Statement, StatementKind } from './statement.js';
 
 /** Where an UNLOAD writes: an `s3://` prefix (Athena), and the columns it partitions the files by. */
@@ -36,8 +36,8 @@ export interface Dialect {
   jsonText(json: Sql, path: string): Sql;
   /** A query's rows written as gzip JSON Lines. */
   unload(query: Sql, output: Output): Sql;
-  /** Table maintenance; null when the engine has nothing to do. */
-  optimize(name: TableName): Sql | null;
+  /** Table maintenance; null when the engine has nothing to do. `tables` narrows OPTIMIZE to those `source_table` partitions. */
+  optimize(name: TableName, tables?: readonly string[]): Sql | null;
   vacuum(name: TableName): Sql | null;
 }
 
@@ -94,7 +94,7 @@ export const DIALECT_ENTRIES = {
     duckdb: 'CREATE TABLE unload_result AS SELECT …  then  COPY (SELECT … WHERE bucket = 3) TO \'…\' (FORMAT JSON, COMPRESSION GZIP)',
   },
   optimize: {
-    reason: 'Iceberg OPTIMIZE rewrites small files into large ones (not parsed by node-sql-parser); the Parquet stand-in writes one file per partition per statement and has nothing to optimize',
+    reason: 'Iceberg OPTIMIZE rewrites small files into large ones, and files with delete files without the deleted rows (not parsed by node-sql-parser); the Parquet stand-in writes one file per partition per statement, rows already deleted, and has nothing to optimize',
     athena: 'OPTIMIZE "tidemark_shop"."history" REWRITE DATA USING BIN_PACK',
     duckdb: '(nothing)',
   },
@@ -141,7 +141,7 @@ export function athena(database: string): Dialect {
       const partitioned = output.partitionedBy.length > 0 ? `, partitioned_by = ARRAY[${output.partitionedBy.map(literal).join(', ')}]` : '';
       return sql`UNLOAD (${query}) TO ${raw(literal(output.location))} WITH (format = 'JSON', compression = 'GZIP'${raw(partitioned)})`;
     },
-    optimize: (name) => sql`OPTIMIZE ${table(name)} REWRITE DATA USING BIN_PACK`,
+    optimize: (name, tables) => (tables && tables.length > 0 ? sql`OPTIMIZE ${table(name)} REWRITE DATA USING BIN_PACK WHERE source_table IN ${litList(tables, 'tables')}` : sql`OPTIMIZE ${table(name)} REWRITE DATA USING BIN_PACK`),
     vacuum: (name) => sql`VACUUM ${table(name)}`,
   };
 }

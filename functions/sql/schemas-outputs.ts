@@ -46,8 +46,8 @@ export const REPLAY_EVENTS = {
   format: 'output',
   columns: [
     col('source_table', 'string', 'source table'),
-    col('key_id', 'string', 'canonical key text'),
-    col('key_json', 'string', 'the normalized key, JSON'),
+    col('key_id', 'string', 'canonical key text; null for a truncate'),
+    col('key_json', 'string', 'the normalized key, JSON; null for a truncate'),
     col('position', 'string', 'encoded position'),
     col('op', 'string', 'c, u, d, r or t'),
     col('format', 'string', 'the decoder'),
@@ -69,15 +69,27 @@ export const REPLAY_EVENTS = {
     col('message', 'string', "the record's message as text (a messageRef line's resolved from its record's first line)"),
     col('message_base64', 'string', "the record's message, base64"),
     col('raw_object', 'string', 'the raw object the line came from'),
-    col('bucket', 'int', 'key bucket: first 32 bits of md5(key_id) mod buckets'),
+    col('bucket', 'int', 'key bucket: first 32 bits of md5(key_id) mod buckets; 0 for a truncate'),
   ],
 } as const satisfies TableSchema;
 
-/** A raw object inside the grace holding lines of a key to erase. */
+/** A raw object still in S3 (either layout) holding lines of a key to erase. */
 export const ERASE_OBJECTS = {
   name: 'erase_objects',
   format: 'output',
   columns: [col('raw_object', 'string', 's3://bucket/key of the raw object')],
+} as const satisfies TableSchema;
+
+/** What history holds of each key of an erase run, by request: found or not, and up to which position. */
+export const ERASE_FOUND = {
+  name: 'erase_found',
+  format: 'output',
+  columns: [
+    col('request', 'string', 'the erase request (erase_keys.request)'),
+    col('key_hash', 'string', "the key's keyed hash (erase_keys.key_hash)"),
+    col('lines', 'bigint', "history lines of the request's key"),
+    col('max_position', 'string', 'the highest position among them'),
+  ],
 } as const satisfies TableSchema;
 
 /** A key whose events arrived in a window of hours. */
