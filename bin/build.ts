@@ -3,7 +3,8 @@
  * tsx or esbuild (`npm pack` runs it as `prepack`):
  * - dist/lib, dist/functions: the construct library compiled by tsc, with declarations;
  * - dist/handlers/<name>/index.mjs: each Lambda handler bundled exactly as `cdk synth` bundles it;
- * - dist/cli/main.mjs: the CLI, its dependencies left to node_modules.
+ * - dist/cli/main.mjs: the CLI, its dependencies left to node_modules, split so that each command's
+ *   code is a chunk loaded when the command runs (`tidemark --help` loads main.mjs and commander).
  *
  *   node --import tsx bin/build.ts
  */
@@ -34,7 +35,10 @@ const esbuild = require('esbuild') as { buildSync(options: Record<string, unknow
 const cliDir = path.join(dist, 'cli');
 esbuild.buildSync({
   entryPoints: [path.join(PACKAGE_ROOT, 'bin', 'cli', 'main.ts')],
-  outfile: path.join(cliDir, 'main.mjs'),
+  outdir: cliDir,
+  outExtension: { '.js': '.mjs' },
+  splitting: true,
+  chunkNames: '[name]-[hash]',
   bundle: true,
   packages: 'external',
   platform: 'node',

@@ -15,6 +15,8 @@ import { type KeyRef, keyRefOf, type Log, type MetricSink, noKeyRef } from './te
 import { loadLedgerKeys } from './adapters/ledger-keys.js';
 import { errorMessage } from './core/errors.js';
 import type { IngestDeps } from './ingest/process-batch.js';
+import { SchemaTracker } from './ingest/schema.js';
+import { SchemaStore } from './adapters/schema-store.js';
 import type { JobDeps } from './jobs/deps.js';
 import type { JobContext } from './replay/job.js';
 import type { EraseContext } from './erase/erase.js';
@@ -44,13 +46,17 @@ export async function ledgerKeyRef(config: TidemarkConfig, log: Log, env: NodeJS
 
 /** The ingest path: decode, land raw, apply under the guard, report. */
 export function ingestDeps(config: TidemarkConfig, clients: RuntimeClients, telemetry: Telemetry, storage: Storage = buildStorage(config, clients, telemetry.now)): IngestDeps {
+  const writer = storage.writer();
   return {
     config,
     normalizer: storage.normalizer,
     raw: storage.raw,
-    writer: storage.writer(),
+    writer,
+    ...(config.transactions.groups.length > 0 ? { txWriter: storage.transactWriter(writer) } : {}),
+    schema: new SchemaTracker(new SchemaStore(clients.dynamodb, config.statusTable, config.name), config, telemetry.log, telemetry.now),
     status: storage.status,
     sweeper: storage.sweeper,
+    ...(storage.splitParts ? { splitParts: storage.splitParts } : {}),
     metrics: telemetry.metrics,
     log: telemetry.log,
     keyRef: telemetry.keyRef ?? noKeyRef,

@@ -14,6 +14,7 @@ import type { TidemarkConfig } from './config/config.js';
 import { INGEST_RUNTIME, MAX_ENVIRONMENT_BYTES, METRIC_NAMESPACE, SERVICE_NAME } from './defaults.js';
 import { handlerCode } from './handler-asset.js';
 import type { LedgerKeyAccess } from './replay/jobs.js';
+import { readsAuroraDsql, splitPartsPrefix } from '../functions/adapters/raw-layout.js';
 
 /**
  * DynamoDB actions on the target tables: guarded puts and patches (PutItem, UpdateItem), the
@@ -143,6 +144,14 @@ export class IngestFunction extends Construct {
     // By name, not by reference: the tables may live in nested stacks, and a name needs no output.
     const targets = tableStatements(this, 'GuardedWritesAndTruncate', TARGET_TABLE_ACTIONS, config.tables.map((t) => t.target));
     for (const s of [...targets, ...tableStatements(this, 'StatusRows', STATUS_TABLE_ACTIONS, [config.statusTable])]) this.role.addToPrincipalPolicy(s);
+    if (readsAuroraDsql(config)) {
+      // Split Aurora DSQL records: their parts' texts read back, and their items in one partition of the status table.
+      this.role.addToPrincipalPolicy(new iam.PolicyStatement({ sid: 'ReadSplitRecordParts', actions: ['s3:GetObject'], resources: [bucket.arnForObjects(`${splitPartsPrefix(config.raw.prefix)}*`)] }));
+      for (const s of tableStatements(this, 'SplitRecordParts', ['dynamodb:GetItem', 'dynamodb:Query'], [config.statusTable])) {
+        s.addCondition('ForAllValues:StringEquals', { 'dynamodb:LeadingKeys': [`${config.name}#dsql-parts`] });
+        this.role.addToPrincipalPolicy(s);
+      }
+    }
     if (props.encryptionKey) {
       this.role.addToPrincipalPolicy(new iam.PolicyStatement({ sid: 'UsePipelineKey', actions: [...KEY_ACTIONS], resources: [props.encryptionKey.keyArn] }));
     }

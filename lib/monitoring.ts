@@ -174,5 +174,11 @@ function alarmSpecs(props: MonitoringProps): Record<string, AlarmSpec> {
   specs.Conflicts = { metric: m.counter('conflicts'), threshold: a.conflicts, description: 'events with equal positions and different content were not applied' };
   specs.FreshnessLag = { metric: m.freshnessLag('p99'), threshold: a.freshnessLagMs, description: `p99 commit-to-apply lag is above ${a.freshnessLagMs} ms` };
   specs.StaleRate = { metric: m.staleRate(), threshold: a.staleRate, description: `more than ${a.staleRate * 100}% of writes were stale` };
+  if (a.schemaDrift !== 'off') {
+    specs.SchemaDrift =
+      a.schemaDrift === 'incompatible'
+        ? { metric: m.counter('schemaIncompatible'), threshold: 0, description: 'a column started carrying a type the target cannot hold as before (tidemark status --schema names it); values are written as delivered, never coerced' }
+        : { metric: m.counter('schemaChanges'), threshold: 0, description: 'a column was added, removed or changed type at the source (tidemark status --schema)' };
+  }
   return specs;
 }

@@ -3,6 +3,7 @@
  * reason it is true for this pipeline. Acknowledged with `Validations.of(construct).acknowledge`.
  */
 import { type CfnResource, Stack, Validations } from 'aws-cdk-lib';
+import { readsAuroraDsql, splitPartsPrefix } from '../functions/adapters/raw-layout.js';
 import type { TidemarkPipeline } from './pipeline.js';
 
 export function suppressJustifiedFindings(pipeline: TidemarkPipeline): void {
@@ -28,6 +29,12 @@ export function suppressJustifiedFindings(pipeline: TidemarkPipeline): void {
     id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/${config.raw.prefix}spill/*]`,
     reason: `s3:GetObject is limited to spilled rows ("${config.raw.prefix}spill/"), read back to merge a patch; their keys are per row and position.`,
   });
+  if (readsAuroraDsql(config)) {
+    Validations.of(pipeline.ingest.role).acknowledge({
+      id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/${splitPartsPrefix(config.raw.prefix)}*]`,
+      reason: `s3:GetObject is limited to the parts of split Aurora DSQL records ("${splitPartsPrefix(config.raw.prefix)}"), read back to reassemble a record; their keys are content digests.`,
+    });
+  }
   Validations.of(pipeline.ingest.role).acknowledge({
     id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/${pipeline.onFailure.prefix}*]`,
     reason: `Lambda names each failed-batch object itself (${pipeline.onFailure.prefix}<mapping id>/<shard>/<date>/<uuid>); s3:PutObject is limited to that prefix.`,

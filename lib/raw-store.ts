@@ -21,7 +21,11 @@ import * as s3 from 'aws-cdk-lib/aws-s3';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { ON_FAILURE_PREFIX, type TidemarkConfig } from './config/config.js';
-import { athenaResultsPrefix, tableSidePrefix } from '../functions/adapters/raw-layout.js';
+import { athenaResultsPrefix, splitPartsPrefix, tableSidePrefix } from '../functions/adapters/raw-layout.js';
+import { SPLIT_RETENTION_DAYS } from '../functions/adapters/split-parts-store.js';
+
+/** Days the parts of split Aurora DSQL records stay: the longest wait (7 days), the items' TTL after it, and a day. */
+const SPLIT_PARTS_EXPIRY_DAYS = 7 + SPLIT_RETENTION_DAYS + 1;
 
 export interface RawStoreProps {
   /** The resolved `raw` section: bucket name, prefixes and lifecycle. */
@@ -130,6 +134,9 @@ export class RawStore extends Construct {
           ],
         },
         { id: 'expire-quarantine', prefix: raw.quarantinePrefix, expiration: Duration.days(raw.quarantineRetentionDays) },
+        // Parts of split Aurora DSQL records (rewritten whenever a part arrives): kept past the
+        // longest wait and the parts items' own TTL, then expired.
+        { id: 'expire-split-record-parts', prefix: splitPartsPrefix(raw.prefix), expiration: Duration.days(SPLIT_PARTS_EXPIRY_DAYS) },
         ...(props.jobs
           ? [
               { id: 'expire-job-runs', prefix: props.jobs.jobsPrefix, expiration: Duration.days(props.jobs.jobsRetentionDays) },

@@ -25,6 +25,7 @@ import { CollectingMetricSink, type Log, type MetricSink } from '../../functions
 import { COMPACTION_TASKS, compactionDefinition, QUERY_AT_FUNCTION, RECONCILE_TASKS, reconcileDefinition, SNAPSHOT_TASKS, snapshotDefinition } from '../../lib/jobs/definitions.js';
 import type { LocalProgressEvent, LocalTaskHandler } from '../local/stepfunctions.js';
 import { cliLog } from './context.js';
+import { localEngine, requireSqlEngine } from './dev-packages.js';
 
 export interface LocalJobOptions {
   readonly onProgress?: (event: LocalProgressEvent) => void;
@@ -70,7 +71,9 @@ export async function runLocalJob(cfg: TidemarkConfig, c: Pick<Clients, 's3' | '
   const deps = jobDeps(cfg, c, { metrics: options.metrics ?? new CollectingMetricSink(), log: options.log ?? cliLog(), ...(options.now ? { now: options.now } : {}) });
   if (job !== 'compaction' && options.compactFirst !== false) await runLocalJob(cfg, c, 'compaction', { throughNow: true } satisfies CompactionRequest, { ...options, compactFirst: false });
   // Loaded here: only the commands that run a job need DuckDB.
-  const [{ DuckDbEngine }, { duckdbAthenaHandler }, { runLocalStateMachine }] = await Promise.all([import('../local/duckdb-engine.js'), import('../local/athena-local.js'), import('../local/stepfunctions.js')]);
+  const { runLocalStateMachine } = await localEngine(job);
+  requireSqlEngine(job);
+  const [{ DuckDbEngine }, { duckdbAthenaHandler }] = await Promise.all([import('../local/duckdb-engine.js'), import('../local/athena-local.js')]);
   const engine = new DuckDbEngine({
     s3: c.s3,
     bucket: cfg.raw.bucket,

@@ -5,7 +5,7 @@ import type { TidemarkConfig } from '../../lib/config/config.js';
 import { ledgerKeySecretName } from '../../lib/config/replay.js';
 import { asError, errorMessage } from '../../functions/core/errors.js';
 import { EraseSecretError } from '../../functions/adapters/erase-ledger.js';
-import { LocalStateMachineError } from '../local/stepfunctions.js';
+import { LocalStateMachineError } from '../local/state-machine-error.js';
 
 /**
  * The missing ledger key error, with where to get the key: with an `env:` reference, the deployed

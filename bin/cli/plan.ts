@@ -4,15 +4,32 @@
  */
 import type { TidemarkConfig } from '../../lib/config/config.js';
 import { TidemarkError } from '../../functions/core/errors.js';
-import { stringifyJson } from '../../functions/core/json.js';
+import { type JsonObject, stringifyJson } from '../../functions/core/json.js';
 import { MemoryStore } from '../../functions/core/memory-store.js';
 import { Normalizer, type RawRecord } from '../../functions/core/normalize.js';
 import { planBatch } from '../../functions/core/plan.js';
 import type { ChangeEvent } from '../../functions/core/types.js';
 import { type InputShape, readMessages } from './input.js';
 
+/** One key's planned state. */
+export interface PlanEntry {
+  readonly table: string;
+  readonly key: JsonObject;
+  readonly deleted: boolean;
+  readonly row: JsonObject | null;
+  readonly position: string;
+  readonly op: string;
+  readonly commitTs: number | null;
+  readonly missing: readonly string[];
+  readonly partial: boolean;
+}
+
 export interface PlanReport {
+  /** The entries as JSON text, one per key. */
   readonly lines: string[];
+  readonly entries: PlanEntry[];
+  /** Per table, the format that decoded its changes and their ordering strength (for position notation). */
+  readonly formats: Record<string, { readonly format: string; readonly ordering: string }>;
   readonly stats: Record<string, number>;
   readonly problems: { line: number; reason: string }[];
 }
@@ -40,6 +57,7 @@ export function runPlan(config: TidemarkConfig, path: string, shape: InputShape)
   const { records, lineOf, problems } = fileRecords(path, shape);
   const changes: ChangeEvent[] = [];
   let controls = 0;
+  const formats: Record<string, { format: string; ordering: string }> = {};
   records.forEach((record, i) => {
     const result = normalizer.normalize(record);
     if (!result.ok) {
@@ -47,32 +65,33 @@ export function runPlan(config: TidemarkConfig, path: string, shape: InputShape)
       return;
     }
     for (const e of result.events) {
-      if (e.kind === 'change') changes.push(e);
-      else controls++;
+      if (e.kind === 'change') {
+        changes.push(e);
+        formats[e.table] = { format: e.format, ordering: e.position.strength };
+      } else controls++;
     }
   });
   const plan = planBatch(changes, (e) => normalizer.keyIdOf(e));
   const store = new MemoryStore();
   for (const t of plan.truncates) store.truncate(t);
   for (const w of plan.writes) store.apply(w);
-  const lines: string[] = [];
+  const entries: PlanEntry[] = [];
   for (const table of store.tableNames()) {
     for (const [, item] of store.entries(table)) {
-      lines.push(
-        stringifyJson({
-          table,
-          key: item.key,
-          deleted: item.deleted,
-          row: item.deleted ? null : item.row,
-          position: item.position,
-          op: item.op,
-          commitTs: item.commitTs,
-          missing: item.missing,
-          partial: item.partial,
-        }),
-      );
+      entries.push({
+        table,
+        key: item.key as JsonObject,
+        deleted: item.deleted,
+        row: item.deleted ? null : (item.row as JsonObject),
+        position: item.position,
+        op: item.op,
+        commitTs: item.commitTs,
+        missing: item.missing,
+        partial: item.partial,
+      });
     }
   }
+  const lines = entries.map((e) => stringifyJson(e as unknown as JsonObject));
   let superseded = 0;
   let duplicates = 0;
   let conflicts = 0;
@@ -84,7 +103,9 @@ export function runPlan(config: TidemarkConfig, path: string, shape: InputShape)
   problems.sort((a, b) => a.line - b.line);
   return {
     lines,
+    entries,
+    formats,
     problems,
-    stats: { messages: records.length, events: changes.length, controls, keys: lines.length, writes: plan.writes.length, superseded, duplicates, conflicts, rejected: problems.length },
+    stats: { messages: records.length, events: changes.length, controls, keys: entries.length, writes: plan.writes.length, superseded, duplicates, conflicts, rejected: problems.length },
   };
 }

@@ -1,24 +1,31 @@
 /**
  * `tidemark reconcile`: runs the deployed reconcile state machine locally (the same ASL, through
- * `bin/local/stepfunctions.ts`) with the task bodies in-process, and prints the report.
+ * `bin/local/stepfunctions.ts`) with the task bodies in-process, or starts the deployed one
+ * (`--on aws`), and prints the report: what it found, and what it did not judge (keys changed after
+ * the cutoff), with the option that judges them on a settled local run.
  *
- * Exit codes: 0 no findings (or every finding repaired), 1 findings remain, 2 the run itself failed
- * (bad input, AWS errors). `--json` prints one line per finding, `{"table","key","class","expected","actual"}`
- * (plus `"repair"` when one was tried), then a last line `{"summary":{…}}` (see docs/jobs.md).
+ * The input is checked (functions/jobs/inputs.ts, the rules the Plan task applies) before anything
+ * is uploaded or started. Exit codes: 0 no findings (or every finding repaired), 1 findings remain,
+ * 2 the run itself failed (bad input, AWS errors). `--json` prints one line per finding,
+ * `{"table","key","class","expected","actual"}` (plus `"repair"` when one was tried), then a last
+ * line `{"summary":{…}}` (see docs/jobs.md).
+ *
+ *   tidemark reconcile --cutoff-seconds 0 --repair
  */
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
-import { type Command, Option } from 'commander';
 import type { RuntimeClients as Clients } from '../../functions/adapters/clients.js';
 import type { TidemarkConfig } from '../../lib/config/config.js';
 import type { ReconcileReport } from '../../functions/jobs/reconcile/run.js';
 import type { Finding, ReconcileRequest } from '../../functions/jobs/reconcile/types.js';
-import { errorMessage } from '../../functions/core/errors.js';
-import type { LocalProgressEvent } from '../local/stepfunctions.js';
+import { validateReconcileRequest } from '../../functions/jobs/inputs.js';
 import { clients, config } from './context.js';
+import { CliError } from './errors.js';
+import { jobProgress, runOnAws, sfnClient, stateMachineArnByName } from './job-run.js';
 import { type LocalJobOptions, runLocalJob } from './jobs-local.js';
+import { humanDuration, out, summaryLine } from './output.js';
 import { manifestUploadKey } from '../../functions/adapters/raw-layout.js';
 
 export type { LocalJobOptions } from './jobs-local.js';
@@ -28,13 +35,21 @@ export async function runReconcile(cfg: TidemarkConfig, c: Pick<Clients, 's3' | 
   return (await runLocalJob(cfg, c, 'reconcile', request, options)) as unknown as ReconcileReport;
 }
 
-/** Exit code of a run that failed before it could report. */
-export const JOB_ERROR_EXIT = 2;
-
 /** 0 clean (or every finding repaired), 1 findings remain. */
 export function reconcileExitCode(report: ReconcileReport): number {
   const remaining = report.findings.total - (report.repair ? report.counts.repaired : 0);
   return remaining > 0 ? 1 : 0;
+}
+
+/** The findings of one object: JSON Lines, gzip-compressed or not (by its magic bytes). */
+export function findingsOfBytes(bytes: Uint8Array): Finding[] {
+  if (bytes.length === 0) return [];
+  const gz = bytes[0] === 0x1f && bytes[1] === 0x8b;
+  const text = (gz ? gunzipSync(bytes) : Buffer.from(bytes)).toString('utf8');
+  return text
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => JSON.parse(line) as Finding);
 }
 
 /** Every finding of a run, read back from its finding objects. */
@@ -45,9 +60,7 @@ export async function readFindings(c: Pick<Clients, 's3'>, report: ReconcileRepo
     if (!m?.[1] || !m[2]) continue;
     const got = await c.s3.send(new GetObjectCommand({ Bucket: m[1], Key: m[2] }));
     const bytes = got.Body ? await got.Body.transformToByteArray() : new Uint8Array();
-    if (bytes.length === 0) continue;
-    const text = (bytes[0] === 0x1f && bytes[1] === 0x8b ? gunzipSync(bytes) : Buffer.from(bytes)).toString('utf8');
-    for (const line of text.split('\n')) if (line !== '') out.push(JSON.parse(line) as Finding);
+    out.push(...findingsOfBytes(bytes));
   }
   return out;
 }
@@ -64,62 +77,66 @@ export function jsonLines(report: ReconcileReport, findings: readonly Finding[],
     return JSON.stringify({ table: f.table, key, class: f.class, expected: f.expected, actual: f.actual, ...(f.repair !== undefined ? { repair: f.repair } : {}) });
   });
   const { findings: counts, ...rest } = report;
-  lines.push(JSON.stringify({ summary: { ...counts.byClass, total: counts.total, byTable: counts.byTable, ...rest, exitCode } }));
+  lines.push(summaryLine({ command: 'reconcile', ...counts.byClass, total: counts.total, byTable: counts.byTable, ...rest, notJudged: { inFlight: report.counts.inFlight, unverifiable: report.counts.unverifiable, cutoff: report.cutoff }, exitCode }));
   return lines;
 }
 
-/** Runs a command body; a failure prints its message and sets the job error exit code. */
-export async function asJob(name: string, body: () => Promise<void>): Promise<void> {
-  try {
-    await body();
-  } catch (e) {
-    process.stderr.write(`tidemark ${name}: ${errorMessage(e)}\n`);
-    process.exitCode = JOB_ERROR_EXIT;
-  }
-}
-
-/** Progress lines on stderr: each phase, and map iterations as they finish. */
-export function progressPrinter(write: (line: string) => void): (e: LocalProgressEvent) => void {
-  const done = new Map<string, number>();
-  return (e) => {
-    if (e.type === 'StateEntered' && e.state && e.index === undefined && /^[A-Z]/.test(e.state)) write(`${e.state}…`);
-    if (e.type === 'MapIterationSucceeded' && e.state) {
-      const n = (done.get(e.state) ?? 0) + 1;
-      done.set(e.state, n);
-      if (n % 10 === 0) write(`${e.state}: ${n} done`);
-    }
-    if (e.type === 'StateRetried') write(`${e.state ?? '?'}: retrying after ${e.error ?? 'error'}`);
-  };
-}
-
-async function manifestUri(cfg: TidemarkConfig, c: Pick<Clients, 's3'>, manifest: string | undefined): Promise<string | undefined> {
+export async function manifestUri(cfg: TidemarkConfig, c: Pick<Clients, 's3'>, manifest: string | undefined): Promise<string | undefined> {
   if (manifest === undefined || manifest.startsWith('s3://')) return manifest;
   const key = manifestUploadKey(cfg.jobs.reportPrefix, basename(manifest), Date.now());
   await c.s3.send(new PutObjectCommand({ Bucket: cfg.raw.bucket, Key: key, Body: readFileSync(manifest) }));
   return `s3://${cfg.raw.bucket}/${key}`;
 }
 
+
+/** An ISO time to the second: `2026-11-30T06:00:00Z`. */
+const sec = (iso: string) => (iso.length > 20 && iso.endsWith('Z') ? `${iso.slice(0, 19)}Z` : iso);
+
+/** What the run did not judge: keys changed after the cutoff, and keys it could not verify. */
+export function notJudged(r: ReconcileReport): string[] {
+  const lines: string[] = [];
+  const cutoffAge = Date.parse(r.startedAt) - Date.parse(r.cutoff);
+  const when = cutoffAge > 0 ? `${humanDuration(cutoffAge)} before the start` : 'the start';
+  if (r.counts.inFlight > 0) {
+    lines.push(`  not judged: ${r.counts.inFlight} keys changed after the cutoff, still in flight`);
+    lines.push(`    cutoff: ${sec(r.cutoff)}, ${when}`);
+    lines.push('    on a settled pipeline (a local run, nothing arriving) judge them too: --cutoff-seconds 0');
+  } else {
+    lines.push(`  cutoff ${sec(r.cutoff)} (${when}): no key was in flight, every key was judged`);
+  }
+  if (r.counts.unverifiable > 0) lines.push(`  not judged: ${r.counts.unverifiable} keys whose raw could not be read back (see the report)`);
+  return lines;
+}
+
 function humanSummary(r: ReconcileReport): string[] {
+  const found = Object.entries(r.findings.byClass).filter(([, v]) => v > 0);
   const lines = [
-    `reconcile ${r.runId} (${r.mode}${r.window ? ` ${r.window.from} → ${r.window.to}` : ''}, cutoff ${r.cutoff})`,
-    `  keys=${r.counts.keys} rawEvents=${r.counts.rawEvents} rawObjects=${r.counts.rawObjects} readUnits=${r.counts.readUnits} inFlight=${r.counts.inFlight}`,
-    `  findings: ${Object.entries(r.findings.byClass).map(([k, v]) => `${k}=${v}`).join(' ')}${r.repair ? ` repaired=${r.counts.repaired} repairFailed=${r.counts.repairFailed}` : ''}`,
+    `reconcile ${r.runId}: ${r.mode}${r.window ? ` ${sec(r.window.from)} → ${sec(r.window.to)}` : ''}`,
+    `  ${r.counts.keys} keys, ${r.counts.rawEvents} raw events in ${r.counts.rawObjects} objects, ${r.counts.readUnits} read units`,
+    `  findings: ${found.length === 0 ? 'none' : found.map(([k, v]) => `${k} ${v}`).join(', ')}${r.repair ? `; repaired ${r.counts.repaired}, repair failed ${r.counts.repairFailed}` : ''}`,
+    ...notJudged(r),
     `  report: ${r.report}`,
   ];
-  if (r.critical) lines.push('  CRITICAL: the table holds changes raw does not have (raw lost data)');
+  if (r.critical) lines.push('  CRITICAL: the table holds changes raw does not have (raw lost data): see docs/jobs.md, "ahead"');
+  else if (found.length > 0 && !r.repair) lines.push('  repair what raw can repair: the same command with --repair');
   return lines;
 }
 
 /** The options of `tidemark reconcile` as commander parses them. */
 interface ReconcileOptions {
+  readonly config: string;
   readonly mode: 'window' | 'full';
   readonly hours?: number;
   readonly since?: string;
   readonly until?: string;
   readonly table?: string[];
   readonly repair?: boolean;
+  readonly manifest?: string;
   readonly cutoffSeconds?: number;
   readonly runId?: string;
+  readonly on: 'local' | 'aws';
+  readonly stateMachineArn?: string;
+  readonly json?: boolean;
 }
 
 /** The state machine's input: only the options given (the job applies its defaults to the rest). */
@@ -137,33 +154,32 @@ function requestOf(o: ReconcileOptions, manifest: string | undefined): Reconcile
   };
 }
 
-/** Adds `tidemark reconcile` to the CLI. */
-export function registerReconcile(p: Command): void {
-  p.command('reconcile')
-    .description('diff raw (folded per key) against the current-state tables through the reconcile state machine, locally')
-    .addOption(new Option('-c, --config <file>', 'pipeline config').default('tidemark.config.json'))
-    .addOption(new Option('--mode <mode>', 'window: recent raw, its keys only; full: all raw and every row').choices(['window', 'full']).default('window'))
-    .option('--hours <n>', 'window mode: hours of raw before the cutoff', (v) => Number.parseInt(v, 10))
-    .option('--since <iso>', 'window mode: keys touched by raw that arrived from this time')
-    .option('--until <iso>', 'window mode: … up to this time (default: now)')
-    .option('-t, --table <source...>', 'only these source tables')
-    .option('--repair', 'not available on the SQL reconcile yet (refused, exit 2): re-apply findings with `tidemark replay --keys`')
-    .option('--manifest <file|s3-uri>', 'key-set manifest (JSON Lines of {"table", "key"}) to diff live keys against')
-    .option('--cutoff-seconds <n>', 'leave raw stored and rows applied within this many seconds alone', (v) => Number.parseInt(v, 10))
-    .option('--run-id <id>', 'name of the run (report prefix)')
-    .option('--json', 'print one JSON line per finding, then {"summary": …}')
-    .action((o) =>
-      asJob('reconcile', async () => {
-      const cfg = config(o.config);
-      const c = await clients(cfg);
-      const err = (line: string) => process.stderr.write(`reconcile: ${line}\n`);
-      const manifest = await manifestUri(cfg, c, o.manifest);
-      const request = requestOf(o, manifest);
-      const report = await runReconcile(cfg, c, request, { onProgress: progressPrinter(err) });
-      const exitCode = reconcileExitCode(report);
-      if (o.json) for (const line of jsonLines(report, await readFindings(c, report), exitCode)) process.stdout.write(`${line}\n`);
-      else for (const line of humanSummary(report)) process.stdout.write(`${line}\n`);
-      process.exitCode = exitCode;
-      }),
-    );
+/** `tidemark reconcile`: validate, upload a local manifest, run (here or on AWS), print. */
+export async function reconcileCommand(o: ReconcileOptions): Promise<void> {
+  const cfg = config(o.config);
+  // The Plan task's own rules, before anything is uploaded or started (a stand-in URI for a local manifest).
+  try {
+    validateReconcileRequest(cfg, requestOf(o, o.manifest === undefined ? undefined : `s3://${cfg.raw.bucket}/manifest`));
+  } catch (e) {
+    throw new CliError(e instanceof Error ? e.message : String(e), 'tidemark reconcile --help lists each option and its range');
+  }
+  const c = await clients(cfg);
+  const request = requestOf(o, await manifestUri(cfg, c, o.manifest));
+  let report: ReconcileReport;
+  if (o.on === 'aws') {
+    const sfn = sfnClient();
+    const arn = o.stateMachineArn ?? (await stateMachineArnByName(sfn, `${cfg.name}-reconcile`));
+    report = (await runOnAws(sfn, arn, o.runId ?? `cli-${Date.now()}`, request)) as unknown as ReconcileReport;
+  } else {
+    const bar = jobProgress('reconcile', o.json === true);
+    try {
+      report = await runReconcile(cfg, c, request, { onProgress: bar.onEvent });
+    } finally {
+      bar.stop();
+    }
+  }
+  const exitCode = reconcileExitCode(report);
+  if (o.json) for (const line of jsonLines(report, await readFindings(c, report), exitCode)) out(line);
+  else for (const line of humanSummary(report)) out(line);
+  process.exitCode = exitCode;
 }

@@ -7,13 +7,16 @@
  * `--json` prints one line per finding, `{"table","kind","detail"}` (kinds: the anomalies, and `orphan`
  * with the key and what `--apply` did), then a last line `{"summary":{…}}`.
  */
-import { type Command, Option } from 'commander';
 import type { RuntimeClients as Clients } from '../../functions/adapters/clients.js';
 import type { TidemarkConfig } from '../../lib/config/config.js';
 import type { SnapshotReport, SnapshotRequest } from '../../functions/jobs/snapshot/run.js';
+import { validateSnapshotRequest } from '../../functions/jobs/inputs.js';
 import { clients, config } from './context.js';
+import { CliError } from './errors.js';
+import { jobProgress, runOnAws, sfnClient, stateMachineArnByName } from './job-run.js';
 import { type LocalJobOptions, runLocalJob } from './jobs-local.js';
-import { asJob, progressPrinter } from './reconcile.js';
+import { positionText } from './notation.js';
+import { out, summaryLine } from './output.js';
 
 /** Runs snapshot detection through the state machine locally (compacting raw up to now first). */
 export async function runSnapshotCheck(cfg: TidemarkConfig, c: Pick<Clients, 's3' | 'dynamodb'>, request: SnapshotRequest, options: LocalJobOptions = {}): Promise<SnapshotReport> {
@@ -38,14 +41,14 @@ export function snapshotJsonLines(r: SnapshotReport, exitCode: number): string[]
     }
   }
   const tables = r.tables.map((t) => ({ table: t.table, snapshot: t.snapshot, resnapshotReads: t.resnapshotReads, orphans: t.orphans.count, tombstoned: t.orphans.tombstoned, failed: t.orphans.failed, anomalies: t.anomalies.length }));
-  lines.push(JSON.stringify({ summary: { runId: r.runId, startedAt: r.startedAt, finishedAt: r.finishedAt, apply: r.apply, findings: r.findings, tables, report: r.report, exitCode } }));
+  lines.push(summaryLine({ command: 'snapshot-check', runId: r.runId, startedAt: r.startedAt, finishedAt: r.finishedAt, apply: r.apply, findings: r.findings, tables, report: r.report, exitCode }));
   return lines;
 }
 
 function humanSummary(r: SnapshotReport): string[] {
   const lines = [`snapshot-check ${r.runId}${r.apply ? ' (--apply)' : ''}`];
   for (const t of r.tables) {
-    const snap = t.snapshot ? `complete snapshot ${t.snapshot.startPosition}..${t.snapshot.endPosition} read ${t.snapshot.keys} keys` : 'no complete snapshot in raw';
+    const snap = t.snapshot ? `complete snapshot ${positionText(t.snapshot.startPosition)} .. ${positionText(t.snapshot.endPosition)}, ${t.snapshot.keys} keys` : 'no complete snapshot in raw';
     lines.push(`  ${t.table}: ${snap}; orphans=${t.orphans.count}${r.apply ? ` tombstoned=${t.orphans.tombstoned} failed=${t.orphans.failed}` : ''}; resnapshotReads=${t.resnapshotReads}`);
     for (const a of t.anomalies) lines.push(`    anomaly ${a.kind}: ${Object.entries(a.detail).map(([k, v]) => `${k}=${v}`).join(' ')}`);
   }
@@ -55,10 +58,14 @@ function humanSummary(r: SnapshotReport): string[] {
 
 /** The options of `tidemark snapshot-check` as commander parses them. */
 interface SnapshotCheckOptions {
+  readonly config: string;
   readonly table?: string[];
   readonly apply?: boolean;
   readonly hours?: number;
   readonly runId?: string;
+  readonly on: 'local' | 'aws';
+  readonly stateMachineArn?: string;
+  readonly json?: boolean;
 }
 
 /** The state machine's input: only the options given (the job applies its defaults to the rest). */
@@ -71,25 +78,29 @@ function requestOf(o: SnapshotCheckOptions): SnapshotRequest {
   };
 }
 
-/** Adds `tidemark snapshot-check` to the CLI. */
-export function registerSnapshotCheck(p: Command): void {
-  p.command('snapshot-check')
-    .description('detect re-snapshots, orphans after a complete snapshot and anomalies, through the snapshot state machine, locally')
-    .addOption(new Option('-c, --config <file>', 'pipeline config').default('tidemark.config.json'))
-    .option('-t, --table <source...>', 'only these source tables')
-    .option('--apply', 'tombstone orphan rows at the snapshot’s position through the guarded writer')
-    .option('--hours <n>', 'hours of raw to look for snapshots in', (v) => Number.parseInt(v, 10))
-    .option('--run-id <id>', 'name of the run (report prefix)')
-    .option('--json', 'print one JSON line per finding, then {"summary": …}')
-    .action((o) =>
-      asJob('snapshot-check', async () => {
-      const cfg = config(o.config);
-      const c = await clients(cfg);
-      const request = requestOf(o);
-      const report = await runSnapshotCheck(cfg, c, request, { onProgress: progressPrinter((l) => process.stderr.write(`snapshot-check: ${l}\n`)) });
-      const exitCode = snapshotExitCode(report);
-      for (const line of o.json ? snapshotJsonLines(report, exitCode) : humanSummary(report)) process.stdout.write(`${line}\n`);
-      process.exitCode = exitCode;
-      }),
-    );
+/** `tidemark snapshot-check`: validate, run (here or on AWS), print. */
+export async function snapshotCheckCommand(o: SnapshotCheckOptions): Promise<void> {
+  const cfg = config(o.config);
+  const request = requestOf(o);
+  try {
+    validateSnapshotRequest(cfg, request);
+  } catch (e) {
+    throw new CliError(e instanceof Error ? e.message : String(e), `--table ${cfg.tables.map((t) => t.source).join(' | ')}`);
+  }
+  const c = await clients(cfg);
+  let report: SnapshotReport;
+  if (o.on === 'aws') {
+    const sfn = sfnClient();
+    report = (await runOnAws(sfn, o.stateMachineArn ?? (await stateMachineArnByName(sfn, `${cfg.name}-snapshot`)), o.runId ?? `cli-${Date.now()}`, request)) as unknown as SnapshotReport;
+  } else {
+    const bar = jobProgress('snapshot-check', o.json === true);
+    try {
+      report = await runSnapshotCheck(cfg, c, request, { onProgress: bar.onEvent });
+    } finally {
+      bar.stop();
+    }
+  }
+  const exitCode = snapshotExitCode(report);
+  for (const line of o.json ? snapshotJsonLines(report, exitCode) : humanSummary(report)) out(line);
+  process.exitCode = exitCode;
 }

@@ -9,6 +9,7 @@ import { KinesisClient } from '@aws-sdk/client-kinesis';
 import { S3Client } from '@aws-sdk/client-s3';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { DYNAMODB_OPTIONS, type RuntimeClients, S3_CHECKSUMS } from '../../functions/adapters/clients.js';
+import { annotateErrors } from './call-context.js';
 
 /** Where the three services answer, with the credentials and region to use there. */
 export interface Endpoints {
@@ -67,19 +68,23 @@ export function createClients(endpoints: Partial<Endpoints> & { region?: string 
   };
 
   const dynamodbEndpoint = endpointOf('dynamodb');
-  const dynamodb = new DynamoDBClient({ ...common, ...DYNAMODB_OPTIONS, ...(dynamodbEndpoint !== undefined ? { endpoint: dynamodbEndpoint } : {}) });
+  const dynamodb = annotateErrors(new DynamoDBClient({ ...common, ...DYNAMODB_OPTIONS, ...(dynamodbEndpoint !== undefined ? { endpoint: dynamodbEndpoint } : {}) }), 'DynamoDB', dynamodbEndpoint);
 
   const kinesisEndpoint = endpointOf('kinesis');
-  const kinesis = new KinesisClient({
-    ...common,
-    ...(kinesisEndpoint !== undefined ? { endpoint: kinesisEndpoint } : {}),
-    ...(kinesisEndpoint?.startsWith('http://')
-      ? { requestHandler: new NodeHttpHandler({ httpAgent: new HttpAgent({ keepAlive: true, maxSockets: 64 }) }) }
-      : {}),
-  });
+  const kinesis = annotateErrors(
+    new KinesisClient({
+      ...common,
+      ...(kinesisEndpoint !== undefined ? { endpoint: kinesisEndpoint } : {}),
+      ...(kinesisEndpoint?.startsWith('http://')
+        ? { requestHandler: new NodeHttpHandler({ httpAgent: new HttpAgent({ keepAlive: true, maxSockets: 64 }) }) }
+        : {}),
+    }),
+    'Kinesis',
+    kinesisEndpoint,
+  );
 
   const s3Endpoint = endpointOf('s3');
-  const s3 = new S3Client({ ...common, ...S3_CHECKSUMS, ...(s3Endpoint !== undefined ? { endpoint: s3Endpoint, forcePathStyle: true } : {}) });
+  const s3 = annotateErrors(new S3Client({ ...common, ...S3_CHECKSUMS, ...(s3Endpoint !== undefined ? { endpoint: s3Endpoint, forcePathStyle: true } : {}) }), 'S3', s3Endpoint);
 
   return { dynamodb, kinesis, s3 };
 }

@@ -15,7 +15,7 @@ import { createReadStream, createWriteStream, mkdirSync, statSync } from 'node:f
 import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { encodeSegment, hourPath } from '../../functions/adapters/raw-layout.js';
 import { mapLimit } from '../../functions/core/concurrency.js';
 import { deleteOlderVersions } from '../../functions/erase/erase.js';
@@ -23,6 +23,7 @@ import type { TableName } from '../../functions/sql/schemas.js';
 import type { PartitionFilter } from '../../functions/sql/statement.js';
 import { HOUR_MS } from '../../functions/sql/time.js';
 import type { PlainValue } from './duckdb-values.js';
+import { listObjectKeys } from '../../functions/adapters/s3-list.js';
 
 /** Where everything the engine reads and writes sits in the bucket. */
 export interface StoreLayout {
@@ -48,14 +49,6 @@ export interface Partition {
   readonly keys: readonly string[];
 }
 
-export async function* listKeys(s3: S3Client, bucket: string, prefix: string): AsyncGenerator<string> {
-  let token: string | undefined;
-  do {
-    const page = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }));
-    for (const o of page.Contents ?? []) if (o.Key) yield o.Key;
-    token = page.IsTruncated ? page.NextContinuationToken : undefined;
-  } while (token);
-}
 
 const hoursOf = (f: PartitionFilter): number[] => {
   const out: number[] = [];
@@ -65,7 +58,7 @@ const hoursOf = (f: PartitionFilter): number[] => {
 
 async function collect(s3: S3Client, bucket: string, prefixes: readonly string[], keep: (key: string) => boolean = () => true): Promise<string[]> {
   const out: string[] = [];
-  for (const prefix of prefixes) for await (const key of listKeys(s3, bucket, prefix)) if (keep(key)) out.push(key);
+  for (const prefix of prefixes) for await (const key of listObjectKeys(s3, bucket, prefix)) if (keep(key)) out.push(key);
   return out;
 }
 
@@ -128,7 +121,7 @@ export async function partitions(s3: S3Client, layout: StoreLayout, table: Icebe
   const prefixes = f.tables && PARTITION_COLUMNS[table].includes('source_table') ? f.tables.map((t) => `${root}source_table=${encodeSegment(t)}/`) : [root];
   const byDir = new Map<string, { generation: number; keys: string[] }>();
   for (const prefix of prefixes) {
-    for await (const key of listKeys(s3, layout.bucket, prefix)) {
+    for await (const key of listObjectKeys(s3, layout.bucket, prefix)) {
       const generation = generationOf(key);
       const dir = key.slice(0, key.lastIndexOf('/') + 1);
       const dt = dtOf(dir.slice(root.length - 1));
@@ -145,7 +138,7 @@ export async function partitions(s3: S3Client, layout: StoreLayout, table: Icebe
 export async function partitionAt(s3: S3Client, layout: StoreLayout, dir: string): Promise<Partition | null> {
   let generation = -1;
   let keys: string[] = [];
-  for await (const key of listKeys(s3, layout.bucket, dir)) {
+  for await (const key of listObjectKeys(s3, layout.bucket, dir)) {
     const g = generationOf(key);
     if (g === null || key.lastIndexOf('/') !== dir.length - 1 || g < generation) continue;
     if (g > generation) keys = [];

@@ -1,14 +1,14 @@
 /**
  * Local AWS-API emulators as plain child processes (no Docker): DynamoDB Local (the real jar from
  * `amplify-dynamodb-simulator`), kinesalite and s3rver. Used by the integration tests (embedded,
- * in-memory) and by `tidemark local up|down|status` (detached, persistent, fixed ports).
+ * in-memory) and, through local-state.ts, by `tidemark local up|down` (detached, persistent, fixed ports).
  *
  * DynamoDB Local binds every interface and cannot be told otherwise: run it inside a network
  * namespace with only loopback (`node bin/with-loopback.mjs …`). The Node emulators are forced onto
  * 127.0.0.1 by the `loopback-only.cjs` preload.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { accessSync, closeSync, constants, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { delimiter, dirname, join } from 'node:path';
@@ -46,22 +46,8 @@ export interface RunningEmulators {
   stop(): Promise<void>;
 }
 
-/** What `localUp` records in `<dataDir>/local.json`. */
-export interface LocalState {
-  endpoints: Endpoints;
-  pids: PerEmulator<number>;
-  startedAt: string;
-}
-
-/** The state of the background emulators as `localStatus` sees it. */
-export interface LocalStatus {
-  /** True when every emulator recorded in local.json is alive and answering. */
-  running: boolean;
-  state: LocalState | null;
-  services: PerEmulator<{ pid: number; alive: boolean; answering: boolean }> | null;
-}
-
-const NAMES: readonly EmulatorName[] = ['dynamodb', 'kinesis', 's3'];
+/** The emulators, in start order. */
+export const NAMES: readonly EmulatorName[] = ['dynamodb', 'kinesis', 's3'];
 /** Default ports of `localUp`. */
 export const LOCAL_DEFAULT_PORTS: PerEmulator<number> = { dynamodb: 8000, kinesis: 4567, s3: 4569 };
 const READY_TIMEOUT_MS: PerEmulator<number> = { dynamodb: 60_000, kinesis: 20_000, s3: 20_000 };
@@ -90,7 +76,8 @@ export function freePort(): Promise<number> {
   });
 }
 
-function portInUse(port: number): Promise<boolean> {
+/** True when something listens on `port` of 127.0.0.1. */
+export function portInUse(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const server = createServer();
     server.unref();
@@ -128,7 +115,8 @@ export function isAlive(pid: number): boolean {
   }
 }
 
-function isEmulatorProcess(pid: number, name: EmulatorName): boolean {
+/** True when `pid` is alive and its command line is that emulator's. */
+export function isEmulatorProcess(pid: number, name: EmulatorName): boolean {
   if (!isAlive(pid)) return false;
   try {
     return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(CMDLINE_MARK[name]);
@@ -138,7 +126,7 @@ function isEmulatorProcess(pid: number, name: EmulatorName): boolean {
 }
 
 /** SIGTERM, then SIGKILL after `graceMs`; resolves once every PID has exited. */
-async function killPids(candidates: readonly number[], graceMs = 3000): Promise<void> {
+export async function killPids(candidates: readonly number[], graceMs = 3000): Promise<void> {
   const signal = (pid: number, sig: NodeJS.Signals): void => {
     try {
       process.kill(pid, sig);
@@ -185,7 +173,7 @@ function command(name: EmulatorName, port: number, dataDir: string, inMemory: bo
 }
 
 /** One API call per service, bounded by `timeoutMs`; resolves true when it answered. */
-async function answers(name: EmulatorName, endpoints: Endpoints, timeoutMs = 2000): Promise<boolean> {
+export async function answers(name: EmulatorName, endpoints: Endpoints, timeoutMs = 2000): Promise<boolean> {
   const clients = createClients(endpoints, { maxAttempts: 1 });
   const options = { abortSignal: AbortSignal.timeout(timeoutMs) };
   try {
@@ -278,69 +266,8 @@ export async function startEmulators(opts: StartOptions): Promise<RunningEmulato
   return { endpoints, pids, stop };
 }
 
-const statePath = (dataDir: string): string => join(dataDir, 'local.json');
-
-function readState(dataDir: string): LocalState | null {
-  try {
-    return JSON.parse(readFileSync(statePath(dataDir), 'utf8')) as LocalState;
-  } catch {
-    return null;
-  }
-}
-
-/** Liveness and an answering API call for each emulator recorded in `<dataDir>/local.json`. */
-export async function localStatus(dataDir: string): Promise<LocalStatus> {
-  const state = readState(dataDir);
-  if (state === null) return { running: false, state: null, services: null };
-  const entries = await Promise.all(
-    NAMES.map(async (name) => {
-      const pid = state.pids[name];
-      const alive = isEmulatorProcess(pid, name);
-      return [name, { pid, alive, answering: alive && (await answers(name, state.endpoints)) }] as const;
-    }),
-  );
-  const services = Object.fromEntries(entries) as LocalStatus['services'] & object;
-  return { running: NAMES.every((name) => services[name].answering), state, services };
-}
-
-/**
- * Starts the three emulators in the background (detached, persistent under `dataDir`, ports 8000,
- * 4567 and 4569 unless overridden) and records them in `<dataDir>/local.json`. Idempotent: when
- * the recorded emulators are alive and answering, nothing is started (`alreadyRunning: true`).
- */
-export async function localUp(
-  dataDir: string,
-  ports: Partial<PerEmulator<number>> = {},
-  log: (line: string) => void = () => {},
-): Promise<LocalState & { alreadyRunning: boolean }> {
-  const status = await localStatus(dataDir);
-  if (status.running && status.state !== null) return { ...status.state, alreadyRunning: true };
-  if (status.state !== null) await localDown(dataDir); // partly running or stale: start clean
-  const wanted = { ...LOCAL_DEFAULT_PORTS, ...ports };
-  for (const name of NAMES) {
-    if (await portInUse(wanted[name])) {
-      throw new Error(`port ${wanted[name]} (${name}) is already in use; stop whatever listens there or choose another port`);
-    }
-  }
-  const running = await startEmulators({ dataDir, ports: wanted, inMemory: false, detached: true, log });
-  const state: LocalState = { endpoints: running.endpoints, pids: running.pids, startedAt: new Date().toISOString() };
-  writeFileSync(statePath(dataDir), `${JSON.stringify(state, null, 2)}\n`);
-  return { ...state, alreadyRunning: false };
-}
-
-/**
- * Stops the emulators recorded in `<dataDir>/local.json` by PID (only processes whose command line
- * is that emulator's) and removes the file. Returns false when nothing was recorded. Data is kept.
- */
-export async function localDown(dataDir: string): Promise<boolean> {
-  const state = readState(dataDir);
-  if (state === null) return false;
-  await killPids(NAMES.filter((name) => isEmulatorProcess(state.pids[name], name)).map((name) => state.pids[name]));
-  if (existsSync(statePath(dataDir))) rmSync(statePath(dataDir));
-  return true;
-}
-
-const shellQuote = (value: string): string => (/^[\w./:@%+,=-]+$/.test(value) ? value : `'${value.replaceAll("'", `'\\''`)}'`);
+/** A word for a POSIX shell: as it is when plain, else single-quoted. */
+export const shellQuote = (value: string): string => (/^[\w./:@%+,=-]+$/.test(value) ? value : `'${value.replaceAll("'", `'\\''`)}'`);
 
 /** `export NAME=value` lines (POSIX shell) pointing the AWS SDK and CLI at `endpoints`. */
 export function envExports(endpoints: Endpoints): string {

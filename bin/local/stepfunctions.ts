@@ -32,11 +32,13 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { StateMachine } from 'aws-local-stepfunctions';
 import type { JsonValue } from '../../functions/core/json.js';
-import { TidemarkError } from '../../functions/core/errors.js';
 import { ATHENA_GET_QUERY_EXECUTION, ATHENA_START_QUERY, ATHENA_START_QUERY_SYNC, type AthenaTaskKind, LocalAthena, type LocalAthenaHandler, localizeAthenaTask } from './athena-local.js';
 import { checkExportTask, DYNAMODB_DESCRIBE_EXPORT, DYNAMODB_EXPORT_TABLE, type DynamoDbExportOptions, LocalDynamoDbExports } from './dynamodb-export.js';
 import { readMapItems, withoutItems } from './map-item-reader.js';
 import { localizeItemReaders, type MapTask } from './map-rewrite.js';
+import { LocalStateMachineError } from './state-machine-error.js';
+
+export { LocalStateMachineError };
 
 /** An in-process task: receives the Task state's effective input, returns its result. */
 export type LocalTaskHandler = (input: JsonValue) => Promise<JsonValue> | JsonValue;
@@ -83,16 +85,6 @@ export interface LocalRunOptions {
   readonly waitMs?: number;
   /** Aborts the execution. */
   readonly signal?: AbortSignal;
-}
-
-export class LocalStateMachineError extends TidemarkError {
-  /** The ASL error name (`States.TaskFailed`, a Fail state's `Error`, …), when the execution failed. */
-  readonly error: string | undefined;
-  constructor(message: string, error?: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = 'LocalStateMachineError';
-    this.error = error;
-  }
 }
 
 type Json = Record<string, unknown>;

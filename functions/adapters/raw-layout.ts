@@ -283,8 +283,17 @@ export const compactionFrontierKey = (historyPrefix: string): string => `${histo
 export const compactedHourKey = (historyPrefix: string, hourStart: number): string => `${historyPrefix}state/hours/${hourPath(hourStart)}.json`;
 
 /** An empty prefix for one query output of one job run. */
+/** Every job's SQL outputs (UNLOAD files), under `<history>unload/`. */
+export const jobOutputsPrefix = (historyPrefix: string): string => `${historyPrefix}unload/`;
+
 export const unloadPrefix = (historyPrefix: string, job: string, runId: string, part: string): string =>
   `${historyPrefix}unload/${encodeSegment(job)}/${encodeSegment(runId)}/${encodeSegment(part)}/`;
 
 /** The Athena workgroup's result location. */
 export const athenaResultsPrefix = (historyPrefix: string): string => `${historyPrefix}athena/`;
+
+/** True when the configured format can decode Aurora DSQL records (`auto` or `aurora-dsql`): the ingest then keeps split records' parts. */
+export const readsAuroraDsql = (config: { readonly format: string }): boolean => config.format === 'auto' || config.format === 'aurora-dsql';
+
+/** Where split Aurora DSQL records' parts wait in the raw bucket (functions/adapters/split-parts-store.ts). */
+export const splitPartsPrefix = (rawPrefix: string): string => `${rawPrefix}dsql-parts/`;

@@ -18,7 +18,10 @@ import { DynamoWriter } from './dynamo-writer.js';
 import { RawStore } from './raw-store.js';
 import { s3SpillReader } from './spill-reader.js';
 import { StatusStore } from './status-store.js';
+import { TransactWriter } from './transact-writer.js';
 import { TruncateSweeper } from './truncate-sweep.js';
+import { DynamoSplitPartsStore, type SplitPartsStore } from './split-parts-store.js';
+import { readsAuroraDsql, splitPartsPrefix } from './raw-layout.js';
 
 export interface Storage {
   readonly config: TidemarkConfig;
@@ -28,9 +31,13 @@ export interface Storage {
   readonly raw: RawStore;
   readonly status: StatusStore;
   readonly sweeper: TruncateSweeper;
+  /** Pending parts of split Aurora DSQL records; only when the format can be Aurora DSQL. */
+  readonly splitParts?: SplitPartsStore;
   readonly now: () => number;
   /** A guarded writer over `tables` (default: the configured ones) that spills wide rows to raw and reads them back. */
   writer(tables?: readonly TableConfig[]): DynamoWriter;
+  /** The writer of whole transactions, over `perKey` (one of `writer()`'s): rows it cannot carry go through it. */
+  transactWriter(perKey: DynamoWriter): TransactWriter;
 }
 
 export function buildStorage(config: TidemarkConfig, clients: RuntimeClients, now: () => number = Date.now): Storage {
@@ -44,6 +51,7 @@ export function buildStorage(config: TidemarkConfig, clients: RuntimeClients, no
     raw,
     status: new StatusStore(clients.dynamodb, config.statusTable, config.name),
     sweeper: new TruncateSweeper(clients.dynamodb),
+    ...(readsAuroraDsql(config) ? { splitParts: new DynamoSplitPartsStore(clients.dynamodb, clients.s3, config.statusTable, config.name, config.raw.bucket, splitPartsPrefix(config.raw.prefix)) } : {}),
     now,
     writer: (tables = config.tables) =>
       new DynamoWriter({
@@ -54,5 +62,7 @@ export function buildStorage(config: TidemarkConfig, clients: RuntimeClients, no
         readSpill,
         now,
       }),
+    transactWriter: (perKey) =>
+      new TransactWriter({ client: clients.dynamodb, tables: config.tables, maxItemBytes: config.apply.maxItemBytes, maxBytes: config.transactions.maxBytes, perKey, now }),
   };
 }

@@ -73,6 +73,13 @@ export interface ApplyConfig {
   maxItemBytes: number;
 }
 
+/** Transactions applied whole (docs/writes.md); no group means none. */
+export interface TransactionsConfig {
+  groups: { name: string; tables: string[] }[];
+  maxItems: number;
+  maxBytes: number;
+}
+
 export interface IngestConfig {
   batchSize: number;
   maxBatchingWindowSeconds: number;
@@ -95,6 +102,7 @@ export interface AlarmsConfig {
   silenceMinutes: number;
   failedPeriods: number;
   durationShare: number;
+  schemaDrift: 'off' | 'incompatible' | 'any';
 }
 
 export interface EraseConfig {
@@ -173,7 +181,10 @@ export interface TidemarkConfig {
   statusTable: string;
   placeholder: string;
   dms: { beforeImageField: string };
+  /** Aurora DSQL CDC: how long the parts of a split record wait for each other (docs/formats.md). */
+  auroraDsql: { fragmentWaitSeconds: number };
   apply: ApplyConfig;
+  transactions: TransactionsConfig;
   source: SourceConfig;
   ingest: IngestConfig;
   alarms: AlarmsConfig;

@@ -10,11 +10,17 @@
  *   patch takes the missing columns from earlier events of the same batch. Every event but the
  *   highest-positioned one is counted as superseded.
  * A truncate becomes a table watermark: events of that table below it are superseded.
+ *
+ * With cut points (transactions applied whole, core/transactions.ts), a key's chain is cut after
+ * each cut position: the key gets one write per segment, each folding only its own segment's
+ * events (from the segment's last full row or delete), to be applied in order. Every kept event
+ * but each segment's newest is superseded.
  */
 import * as crypto from 'node:crypto';
 import { composeEffects, type Effect, eventEffect } from './effect.js';
 import { canonicalJson } from './json.js';
 import { compareTuples, encodePosition, type Position } from './position.js';
+import type { CutPoints } from './transactions.js';
 import type { ChangeEvent, Key, RowOp } from './types.js';
 
 /** One event of a write's fold chain: enough to rebuild the write on top of a newer stored row. */
@@ -186,7 +192,7 @@ interface Group {
  *   const plan = planBatch(events, (e) => keyId(tableConfig(e.table), e.key));
  *   for (const w of plan.writes) await writer.write(w);
  */
-export function planBatch(events: readonly ChangeEvent[], identify: KeyIdentity, known?: KnownIdentity): BatchPlan {
+export function planBatch(events: readonly ChangeEvent[], identify: KeyIdentity, known?: KnownIdentity, cuts?: CutPoints): BatchPlan {
   const counts = new Map<string, TableCounts>();
   const truncates = new Map<string, TruncateGroup>();
   // Groups by table, then by key id (no joined string per event); `groups` keeps first-arrival order.
@@ -210,8 +216,13 @@ export function planBatch(events: readonly ChangeEvent[], identify: KeyIdentity,
   const writes: PlannedWrite[] = [];
   const conflicts: Conflict[] = [];
   for (const g of groups) {
-    const write = planGroup(g, countsFor(counts, g.table), truncates.get(g.table)?.winner.event.position.tuple, conflicts);
-    if (write) writes.push(write);
+    const truncate = truncates.get(g.table)?.winner.event.position.tuple;
+    const cutAt = cuts?.(g.table, g.keyId);
+    if (cutAt !== undefined && cutAt.size > 0) writes.push(...planSegments(g, countsFor(counts, g.table), truncate, conflicts, cutAt));
+    else {
+      const write = planGroup(g, countsFor(counts, g.table), truncate, conflicts);
+      if (write) writes.push(write);
+    }
   }
   return { writes, truncates: plannedTruncates, conflicts, counts };
 }
@@ -279,13 +290,47 @@ function plannedTruncate(table: string, t: TruncateGroup): PlannedTruncate {
 
 /** The one write of a key, or null when a truncate of the batch supersedes all its events. */
 function planGroup(g: Group, c: TableCounts, truncate: readonly bigint[] | undefined, conflicts: Conflict[]): PlannedWrite | null {
-  // Stable sort: equal positions keep arrival order. `items` itself stays in arrival order.
-  const ordered = g.items.length === 1 || inPositionOrder(g.items) ? g.items : [...g.items].sort(byPosition);
-  const kept = keepDistinct(g, ordered, c, truncate, conflicts);
-  const winner = kept[kept.length - 1];
-  if (winner === undefined) return null;
+  const kept = keepDistinct(g, positionOrdered(g), c, truncate, conflicts);
+  if (kept.length === 0) return null;
   c.superseded += kept.length - 1;
-  // Only the last full row or delete and what follows it contribute.
+  const sources: number[] = new Array(g.items.length);
+  for (let i = 0; i < g.items.length; i++) sources[i] = (g.items[i] as Candidate).index;
+  return segmentWrite(g, kept, sources);
+}
+
+/** Stable sort: equal positions keep arrival order. `items` itself stays in arrival order. */
+const positionOrdered = (g: Group): readonly Candidate[] => (g.items.length === 1 || inPositionOrder(g.items) ? g.items : [...g.items].sort(byPosition));
+
+/**
+ * A key's writes when its chain is cut: one per segment, a segment ending at each cut position (and
+ * the last one at the newest event). Each write's sources are the events at its segment's
+ * positions, duplicates and conflicts included; events a truncate superseded go with the first.
+ */
+function planSegments(g: Group, c: TableCounts, truncate: readonly bigint[] | undefined, conflicts: Conflict[], cutAt: ReadonlySet<string>): PlannedWrite[] {
+  const kept = keepDistinct(g, positionOrdered(g), c, truncate, conflicts);
+  const segments: Candidate[][] = [];
+  let current: Candidate[] = [];
+  for (const item of kept) {
+    current.push(item);
+    if (cutAt.has(encodePosition(item.event.position.tuple))) {
+      segments.push(current);
+      current = [];
+    }
+  }
+  if (current.length > 0) segments.push(current);
+  c.superseded += kept.length - segments.length;
+  const ends = segments.map((s) => (s[s.length - 1] as Candidate).event.position.tuple);
+  const sources: number[][] = segments.map(() => []);
+  for (const item of g.items) {
+    const at = ends.findIndex((end) => compareTuples(item.event.position.tuple, end) <= 0);
+    sources[at === -1 ? sources.length - 1 : at]?.push(item.index);
+  }
+  return segments.map((s, i) => segmentWrite(g, s, sources[i] ?? []));
+}
+
+/** The write of position-ordered distinct events `kept` (not empty): only the last full row or delete and what follows it contribute. */
+function segmentWrite(g: Group, kept: readonly Candidate[], sources: readonly number[]): PlannedWrite {
+  const winner = kept[kept.length - 1] as Candidate;
   const anchor = anchorOf(kept);
   const chain: ChainLink[] = [];
   const decimalText = new Set<string>();
@@ -295,8 +340,6 @@ function planGroup(g: Group, c: TableCounts, truncate: readonly bigint[] | undef
     for (const column of e.decimalText ?? []) decimalText.add(column);
   }
   const last = chain[chain.length - 1] as ChainLink;
-  const sources: number[] = new Array(g.items.length);
-  for (let i = 0; i < g.items.length; i++) sources[i] = (g.items[i] as Candidate).index;
   return {
     table: g.table,
     keyId: g.keyId,

@@ -60,6 +60,38 @@ export interface ChangeEvent {
   readonly commitTs: number | null;
   /** True for bootstrap or re-snapshot reads. */
   readonly snapshot: boolean;
+  /**
+   * The event's place in its source transaction, when the format says it: Debezium's `transaction`
+   * block (`provide.transaction.metadata`), DMS's transaction details. Absent otherwise.
+   * core/transactions.ts reads it to apply a complete transaction whole.
+   */
+  readonly tx?: TxMember;
+  /**
+   * The schema of the `after` image as the message declares it (Debezium's JsonConverter
+   * `{schema, payload}`: the `after` struct, with its `fields`), by reference. Absent when the
+   * message carries no schema; schema drift then reads the row's shape (core/schema-drift.ts).
+   */
+  readonly rowSchema?: JsonObject;
+}
+
+/**
+ * One event's membership in a source transaction.
+ *
+ *   Debezium: `transaction: {id: "769:33228700", total_order: 1, data_collection_order: 1}`
+ *     → { id: "769", order: 1, collectionOrder: 1 }
+ *   DMS:      `transaction-id: 1140, transaction-record-id: 1, prev-transaction-id: 1139,
+ *              prev-transaction-record-id: 4` → { id: "1140", order: 1, collectionOrder: null,
+ *              previous: { id: "1139", lastOrder: 4 } }
+ */
+export interface TxMember {
+  /** The transaction id, as its transaction markers name it (PostgreSQL's LSN suffix dropped). */
+  readonly id: string;
+  /** 1-based place among all the transaction's events (`total_order`, DMS `transaction-record-id`). */
+  readonly order: number | null;
+  /** 1-based place among the transaction's events of this table (`data_collection_order`). */
+  readonly collectionOrder: number | null;
+  /** DMS: the transaction before this one, and the record id of its last record: it is complete. */
+  readonly previous?: { readonly id: string; readonly lastOrder: number };
 }
 
 export interface ControlEvent {

@@ -9,16 +9,18 @@
  * `raw.quarantineRetentionDays`, on-failure objects exist only for batches Lambda gave up on (each
  * one alarmed), spilled rows are listed by the key's own prefix.
  */
-import { DeleteObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { promisify } from 'node:util';
 import { gunzip, gzip } from 'node:zlib';
 import type { TableConfig, TidemarkConfig } from '../config/types.js';
-import type { JsonObject } from '../core/json.js';
-import { isLosslessNumber } from '../core/json.js';
+import type { JsonObject, JsonValue } from '../core/json.js';
+import { isJsonObject, isLosslessNumber, parseJson, stringifyJson } from '../core/json.js';
+import { keyId, normalizeKey } from '../core/keys.js';
 import { Normalizer, type RawRecord } from '../core/normalize.js';
 import { rewriteIfUnchanged } from '../adapters/conditional-rewrite.js';
 import { withoutRecords } from '../adapters/on-failure.js';
-import { spillPrefixes } from '../adapters/raw-layout.js';
+import { jobOutputsPrefix, spillPrefixes } from '../adapters/raw-layout.js';
+import { listObjectKeys } from '../adapters/s3-list.js';
 
 const gzipAsync = promisify(gzip);
 const gunzipAsync = promisify(gunzip);
@@ -34,15 +36,6 @@ export interface ErasedKey {
 /** Deletes every version of `key` but `keep` (see erase.ts); null when the store has no versions. */
 export type DeleteVersions = (s3: S3Client, bucket: string, key: string, keep: string | undefined, all?: boolean) => Promise<number | null>;
 
-/** Every object key under a prefix, page by page. */
-export async function* listPrefix(s3: S3Client, bucket: string, prefix: string): AsyncGenerator<string> {
-  let token: string | undefined;
-  do {
-    const page = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }));
-    for (const o of page.Contents ?? []) if (o.Key) yield o.Key;
-    token = page.IsTruncated ? page.NextContinuationToken : undefined;
-  } while (token);
-}
 
 const valueText = (v: unknown): string => (isLosslessNumber(v) ? v.value : String(v));
 
@@ -107,7 +100,7 @@ function eraseQuarantineLine(line: string, k: ErasedKey, now: number): string | 
 export async function eraseFromQuarantine(s3: S3Client, config: TidemarkConfig, k: ErasedKey, now: number, deleteVersions: DeleteVersions): Promise<number> {
   const bucket = config.raw.bucket;
   let rewritten = 0;
-  for await (const objectKey of listPrefix(s3, bucket, config.raw.quarantinePrefix)) {
+  for await (const objectKey of listObjectKeys(s3, bucket, config.raw.quarantinePrefix)) {
     if (!objectKey.endsWith('.jsonl.gz')) continue;
     const out = await rewriteIfUnchanged<number>(s3, bucket, objectKey, async (body) => {
       const text = (await gunzipAsync(body)).toString('utf8');
@@ -153,7 +146,7 @@ export async function eraseFromOnFailure(s3: S3Client, config: TidemarkConfig, k
     return n.ok && n.events.some((e) => e.kind === 'change' && e.table === k.table.source && normalizer.keyIdOf(e) === k.canonical);
   };
   const tally = { objects: 0, records: 0, objectsRewritten: 0, objectsDeleted: 0 };
-  for await (const objectKey of listPrefix(s3, bucket, config.replay.onFailurePrefix)) {
+  for await (const objectKey of listObjectKeys(s3, bucket, config.replay.onFailurePrefix)) {
     tally.objects++;
     const out = await rewriteIfUnchanged<number>(s3, bucket, objectKey, (body) => {
       let doc: unknown;
@@ -181,10 +174,132 @@ export async function eraseFromOnFailure(s3: S3Client, config: TidemarkConfig, k
 export async function deleteSpilled(s3: S3Client, config: TidemarkConfig, k: ErasedKey, deleteVersions: DeleteVersions): Promise<number> {
   let n = 0;
   for (const prefix of spillPrefixes(config.raw.prefix, k.table.source, k.canonical)) {
-    for await (const objectKey of listPrefix(s3, config.raw.bucket, prefix)) {
+    for await (const objectKey of listObjectKeys(s3, config.raw.bucket, prefix)) {
       await s3.send(new DeleteObjectCommand({ Bucket: config.raw.bucket, Key: objectKey }));
       n += 1 + ((await deleteVersions(s3, config.raw.bucket, objectKey, undefined, true)) ?? 0);
     }
   }
   return n;
+}
+
+/** Whether a report's key text (JSON of the key columns) is the erased key; false for anything unreadable. */
+function sameKey(k: ErasedKey, text: unknown): boolean {
+  if (typeof text !== 'string') return false;
+  try {
+    const parsed = parseJson(text);
+    if (!isJsonObject(parsed)) return false;
+    return keyId(k.table, normalizeKey(k.table, parsed)) === k.canonical;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Whether an object names the erased key: a finding (`table`, `key` as JSON text) or a row of a
+ * job's SQL output (`source_table`, with `key_id` the canonical key or `key_json`).
+ */
+function namesKey(v: JsonObject, k: ErasedKey): boolean {
+  if (v.table === k.table.source && sameKey(k, v.key)) return true;
+  return v.source_table === k.table.source && (v.key_id === k.canonical || sameKey(k, v.key_json));
+}
+
+/** Whether a report line stays: false when it is a finding of the erased key (dropped whole). */
+function keepReportLine(line: string, k: ErasedKey): boolean {
+  if (line === '') return true;
+  let parsed: JsonValue;
+  try {
+    parsed = parseJson(line);
+  } catch {
+    return true;
+  }
+  return !(isJsonObject(parsed) && namesKey(parsed, k));
+}
+
+/**
+ * A JSON report without the erased key: gone from its per-table key lists (the snapshot report's
+ * `orphans.keys`) and from its lists of findings (a reconcile table report's `firstFindings`).
+ */
+function scrubReport(value: JsonValue, k: ErasedKey): { value: JsonValue; removed: number } {
+  let removed = 0;
+  const walk = (v: JsonValue, table: string | null): JsonValue => {
+    if (Array.isArray(v)) {
+      const kept = v.filter((x) => !(isJsonObject(x) && namesKey(x, k)));
+      removed += v.length - kept.length;
+      return kept.map((x) => walk(x, table));
+    }
+    if (!isJsonObject(v)) return v;
+    const here = typeof v.table === 'string' ? v.table : table;
+    const out: JsonObject = {};
+    for (const [name, child] of Object.entries(v)) {
+      if (name === 'keys' && Array.isArray(child) && here === k.table.source) {
+        const kept = child.filter((x) => !sameKey(k, x));
+        removed += child.length - kept.length;
+        out[name] = kept;
+      } else out[name] = walk(child, here);
+    }
+    return out;
+  };
+  return { value: walk(value, null), removed };
+}
+
+/** A report's text without the erased key, and how many entries went; null when nothing changes. */
+function scrubReportText(text: string, lines: boolean, k: ErasedKey): { next: string; changed: number } | null {
+  // Cheap test first: a report that never names the table cannot hold the key.
+  if (!text.includes(k.table.source) && !text.includes(JSON.stringify(k.table.source).slice(1, -1))) return null;
+  if (lines) {
+    const all = text.split('\n');
+    const kept = all.filter((line) => keepReportLine(line, k));
+    return { next: kept.join('\n'), changed: all.length - kept.length };
+  }
+  let parsed: JsonValue;
+  try {
+    parsed = parseJson(text);
+  } catch {
+    return null;
+  }
+  const scrubbed = scrubReport(parsed, k);
+  return { next: stringifyJson(scrubbed.value), changed: scrubbed.removed };
+}
+
+/** The objects erase reads as reports: the reports' own (by extension), and every job SQL output (JSON Lines). */
+async function* reportObjects(s3: S3Client, config: TidemarkConfig): AsyncGenerator<{ key: string; lines: boolean }> {
+  for await (const key of listObjectKeys(s3, config.raw.bucket, config.jobs.reportPrefix)) {
+    const lines = key.endsWith('.jsonl.gz') || key.endsWith('.jsonl');
+    if (lines || key.endsWith('.json')) yield { key, lines };
+  }
+  // UNLOAD outputs (findings, orphans, window keys of a run that did not get to delete them): JSON Lines, gzip by content.
+  for await (const key of listObjectKeys(s3, config.raw.bucket, jobOutputsPrefix(config.history.prefix))) yield { key, lines: true };
+}
+
+const isGzip = (body: Uint8Array): boolean => body.length >= 2 && body[0] === 0x1f && body[1] === 0x8b;
+
+/**
+ * Erases the key from the jobs' reports under `jobs.reportPrefix` and their SQL outputs under
+ * `<history>unload/`: reconcile's findings (JSON Lines, one finding a line, gzipped or not) and the
+ * outputs' rows lose the key's lines, and JSON reports lose the key from their per-table `keys` (the
+ * snapshot report's orphans) and their finding lists (reconcile's first findings per table).
+ * Rewrites are conditional, as every erase rewrite is. Returns the lines and list entries removed.
+ */
+export async function eraseFromReports(s3: S3Client, config: TidemarkConfig, k: ErasedKey, deleteVersions: DeleteVersions): Promise<number> {
+  const bucket = config.raw.bucket;
+  let removed = 0;
+  for await (const { key: objectKey, lines } of reportObjects(s3, config)) {
+    const out = await rewriteIfUnchanged<number>(s3, bucket, objectKey, async (body) => {
+      const gz = isGzip(body);
+      const text = (gz ? await gunzipAsync(body) : Buffer.from(body)).toString('utf8');
+      const scrubbed = scrubReportText(text, lines, k);
+      if (scrubbed === null) return { decision: { kind: 'keep' } };
+      const { next, changed } = scrubbed;
+      if (changed === 0) return { decision: { kind: 'keep' } };
+      const bytes = Buffer.from(next, 'utf8');
+      return gz
+        ? { decision: { kind: 'put', body: await gzipAsync(bytes), contentType: 'application/x-ndjson', contentEncoding: 'gzip' }, detail: changed }
+        : { decision: { kind: 'put', body: bytes, contentType: lines ? 'application/x-ndjson' : 'application/json' }, detail: changed };
+    });
+    if (out.outcome === 'put') {
+      removed += out.detail ?? 0;
+      await deleteVersions(s3, bucket, objectKey, out.versionId);
+    }
+  }
+  return removed;
 }

@@ -54,7 +54,8 @@ import type { Log } from '../telemetry/sinks.js';
 import { mapLimit } from '../core/concurrency.js';
 import { canonicalKeyText, keyFilterMetadata, mayContainKey } from '../core/key-filter.js';
 import { BLOCK_ALL_POSITION, EraseLedger, type LedgerKeyring, loadLedgerKeys } from '../adapters/erase-ledger.js';
-import { deleteSpilled, type ErasedKey, eraseFromOnFailure, eraseFromQuarantine, listPrefix } from './copies.js';
+import { deleteSpilled, type ErasedKey, eraseFromOnFailure, eraseFromQuarantine, eraseFromReports } from './copies.js';
+import { listObjectKeys } from '../adapters/s3-list.js';
 
 export { mentionsKey } from './copies.js';
 
@@ -455,6 +456,8 @@ export interface EraseSummary extends Omit<RewriteResult, 'batch' | 'maxPosition
   readonly candidates: number;
   readonly spilledDeleted: number;
   readonly quarantineLinesRewritten: number;
+  /** Reconcile findings and snapshot-report key entries of the key removed from the jobs' reports. */
+  readonly reportEntriesRemoved: number;
   /** Records removed from the event source mapping's on-failure objects. */
   readonly onFailureRecordsRemoved: number;
   [k: string]: unknown;
@@ -476,7 +479,7 @@ interface Totals {
 /** Every rewrite batch's result, added up: all pages of the results listing. */
 async function addUpResults(s3: S3Client, bucket: string, prefix: string): Promise<Totals> {
   const totals: Totals = { objectsRead: 0, objectsRewritten: 0, objectsDeleted: 0, falsePositives: 0, linesRemoved: 0, otherRowsRemoved: 0, versionsDeleted: 0, contended: 0, versioning: null, maxPosition: '' };
-  for await (const key of listPrefix(s3, bucket, prefix)) {
+  for await (const key of listObjectKeys(s3, bucket, prefix)) {
     const res = await getJson<RewriteResult>(s3, bucket, key);
     totals.objectsRead += res.objectsRead;
     totals.objectsRewritten += res.objectsRewritten;
@@ -509,9 +512,10 @@ export async function finishErase(
   const spilledDeleted = await deleteSpilled(s3, ctx.config, k, deleteOlderVersions);
   const quarantineLinesRewritten = await eraseFromQuarantine(s3, ctx.config, k, now, deleteOlderVersions);
   const onFailure = await eraseFromOnFailure(s3, ctx.config, k, deleteOlderVersions);
+  const reportEntriesRemoved = await eraseFromReports(s3, ctx.config, k, deleteOlderVersions);
   const blocked = r.request.blockFuture === true;
   const itemFound = input.begin.itemFound ?? input.begin.storedPosition !== null;
-  const found = itemFound || totals.linesRemoved > 0 || spilledDeleted > 0 || quarantineLinesRewritten > 0 || onFailure.records > 0;
+  const found = itemFound || totals.linesRemoved > 0 || spilledDeleted > 0 || quarantineLinesRewritten > 0 || onFailure.records > 0 || reportEntriesRemoved > 0;
   const highest = [input.begin.storedPosition ?? '', totals.maxPosition].reduce((a, b) => (b > a ? b : a), '');
   const ledgerPosition = blocked ? BLOCK_ALL_POSITION : highest;
   const ledgerRecorded = found || blocked;
@@ -545,6 +549,7 @@ export async function finishErase(
     spilledDeleted,
     quarantineLinesRewritten,
     onFailureRecordsRemoved: onFailure.records,
+    reportEntriesRemoved,
   };
   await putJson(s3, bucket, `${erasePrefix(ctx.config, input.runId)}summary.json`, summary);
   await s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: input.requestKey }));

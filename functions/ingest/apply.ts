@@ -16,6 +16,7 @@ import type { Decoded } from './decode.js';
 import { batchCoordinates } from './land.js';
 import { refusedLineFor } from './raw-lines.js';
 import type { BatchTally } from './tally.js';
+import { NOTHING_PRESETTLED, type Presettled } from './transactions.js';
 
 export interface ApplyDeps {
   readonly tables: ReadonlyMap<string, TableConfig>;
@@ -78,12 +79,17 @@ const BELOW_WATERMARK: WriteResult = { outcome: 'stale', writeUnits: 0, requests
 /**
  * One guarded write per key; a write below its table's truncate watermark is stale without a
  * request. Writes go table by table through `writeAll`, so the pre-read's read units are counted
- * under their table.
+ * under their table. Writes the transaction step already settled (`presettled`) are only counted.
  */
-export async function applyWrites(plan: BatchPlan, watermarks: ReadonlyMap<string, string>, deps: ApplyDeps, tally: BatchTally, decoded: Decoded): Promise<void> {
+export async function applyWrites(plan: BatchPlan, watermarks: ReadonlyMap<string, string>, deps: ApplyDeps, tally: BatchTally, decoded: Decoded, presettled: Presettled = NOTHING_PRESETTLED): Promise<void> {
   const results: WriteResult[] = plan.writes.map(() => BELOW_WATERMARK);
   const byTable = new Map<string, number[]>();
   plan.writes.forEach((w, i) => {
+    const settled = presettled.results.get(i);
+    if (settled) {
+      results[i] = settled;
+      return;
+    }
     const wm = watermarks.get(w.table);
     if (wm !== undefined && w.encodedPosition < wm) return;
     const list = byTable.get(w.table);

@@ -9,7 +9,7 @@
 import type { TidemarkConfig } from '../config/types.js';
 import { UNKNOWN_TABLE } from '../telemetry/contract.js';
 import type { Normalizer, RawRecord, RecordTexts } from '../core/normalize.js';
-import type { ChangeEvent, NormalizedEvent } from '../core/types.js';
+import type { ChangeEvent, ControlEvent, NormalizedEvent } from '../core/types.js';
 import type { QuarantineLine, RawLine } from '../adapters/raw-store.js';
 import type { Log } from '../telemetry/sinks.js';
 import { type LineIdentity, quarantineLineFor, rawLineFor, recordPart } from './raw-lines.js';
@@ -20,6 +20,8 @@ import type { BatchTally } from './tally.js';
 export interface Decoded {
   /** Change events, in delivery order. */
   readonly changes: readonly ChangeEvent[];
+  /** Control events (transaction markers, schema changes, …), in delivery order. */
+  readonly controls: readonly ControlEvent[];
   /** The lines of the batch's raw object: every table's changes and the control messages, in delivery order. */
   readonly lines: readonly RawLine[];
   readonly quarantined: readonly QuarantineLine[];
@@ -39,6 +41,7 @@ export function decode(records: readonly RawRecord[], deps: DecodeDeps, tally: B
   const configured = new Set(deps.config.tables.map((t) => t.source));
   const known = (table: string | null | undefined): string => (table && configured.has(table) ? table : UNKNOWN_TABLE);
   const changes: ChangeEvent[] = [];
+  const controls: ControlEvent[] = [];
   const recordOfChange: number[] = [];
   const lines = new RawLineCollector(deps.normalizer);
   const quarantined: QuarantineLine[] = [];
@@ -63,6 +66,7 @@ export function decode(records: readonly RawRecord[], deps: DecodeDeps, tally: B
       tally.summary.events++;
       if (e.kind === 'control') {
         noteControl(tally, known(e.table), e);
+        controls.push(e);
         continue;
       }
       changes.push(e);
@@ -73,6 +77,7 @@ export function decode(records: readonly RawRecord[], deps: DecodeDeps, tally: B
 
   return {
     changes,
+    controls,
     lines: lines.lines,
     quarantined,
     identity: { keyId: (i) => lines.keyIds[i], hash: (i) => lines.hashes[i] },
@@ -90,7 +95,7 @@ function noteControl(tally: BatchTally, table: string, e: NormalizedEvent & { ki
   if (e.control === 'schema' && e.table !== null && typeof e.detail.ddl === 'string') tally.table(e.table).lastDdl = e.detail.ddl;
 }
 
-function noteChange(tally: BatchTally, e: ChangeEvent): void {
+export function noteChange(tally: BatchTally, e: ChangeEvent): void {
   tally.count(e.table, 'received');
   const t = tally.table(e.table);
   t.strengths.add(e.position.strength);

@@ -3,7 +3,9 @@
  *   decode   bytes → normalized events, raw lines; bad records → quarantine lines
  *   land     raw and quarantine to S3, retried within the invocation's time; if it fails, nothing is applied
  *   truncate raise and sweep truncate watermarks
- *   apply    one guarded write per key, bounded concurrency
+ *   apply    transactions of a transaction group whole (one TransactWriteItems each), then one
+ *            guarded write per key, bounded concurrency
+ *   schema   each table's column set recorded, drift reported (a write only when it changed)
  *   report   status rows (and per-hour rows), metrics
  * and returns `batchItemFailures` from the lowest failed record. Every received record (or row of a
  * multi-row record) is counted exactly once as an outcome of the telemetry contract.
@@ -12,13 +14,20 @@ import type { TableConfig, TidemarkConfig } from '../config/types.js';
 import { FLATTENED_FORMAT } from '../core/formats/kafka-tombstones.js';
 import type { Normalizer, RawRecord } from '../core/normalize.js';
 import { planBatch } from '../core/plan.js';
+import type { ChangeEvent } from '../core/types.js';
 import type { DynamoWriter } from '../adapters/dynamo-writer.js';
 import type { RawStore } from '../adapters/raw-store.js';
 import { type StatusStore, UNKNOWN_TABLE } from '../adapters/status-store.js';
 import { type KeyRef, type Log, type MetricSink, noKeyRef } from '../telemetry/sinks.js';
 import type { TruncateSweeper } from '../adapters/truncate-sweep.js';
+import type { TransactWriter } from '../adapters/transact-writer.js';
+import { EMPTY_TX_PLAN } from '../core/transactions.js';
+import type { SplitPartsStore } from '../adapters/split-parts-store.js';
 import { applyTruncates, applyWrites, countPlan } from './apply.js';
+import { applyTransactionUnits, planBatchTransactions } from './transactions.js';
+import type { SchemaTracker } from './schema.js';
 import { decode } from './decode.js';
+import { withSplitRecords } from './dsql-parts.js';
 import { type LandingBudget, land } from './land.js';
 import { report } from './report.js';
 import { BatchTally, type BatchSummary } from './tally.js';
@@ -30,8 +39,14 @@ export interface IngestDeps {
   readonly normalizer: Normalizer;
   readonly raw: Pick<RawStore, 'land' | 'quarantine'>;
   readonly writer: Pick<DynamoWriter, 'write' | 'writeAll' | 'seedHighWater'>;
+  /** Applies transactions of the config's transaction groups whole. @default none: every write per key */
+  readonly txWriter?: Pick<TransactWriter, 'applyUnit'>;
+  /** Records each table's column set and reports drift. @default none */
+  readonly schema?: Pick<SchemaTracker, 'track'>;
   readonly status: Pick<StatusStore, 'load' | 'record' | 'raiseTruncateWatermark'>;
   readonly sweeper: Pick<TruncateSweeper, 'sweep'>;
+  /** Where split Aurora DSQL records' parts wait for each other (dsql-parts.ts). @default none: no reassembly */
+  readonly splitParts?: SplitPartsStore;
   readonly metrics: MetricSink;
   readonly log: Log;
   /** Names a key in log lines by its keyed hash. @default none: lines carry table and position */
@@ -65,11 +80,17 @@ export async function processBatch(records: readonly RawRecord[], deps: IngestDe
     // A fresh container learns where each table stands, so a redelivered window is read, not written.
     for (const [table, row] of statusRows) if (row.lastPosition) deps.writer.seedHighWater(table, row.lastPosition);
     if (landed) {
-      const plan = planBatch(decoded.changes, (e) => deps.normalizer.keyIdOf(e), decoded.identity);
+      // Split Aurora DSQL records completed by this batch join its changes (dsql-parts.ts).
+      const batch = await withSplitRecords(records, decoded, deps, tally, now());
+      const keyIdOf = (e: ChangeEvent) => deps.normalizer.keyIdOf(e);
+      const txPlan = deps.txWriter ? planBatchTransactions(batch, deps.config, keyIdOf) : EMPTY_TX_PLAN;
+      const plan = planBatch(batch.changes, keyIdOf, batch.identity, txPlan.cuts);
       countPlan(plan, tally, deps.log, deps.keyRef ?? noKeyRef);
       const apply = applyDeps(deps, now);
-      const watermarks = await applyTruncates(plan, statusRows, apply, tally, decoded);
-      await applyWrites(plan, watermarks, apply, tally, decoded);
+      const watermarks = await applyTruncates(plan, statusRows, apply, tally, batch);
+      const settled = deps.txWriter ? await applyTransactionUnits(plan, txPlan, watermarks, { ...deps, txWriter: deps.txWriter, concurrency: deps.config.apply.concurrency }, tally) : undefined;
+      await applyWrites(plan, watermarks, apply, tally, batch, settled);
+      await deps.schema?.track(batch, tally);
     }
     await report(tally, statusRows, { ...deps, now });
   }

@@ -31,6 +31,7 @@ import type { IngestDeps } from '../ingest/process-batch.js';
 import { processBatch } from '../ingest/process-batch.js';
 import { addTally, emptyTally, type ReplayEngine, type ReplayTally } from './engine.js';
 import { type BatchRange, compareSequence, type DlqProblem, type FailedBatch, inBatchRange, parseFailedBatch } from './dlq.js';
+import { listObjectKeys } from '../adapters/s3-list.js';
 
 const HOUR_MS = 3_600_000;
 
@@ -97,15 +98,6 @@ export async function readOnFailureObjects(s3: S3Client, bucket: string, prefix:
   return out;
 }
 
-/** Every key under a prefix, page by page. */
-async function* listKeys(s3: S3Client, bucket: string, prefix: string): AsyncGenerator<string> {
-  let token: string | undefined;
-  do {
-    const page = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }));
-    for (const o of page.Contents ?? []) if (o.Key) yield o.Key;
-    token = page.IsTruncated ? page.NextContinuationToken : undefined;
-  } while (token);
-}
 
 /** The records of a range that raw holds: objects of the range's hours whose name starts with its shard. */
 export async function findRangeInRaw(s3: S3Client, config: TidemarkConfig, range: BatchRange): Promise<RawRecord[]> {
@@ -115,7 +107,7 @@ export async function findRangeInRaw(s3: S3Client, config: TidemarkConfig, range
   const set = new RawRecordSet();
   for (const segment of segments) {
     for (const listPrefix of hourPrefixes(config.raw.prefix, segment, range)) {
-      for await (const key of listKeys(s3, bucket, listPrefix)) {
+      for await (const key of listObjectKeys(s3, bucket, listPrefix)) {
         const parts = parseRawObjectKey(config.raw.prefix, key);
         if (parts && rawObjectOfShard(parts, range.shard)) set.add(parseRawObject(await readRawObject(s3, bucket, key), key));
       }

@@ -24,6 +24,7 @@ import { buildReplayEngine, ledgerViewFor, type ReplayClients, replayTables } fr
 import { createFreshTable, type DiffReport, diffTables, switchSteps } from './fresh.js';
 import { checkReplaySafety, parseTarget, type ReplayTarget } from './safety.js';
 import type { ReplaySelection } from './selection.js';
+import { validateReplayRequest } from './inputs.js';
 
 /** What the CLI (or an operator starting the state machine) asks for. Times are epoch ms. */
 export interface ReplayRequest {
@@ -126,6 +127,7 @@ export function batchObjects(objects: readonly RawObjectRef[], size: number): st
 
 export async function planReplay(ctx: JobContext, request: ReplayRequest): Promise<PlanOutput> {
   const { config, clients } = ctx;
+  validateReplayRequest(config, request);
   const tables = request.tables.length > 0 ? [...request.tables] : config.tables.map((t) => t.source);
   const target = parseTarget(request.into, config.name);
   const tableConfigs = replayTables(config, tables, target);

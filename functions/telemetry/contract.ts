@@ -96,6 +96,13 @@ export const COUNTERS = {
   readUnits: count('ReadUnits', 'cost'),
   preReadSkipped: count('PreReadSkips', 'cost'),
   rawBytes: { metric: 'RawBytes', unit: 'Bytes', outcome: false, column: false, panel: 'cost' },
+  txWhole: count('TransactionsWhole', 'ops'),
+  txIncomplete: count('TransactionsIncomplete', 'ops'),
+  txTooLarge: count('TransactionsTooLarge', 'ops'),
+  txUnordered: count('TransactionsUnordered', 'ops'),
+  txRefused: count('TransactionsRefused', 'ops'),
+  schemaChanges: count('SchemaChanges', 'rows'),
+  schemaIncompatible: count('SchemaIncompatibleChanges', 'rows'),
 } as const satisfies Record<string, CounterSpec>;
 
 export type Counter = keyof typeof COUNTERS;
@@ -128,6 +135,13 @@ export const COUNTER_DESCRIPTIONS = {
   readUnits: 'DynamoDB read capacity units spent reading stored positions before writing (redelivered or replayed windows)',
   preReadSkipped: 'writes never sent because a pre-read showed the stored row already at or past them',
   rawBytes: 'compressed bytes landed in raw',
+  txWhole: 'source transactions of a transaction group applied whole: one TransactWriteItems, or one write for a one-row transaction (counted under the table of their first event)',
+  txIncomplete: 'transactions of a group applied per key because the batch did not hold all of them: END not in the batch or never seen, or events missing',
+  txTooLarge: 'transactions of a group applied per key because they hold more rows than transactions.maxItems, more bytes than transactions.maxBytes, or a spilled row',
+  txUnordered: "transactions of a group applied per key because their events interleave on a row with another transaction's",
+  txRefused: 'transactions of a group applied per key because DynamoDB refused the TransactWriteItems',
+  schemaChanges: 'columns added, removed or changing type, counted once when first recorded (tidemark status --schema)',
+  schemaIncompatible: 'of those, changes the target cannot hold as before (a number column carrying text, a column back with another type, a decimal over 38 digits as text): named, never coerced',
 } as const satisfies Readonly<Record<Counter, string>>;
 
 export type CounterValues = Record<Counter, number>;
@@ -167,6 +181,14 @@ export function identityGap(counters: Partial<Record<Counter, unknown>>): number
     return Number.isFinite(v) ? v : 0;
   };
   return n('received') - OUTCOMES.reduce((sum, c) => sum + n(c), 0);
+}
+
+/** A table's recorded schema (column set, types, drift history) shares the status table: sort key `schema#<source table>`. */
+export const SCHEMA_ROW_PREFIX = 'schema#';
+
+/** Sort key of a table's schema row, e.g. `schema#public.orders`. */
+export function schemaRowKey(table: string): string {
+  return `${SCHEMA_ROW_PREFIX}${table}`;
 }
 
 /** Sort key of a per-hour counter row, e.g. `hour#2026-11-30T06#public.orders`. */

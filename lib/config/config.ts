@@ -195,6 +195,19 @@ const ApplyInput = strict({
   maxItemBytes: z.number().int().min(1000).max(400_000).default(350_000),
 });
 
+/**
+ * Transactions applied whole (docs/writes.md): the source transactions of a group's tables that a
+ * batch holds complete are applied as one DynamoDB TransactWriteItems (2 write units per KB per row
+ * instead of 1), so no reader sees half of one. Opt-in: no group, no transactional writes.
+ */
+const TransactionsInput = strict({
+  /** Named groups of configured tables; a transaction's rows in one group are applied together. @default [] */
+  groups: z.array(strict({ name: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must be 1-64 characters of A-Z, a-z, 0-9, _, - and .'), tables: z.array(identifier).min(1, 'must list at least one table') })).default([]),
+  /** Rows of one TransactWriteItems at most; a larger transaction is applied per key (counted). DynamoDB allows 100. @default 100 */
+  maxItems: z.number().int().min(2).max(100).default(100),
+  /** Bytes of one TransactWriteItems at most (as tidemark estimates item sizes); DynamoDB allows 4 MB. @default 4000000 */
+  maxBytes: z.number().int().min(1024).max(4 * 1024 * 1024).default(4_000_000),
+});
 
 const IngestInput = strict({
   /**
@@ -252,6 +265,12 @@ const AlarmsInput = strict({
   failedPeriods: z.number().int().min(1).max(288).default(3),
   /** p99 invocation duration as a share of the function timeout. @default 0.8 */
   durationShare: z.number().positive().max(1).default(0.8),
+  /**
+   * Schema drift (`tidemark status --schema`): `incompatible` alarms when a column starts carrying a
+   * type the target cannot hold as before (a number column carrying text), `any` on every addition,
+   * removal or type change, `off` never. @default "off"
+   */
+  schemaDrift: z.enum(['off', 'incompatible', 'any']).default('off'),
 });
 
 const ConfigInputSchema = strict({
@@ -273,7 +292,16 @@ const ConfigInputSchema = strict({
   /** The unchanged-value marker. @default "__debezium_unavailable_value" */
   placeholder: z.string().min(1).default('__debezium_unavailable_value'),
   dms: strict({ beforeImageField: z.string().min(1).default('before-image') }).prefault({}),
+  auroraDsql: strict({
+    /**
+     * How long the parts of a split Aurora DSQL record (a main record and its fragments) wait for
+     * each other, from the first part's arrival; a set still incomplete then is quarantined as
+     * `fragment-incomplete` by the next batch's sweep. @default 900 (15 minutes)
+     */
+    fragmentWaitSeconds: z.number().int().min(1).max(7 * 86_400).default(900),
+  }).prefault({}),
   apply: ApplyInput.prefault({}),
+  transactions: TransactionsInput.prefault({}),
   /** @default an on-demand Kinesis stream named "<name>-cdc", created in the stack */
   source: z.discriminatedUnion('type', [KinesisInput, MskInput]).prefault({ type: 'kinesis' }),
   ingest: IngestInput.prefault({}),
@@ -364,11 +392,15 @@ function formatPath(path: readonly PropertyKey[]): string {
   return out === '' ? '(root)' : out;
 }
 
-function tableIssues(config: TidemarkConfig): string[] {
+/** What the table rules read of a table; a table that did not parse is `undefined` (its index kept). */
+type TableFacts = Pick<TidemarkConfig['tables'][number], 'source' | 'target' | 'key' | 'keyTypes'>;
+
+function tableIssues(tables: readonly (TableFacts | undefined)[], statusTable: string | undefined): string[] {
   const issues: string[] = [];
   const sources = new Map<string, number>();
   const targets = new Map<string, number>();
-  config.tables.forEach((t, i) => {
+  tables.forEach((t, i) => {
+    if (t === undefined) return;
     const seen = sources.get(t.source);
     if (seen !== undefined) issues.push(`tables[${i}].source: "${t.source}" is already configured at tables[${seen}]`);
     else sources.set(t.source, i);
@@ -390,7 +422,31 @@ function tableIssues(config: TidemarkConfig): string[] {
       }
     }
   });
-  if (targets.has(config.statusTable)) issues.push(`statusTable: "${config.statusTable}" is also a target table`);
+  if (statusTable !== undefined && targets.has(statusTable)) issues.push(`statusTable: "${statusTable}" is also a target table`);
+  return issues;
+}
+
+/** Every table of a transaction group is configured and in one group only; group names are distinct. */
+function transactionIssues(config: TidemarkConfig): string[] {
+  const sources = new Set(config.tables.map((t) => t.source));
+  const issues: string[] = [];
+  const names = new Map<string, number>();
+  const grouped = new Map<string, string>();
+  config.transactions.groups.forEach((g, i) => {
+    const seen = names.get(g.name);
+    if (seen !== undefined) issues.push(`transactions.groups[${i}].name: "${g.name}" is already used by transactions.groups[${seen}]`);
+    else names.set(g.name, i);
+    g.tables.forEach((t, j) => {
+      const path = `transactions.groups[${i}].tables[${j}]`;
+      if (!sources.has(t)) {
+        const hint = closestField(t, [...sources.keys()]);
+        issues.push(`${path}: "${t}" is not a configured table${hint ? ` (did you mean "${hint}"?)` : ''}`);
+      }
+      const other = grouped.get(t);
+      if (other !== undefined) issues.push(`${path}: "${t}" is already in group "${other}"`);
+      else grouped.set(t, g.name);
+    });
+  });
   return issues;
 }
 
@@ -400,19 +456,27 @@ function tableIssues(config: TidemarkConfig): string[] {
  * so an empty or overlapping one would widen a grant (an empty `replay.jobsPrefix` once gave the
  * replay and erase roles the whole bucket) or expire raw.
  */
-function prefixIssues(config: TidemarkConfig): string[] {
+interface PrefixFields {
+  readonly raw: Pick<TidemarkConfig['raw'], 'prefix' | 'quarantinePrefix'> & { readonly bucket?: string };
+  readonly replay?: Pick<TidemarkConfig['replay'], 'jobsPrefix' | 'onFailureBucket'>;
+  readonly jobs?: Pick<TidemarkConfig['jobs'], 'reportPrefix'>;
+  readonly history?: Pick<TidemarkConfig['history'], 'prefix'>;
+}
+
+function prefixIssues(config: PrefixFields): string[] {
   const { prefix, quarantinePrefix } = config.raw;
   const issues: string[] = [];
   const overlaps = (a: string, b: string) => a.startsWith(b) || b.startsWith(a);
   const prefixes: [string, string][] = [
     ['raw.prefix', prefix],
     ['raw.quarantinePrefix', quarantinePrefix],
-    ['replay.jobsPrefix', config.replay.jobsPrefix],
-    ['jobs.reportPrefix', config.jobs.reportPrefix],
-    ['history.prefix', config.history.prefix],
   ];
+  // Sections that did not parse (partialIssues) are left out.
+  if (config.replay) prefixes.push(['replay.jobsPrefix', config.replay.jobsPrefix]);
+  if (config.jobs) prefixes.push(['jobs.reportPrefix', config.jobs.reportPrefix]);
+  if (config.history) prefixes.push(['history.prefix', config.history.prefix]);
   // Lambda writes failed batches under aws/lambda/ of the on-failure bucket, the raw bucket by default.
-  if (config.replay.onFailureBucket === undefined || config.replay.onFailureBucket === config.raw.bucket) prefixes.push(['the on-failure destination', ON_FAILURE_PREFIX]);
+  if (config.replay?.onFailureBucket === undefined || config.replay.onFailureBucket === config.raw.bucket) prefixes.push(['the on-failure destination', ON_FAILURE_PREFIX]);
   for (const [field, value] of prefixes) {
     if (value === '') issues.push(`${field}: must not be empty (it would cover the whole bucket)`);
     else if (value.startsWith('/')) issues.push(`${field}: "${value}" must not start with "/"`);
@@ -458,13 +522,27 @@ export function parseConfig(input: unknown, sourceName = 'config'): TidemarkConf
   const result = ConfigSchema.safeParse(input);
   if (!result.success) {
     throw new ConfigError(
-      result.error.issues.map((issue) => `${formatPath(issue.path)}: ${issue.message}`),
+      [...result.error.issues.map((issue) => `${formatPath(issue.path)}: ${issue.message}`), ...partialIssues(input)],
       sourceName,
     );
   }
-  const issues = [...tableIssues(result.data), ...prefixIssues(result.data), ...sourceIssues(result.data, input)];
+  const issues = [...tableIssues(result.data.tables, result.data.statusTable), ...transactionIssues(result.data), ...prefixIssues(result.data), ...sourceIssues(result.data, input)];
   if (issues.length > 0) throw new ConfigError(issues, sourceName);
   return result.data;
+}
+
+/**
+ * The cross-field rules over the parts of an input that did parse, when another part did not, so
+ * that one run reports every problem: a duplicate `source` and a `"prefix": "/raw"` show up next to
+ * a schema error elsewhere instead of after it is fixed.
+ */
+function partialIssues(input: unknown): string[] {
+  if (typeof input !== 'object' || input === null) return [];
+  const fields = input as { tables?: unknown; raw?: unknown; statusTable?: unknown };
+  const tables = Array.isArray(fields.tables) ? fields.tables.map((t) => TableInput.safeParse(t).data) : [];
+  const raw = RawInput.safeParse(fields.raw).data;
+  const statusTable = typeof fields.statusTable === 'string' ? fields.statusTable : undefined;
+  return [...tableIssues(tables, statusTable), ...(raw ? prefixIssues({ raw }) : [])];
 }
 
 /** Reads and validates a config file. */

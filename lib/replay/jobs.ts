@@ -40,6 +40,7 @@ import { handlerCode } from '../handler-asset.js';
 import { encryptStateMachine, freshTableKeyStatement } from '../encryption.js';
 import { KEY_ACTIONS, tableStatements } from '../ingest-function.js';
 import type { RawStore } from '../raw-store.js';
+import { jobOutputsPrefix } from '../../functions/adapters/raw-layout.js';
 import { ERASE_FUNCTION, eraseDefinition, REPLAY_FUNCTION, replayDefinition } from './definitions.js';
 
 /** What replay does to the items of a live or fresh table: guarded writes (with their pre-reads) and the diff's scan. */
@@ -167,11 +168,19 @@ export class ReplayJobs extends Construct {
       new iam.PolicyStatement({ sid: 'NotTheStatusTable', effect: iam.Effect.DENY, actions: STATUS_TABLE_DENIED, resources: [currentState.statusTable.tableArn] }),
     ]);
     const erase = this.jobFunction('Erase', `${config.name}-erase`, 'erase', props.entries?.erase, jobProps, [
-      // Raw, quarantine, the jobs' runs, and the failed batches Lambda keeps under aws/lambda/: every copy of a key.
+      // Raw, quarantine, the jobs' runs and reports, and the failed batches Lambda keeps under aws/lambda/: every copy of a key.
       statement(
         'RewriteRawAndQuarantine',
         ['s3:GetObject', 's3:PutObject', 's3:DeleteObject', 's3:DeleteObjectVersion'],
-        [rawStore.objectsUnder(raw.prefix), rawStore.objectsUnder(raw.quarantinePrefix), rawStore.objectsUnder(jobs), rawStore.objectsUnder(config.replay.onFailurePrefix)],
+        [
+          rawStore.objectsUnder(raw.prefix),
+          rawStore.objectsUnder(raw.quarantinePrefix),
+          rawStore.objectsUnder(jobs),
+          rawStore.objectsUnder(config.jobs.reportPrefix),
+          // The jobs' SQL outputs (reconcile findings, snapshot orphans) name keys too.
+          rawStore.objectsUnder(jobOutputsPrefix(config.history.prefix)),
+          rawStore.objectsUnder(config.replay.onFailurePrefix),
+        ],
       ),
       statement('ListRawAndVersions', ['s3:ListBucket', 's3:ListBucketVersions'], [rawStore.bucket.bucketArn]),
       ...tableStatements(this, 'EraseItem', ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:DeleteItem'], targetNames),
@@ -285,7 +294,7 @@ export class ReplayJobs extends Construct {
     const { raw, replay, name } = props.config;
     const prefixes: [lambda.Function, string[]][] = [
       [this.replayFunction, [raw.prefix, replay.jobsPrefix, `${raw.prefix}spill/`]],
-      [this.eraseFunction, [raw.prefix, raw.quarantinePrefix, replay.jobsPrefix, replay.onFailurePrefix]],
+      [this.eraseFunction, [raw.prefix, raw.quarantinePrefix, replay.jobsPrefix, props.config.jobs.reportPrefix, replay.onFailurePrefix]],
     ];
     for (const [fn, list] of prefixes) {
       const role = fn.role;

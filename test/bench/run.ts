@@ -34,6 +34,7 @@ import { countSends } from './count-sends.js';
 import { comparisonTable, measurePlanning } from './report.js';
 import { checkState, expectedState } from './state.js';
 import { generateWorkload, type Workload } from './workload.js';
+import { startupSection } from './startup.js';
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -112,6 +113,8 @@ async function main(): Promise<number> {
   console.log('');
   const redelivery = await measureRedelivery({ config: base, events: opts.events, keys: opts.keys, batch: opts.batch, seed: opts.seed });
   for (const line of redelivery.lines) console.log(line);
+  console.log('');
+  startupSection((line) => console.log(line), opts.quick ? 5 : 15);
   console.log(`(CPU goals measured in ${Math.round((performance.now() - goalsStarted) / 1000)} s)`);
   if (opts.cpuOnly) return 0;
   console.log('');

@@ -118,3 +118,43 @@ export class PgHistory {
     return out;
   }
 }
+
+/** One change of a {@link pgTransaction}. */
+export interface PgTxChange {
+  readonly table: string;
+  readonly op: PgOp;
+  readonly key: JsonObject;
+  readonly row?: JsonObject | null;
+}
+
+/**
+ * A source transaction as Debezium PostgreSQL writes it with `provide.transaction.metadata=true`
+ * (https://debezium.io/documentation/reference/stable/connectors/postgresql.html#postgresql-transaction-metadata):
+ * a BEGIN marker `{status: "BEGIN", id: "<txId>:<lsn>", event_count: null, data_collections: null}`,
+ * the data events, each with `transaction: {id, total_order, data_collection_order}`, and an END
+ * marker with `event_count` and `data_collections: [{data_collection, event_count}]`. Positions are
+ * `[lastCommitLsn, lsn]` with LSNs from `firstLsn` on, 8 apart; the END's LSN is the commit LSN.
+ */
+export function pgTransaction(txId: number, lastCommitLsn: number, firstLsn: number, changes: readonly PgTxChange[]): { begin: JsonObject; events: JsonObject[]; end: JsonObject; commitLsn: number; positions: string[] } {
+  const perTable = new Map<string, number>();
+  let lsn = firstLsn;
+  const positions: string[] = [];
+  const events = changes.map((c, i) => {
+    const collection = `public.${c.table}`;
+    const order = (perTable.get(collection) ?? 0) + 1;
+    perTable.set(collection, order);
+    const row = c.op === 'd' ? null : { ...c.key, ...(c.row ?? {}) };
+    const message = pgMessage({ table: c.table, op: c.op, before: c.op === 'd' ? { ...c.key } : null, after: row, lsn, lastCommitLsn, txId });
+    positions.push(pgPosition(lastCommitLsn, lsn));
+    lsn += 8;
+    return { ...message, transaction: { id: `${txId}:${lsn - 8}`, total_order: i + 1, data_collection_order: order } };
+  });
+  const marker = (status: 'BEGIN' | 'END') => ({
+    status,
+    id: `${txId}:${status === 'BEGIN' ? firstLsn : lsn}`,
+    event_count: status === 'END' ? changes.length : null,
+    data_collections: status === 'END' ? [...perTable].map(([data_collection, event_count]) => ({ data_collection, event_count })) : null,
+    ts_ms: 1_735_732_800_000,
+  });
+  return { begin: marker('BEGIN'), events, end: marker('END'), commitLsn: lsn, positions };
+}

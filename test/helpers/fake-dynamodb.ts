@@ -7,8 +7,13 @@
  *   `ReturnValuesOnConditionCheckFailure` is `ALL_OLD`, and costs one write unit;
  * - the validation errors a wrong command gets: a path set twice or set and removed ("Two document
  *   paths overlap"), a key attribute in SET, an expression over 4 KB, an item over 400 KB;
- * - consumed capacity: 1 WCU per KB written, 1 RCU per 4 KB read consistently (half eventually).
- * Pass it wherever a DynamoDBClient is expected: `fake.client`.
+ * - consumed capacity: 1 WCU per KB written, 1 RCU per 4 KB read consistently (half eventually);
+ * - TransactWriteItems of Puts: all conditions are evaluated first, and if any fails nothing is
+ *   written and TransactionCanceledException lists a reason per item (`ConditionalCheckFailed` with
+ *   the stored item under ALL_OLD, else `None`); at most 100 items, no two on one item, 4 MB in all;
+ *   2 WCU per KB per item.
+ * `fault` lets a test fail any command before it runs; `afterWrite` sees every state a write
+ * leaves (a reader between requests). Pass it wherever a DynamoDBClient is expected: `fake.client`.
  */
 import {
   type AttributeValue,
@@ -21,6 +26,9 @@ import {
   type GetItemCommandInput,
   PutItemCommand,
   type PutItemCommandInput,
+  TransactionCanceledException,
+  TransactWriteItemsCommand,
+  type TransactWriteItemsCommandInput,
   UpdateItemCommand,
   type UpdateItemCommandInput,
 } from '@aws-sdk/client-dynamodb';
@@ -64,6 +72,10 @@ function setOwn(target: Item, name: string, value: AttributeValue): void {
 export interface FakeOptions {
   /** Leave this many keys of each BatchGetItem unprocessed, for the next `n` BatchGetItem calls. */
   unprocessedBatchGets?: number;
+  /** Called before each command runs; an error it returns is thrown instead (nothing is written). */
+  fault?: (name: string, input: unknown) => Error | undefined;
+  /** Called after each write that changed the store (PutItem, UpdateItem, TransactWriteItems). */
+  afterWrite?: (fake: FakeDynamoDB) => void;
 }
 
 export class FakeDynamoDB {
@@ -73,8 +85,10 @@ export class FakeDynamoDB {
   readonly calls: { name: string; input: unknown }[] = [];
   readonly client: DynamoDBClient;
   unprocessedBatchGets: number;
+  private readonly options: FakeOptions;
 
   constructor(tables: readonly TableConfig[], options: FakeOptions = {}) {
+    this.options = options;
     for (const t of tables) {
       const layout = keyLayout(t);
       this.keyNames.set(t.target, layout.sortKey ? [layout.partitionKey.name, layout.sortKey.name] : [layout.partitionKey.name]);
@@ -103,12 +117,48 @@ export class FakeDynamoDB {
     if (cmd instanceof UpdateItemCommand) return this.record('UpdateItem', cmd.input, () => this.updateItem(cmd.input));
     if (cmd instanceof GetItemCommand) return this.record('GetItem', cmd.input, () => this.getItem(cmd.input));
     if (cmd instanceof BatchGetItemCommand) return this.record('BatchGetItem', cmd.input, () => this.batchGetItem(cmd.input));
+    if (cmd instanceof TransactWriteItemsCommand) return this.record('TransactWriteItems', cmd.input, () => this.transactWriteItems(cmd.input));
     throw new Error(`fake DynamoDB does not implement ${String((cmd as object)?.constructor?.name)}`);
   }
 
   private record<T>(name: string, input: unknown, run: () => T): T {
     this.calls.push({ name, input });
-    return run();
+    const fault = this.options.fault?.(name, input);
+    if (fault) throw fault;
+    const out = run();
+    if (name === 'PutItem' || name === 'UpdateItem' || name === 'TransactWriteItems') this.options.afterWrite?.(this);
+    return out;
+  }
+
+  private transactWriteItems(input: TransactWriteItemsCommandInput) {
+    const actions = input.TransactItems ?? [];
+    if (actions.length === 0 || actions.length > 100) throw new ValidationException('Member must have length less than or equal to 100');
+    const puts = actions.map((a) => {
+      if (!a.Put) throw new ValidationException('fake DynamoDB transactions take Put actions only');
+      return a.Put;
+    });
+    const ids = puts.map((p) => `${p.TableName}\u0000${this.keyOf(p.TableName ?? '', p.Item ?? {})}`);
+    if (new Set(ids).size !== ids.length) throw new ValidationException('Transaction request cannot include multiple operations on one item');
+    if (puts.reduce((n, p) => n + itemSize(p.Item ?? {}), 0) > 4 * 1024 * 1024) throw new ValidationException('Transaction request size has exceeded the maximum allowed size');
+    const reasons = puts.map((p) => {
+      checkExpression(p.ConditionExpression);
+      if (itemSize(p.Item ?? {}) > MAX_ITEM_BYTES) return { Code: 'ValidationError', Message: 'Item size has exceeded the maximum allowed size' };
+      const old = this.table(p.TableName).get(this.keyOf(p.TableName ?? '', p.Item ?? {}));
+      if (p.ConditionExpression === undefined || evaluate(p.ConditionExpression, old ?? {}, p.ExpressionAttributeNames ?? {}, p.ExpressionAttributeValues ?? {})) return { Code: 'None' };
+      return { Code: 'ConditionalCheckFailed', Message: 'The conditional request failed', ...(p.ReturnValuesOnConditionCheckFailure === 'ALL_OLD' && old ? { Item: clone(old) } : {}) };
+    });
+    if (reasons.some((r) => r.Code !== 'None')) {
+      throw new TransactionCanceledException({ message: `Transaction cancelled, please refer cancellation reasons for specific reasons [${reasons.map((r) => r.Code).join(', ')}]`, $metadata: {}, CancellationReasons: reasons });
+    }
+    const consumed = new Map<string, number>();
+    for (const p of puts) {
+      const table = this.table(p.TableName);
+      const id = this.keyOf(p.TableName ?? '', p.Item ?? {});
+      const old = table.get(id);
+      table.set(id, clone(p.Item ?? {}));
+      consumed.set(p.TableName ?? '', (consumed.get(p.TableName ?? '') ?? 0) + 2 * writeUnits(old, p.Item ?? {}));
+    }
+    return { ConsumedCapacity: [...consumed].map(([TableName, CapacityUnits]) => ({ TableName, CapacityUnits })) };
   }
 
   private table(name: string | undefined): Map<string, Item> {

@@ -5,6 +5,7 @@
  */
 import {
   DeleteObjectCommand,
+  DeleteObjectsCommand,
   GetObjectCommand,
   HeadObjectCommand,
   ListObjectsV2Command,
@@ -108,6 +109,12 @@ export function fakeS3(options: { brokenDelimiter?: boolean; pageSize?: number }
     if (kept.length > 0) objects.set(input.Key, kept);
     else objects.delete(input.Key);
     return {};
+  });
+  mock.on(DeleteObjectsCommand).callsFake((input) => {
+    const keys = ((input.Delete?.Objects ?? []) as { Key?: string }[]).map((o) => o.Key ?? '');
+    calls.push(`DeleteMany ${keys.length}`);
+    for (const key of keys) objects.delete(key);
+    return input.Delete?.Quiet ? {} : { Deleted: keys.map((Key: string) => ({ Key })) };
   });
   const listing = (prefix: string) => [...objects.keys()].filter((k) => k.startsWith(prefix)).sort();
   mock.on(ListObjectsV2Command).callsFake((input) => {

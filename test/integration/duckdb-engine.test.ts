@@ -10,7 +10,7 @@ import { gunzipSync, gzipSync } from 'node:zlib';
 import { after, before, describe, it } from 'node:test';
 import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { DuckDbEngine } from '../../bin/local/duckdb-engine.js';
-import { listKeys } from '../../bin/local/duckdb-store.js';
+import { listObjectKeys as listKeys } from '../../functions/adapters/s3-list.js';
 import { parseConfig, type TidemarkConfig } from '../../lib/config/config.js';
 import { bucketOf, buildStatements, HOUR_MS } from '../../functions/sql/index.js';
 import { pos } from '../helpers/history-rows.js';

@@ -17,7 +17,7 @@ import { GetObjectCommand, HeadObjectCommand, PutObjectCommand } from '@aws-sdk/
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { duckdbAthenaHandler } from '../../bin/local/athena-local.js';
 import { DuckDbEngine } from '../../bin/local/duckdb-engine.js';
-import { listKeys } from '../../bin/local/duckdb-store.js';
+import { listObjectKeys as listKeys } from '../../functions/adapters/s3-list.js';
 import { runLocalStateMachine } from '../../bin/local/stepfunctions.js';
 import type { JsonValue } from '../../functions/core/json.js';
 import { queryAt, storeQueries } from '../../functions/jobs/queries.js';

@@ -84,9 +84,15 @@ describe('tidemark replay / erase commands', { skip: process.env.TIDEMARK_TARGET
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
+  /** The `--json` contract: the last line is `{"summary":{…}}`. */
+  const summaryOf = (lines: readonly Record<string, unknown>[]) => lines.at(-1)?.summary as Record<string, unknown> | undefined;
+
   it('replay --json prints one summary line: an applied window costs 0 write units', async () => {
-    const [summary] = await tidemark('replay', '--table', 'public.customers', '--json');
+    const lines = await tidemark('replay', '--table', 'public.customers', '--json');
+    assert.equal(lines.length, 1);
+    const summary = summaryOf(lines);
     assert.equal(summary?.command, 'replay');
+    assert.equal(lines[0]?.command, 'replay', 'the flat shape of before stays readable for a release');
     assert.equal(summary?.into, 'live');
     assert.equal(summary?.records, 6);
     assert.equal(summary?.writeUnits, 0);
@@ -98,12 +104,12 @@ describe('tidemark replay / erase commands', { skip: process.env.TIDEMARK_TARGET
     const customers = config.tables[0] as TableConfig;
     for (const id of [4, 5]) await target.clients.dynamodb.send(new DeleteItemCommand({ TableName: customers.target, Key: { id: { N: String(id) } } }));
     writeFileSync(join(dir, 'keys.jsonl'), '{"id": "4"}\n');
-    const [summary] = await tidemark('replay', '--table', 'public.customers', '--keys', join(dir, 'keys.jsonl'), '--json');
+    const summary = summaryOf(await tidemark('replay', '--table', 'public.customers', '--keys', join(dir, 'keys.jsonl'), '--json'));
     assert.equal(summary?.applied, 1);
     assert.equal(summary?.unselected, 5);
     assert.equal((await getRow(target.clients.dynamodb, customers, { id: 4 }))?.name, 'c4');
     assert.equal(await getRow(target.clients.dynamodb, customers, { id: 5 }), null);
-    const [all] = await tidemark('replay', '--all', '--json');
+    const all = summaryOf(await tidemark('replay', '--all', '--json'));
     assert.equal(all?.applied, 1);
   });
 
@@ -115,7 +121,7 @@ describe('tidemark replay / erase commands', { skip: process.env.TIDEMARK_TARGET
       assert.equal(k.action, 'duplicate');
       assert.equal(k.stored, k.winner);
     }
-    assert.deepEqual(lines.at(-1)?.actions, { duplicate: 6 });
+    assert.deepEqual(summaryOf(lines)?.actions, { duplicate: 6 });
   });
 
   it('replay --from-dlq reads the local on-failure file (Lambda S3-destination shape) and re-ingests the batch', async () => {
@@ -140,7 +146,7 @@ describe('tidemark replay / erase commands', { skip: process.env.TIDEMARK_TARGET
       join(dir, '.tidemark', 'on-failure', 'rcli.jsonl'),
       `${JSON.stringify({ version: '1.0', requestContext: { condition: 'RetryAttemptsExhausted' }, KinesisBatchInfo: { shardId: 'shardId-000000000000', startSequenceNumber: r.transport.sequence, endSequenceNumber: r.transport.sequence, batchSize: 1, streamArn: 'arn:aws:kinesis:us-east-1:000000000000:stream/rcli' }, payload: JSON.stringify(payload) })}\n`,
     );
-    const [summary] = await tidemark('replay', '--from-dlq', '--json');
+    const summary = summaryOf(await tidemark('replay', '--from-dlq', '--json'));
     assert.equal(summary?.source, 'dlq');
     assert.equal(summary?.reingested, 1);
     assert.equal((summary?.ingest as { applied?: number } | undefined)?.applied, 1);
@@ -149,11 +155,16 @@ describe('tidemark replay / erase commands', { skip: process.env.TIDEMARK_TARGET
   });
 
   it('erase --json, then erase --list shows the keyed hash and reason, never the key', async () => {
-    const [summary] = await tidemark('erase', '--table', 'public.customers', '--key', '{"id": 3}', '--reason', 'ticket 77', '--json');
+    const [line] = await tidemark('erase', '--table', 'public.customers', '--key', '{"id": 3}', '--reason', 'ticket 77', '--json');
+    const summary = line?.summary as Record<string, unknown> | undefined;
     assert.equal(summary?.command, 'erase');
-    assert.equal(summary?.itemDeleted, true);
+    assert.equal(summary?.itemsDeleted, 1);
+    assert.equal(summary?.rawObjectsRewritten, 1);
+    assert.equal(typeof summary?.versionsRemoved, 'number');
     assert.equal(summary?.linesRemoved, 1);
-    const list = await tidemark('erase', '--list', '--json');
+    // The names of before, at the top level, for one release.
+    assert.deepEqual([line?.command, line?.itemDeleted, line?.objectsRewritten], ['erase', true, 1]);
+    const list = (await tidemark('erase', '--list', '--json')).filter((l) => l.summary === undefined);
     assert.equal(list.length, 1);
     assert.equal(list[0]?.reason, 'ticket 77');
     assert.equal(list[0]?.table, 'public.customers');

@@ -5,8 +5,8 @@
  * Oracle and Db2 schema-change topic `<prefix>`, value `{source, databaseName, schemaName, ddl,
  * tableChanges}`). They are kept in raw, never applied as rows.
  */
-import { isJsonObject, type JsonObject, type JsonValue } from '../json.js';
-import type { ControlEvent, InboundMessage } from '../types.js';
+import { isJsonObject, type JsonObject, type JsonValue, toBigInt } from '../json.js';
+import type { ControlEvent, InboundMessage, TxMember } from '../types.js';
 import { pgMessagePosition } from './debezium-positions.js';
 import { controlEvent, epochMsOrNull, idText } from './kit.js';
 
@@ -41,6 +41,24 @@ export function isHeartbeat(message: InboundMessage): boolean {
 export function transactionGroupId(id: string): string {
   const m = /^(\d+):\d+$/.exec(id);
   return m?.[1] ?? id;
+}
+
+/** A 1-based order of transaction metadata (int64, quoted as a string in the docs' examples), or null. */
+export function txOrder(value: JsonValue | undefined): number | null {
+  const n = toBigInt(value);
+  return n === undefined || n < 1n || n > BigInt(Number.MAX_SAFE_INTEGER) ? null : Number(n);
+}
+
+/**
+ * A data event's `transaction` block `{id, total_order, data_collection_order}` (present with
+ * `provide.transaction.metadata=true`), as the event's membership, grouped by the same id its
+ * BEGIN/END markers carry ({@link transactionGroupId}). Null when the block is absent or has no id.
+ *
+ *   {id: "769:33228700", total_order: 1, data_collection_order: 1} → {id: "769", order: 1, collectionOrder: 1}
+ */
+export function transactionMember(transaction: JsonValue | undefined): TxMember | null {
+  if (!isJsonObject(transaction) || typeof transaction.id !== 'string' || transaction.id === '') return null;
+  return { id: transactionGroupId(transaction.id), order: txOrder(transaction.total_order), collectionOrder: txOrder(transaction.data_collection_order) };
 }
 
 /** Decodes a BEGIN/END transaction-metadata value into a `tx-begin`/`tx-end` control event. */

@@ -32,6 +32,7 @@ import { NO_POSITION, type Position, sourcePosition } from '../position.js';
 import { type ChangeEvent, type FormatDecoder, type InboundMessage, isRowOp, type Key, type NormalizedEvent, type RowOp } from '../types.js';
 import { changeEvent, decodeError, msOf, own, put, textOf, transportOrder } from './kit.js';
 import { parseExtJson, parseExtJsonDocument, toPlain } from './mongo-extjson.js';
+import { transactionMember } from './debezium-control.js';
 
 const FORMAT = 'debezium-mongodb';
 
@@ -316,6 +317,7 @@ function decodeEvent(message: InboundMessage, value: JsonObject): ChangeEvent {
     txid: txidOf(source),
     commitTs: msOf(source.ts_ms),
     snapshot: snapshotOf(rowOp, source.snapshot),
+    tx: transactionMember(value.transaction),
   });
 }
 

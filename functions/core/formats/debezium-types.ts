@@ -228,3 +228,32 @@ export function envelopeFieldSchema(valueSchema: JsonObject | null, field: strin
   const f = structFields(valueSchema).get(field);
   return f && f.type === 'struct' ? f : undefined;
 }
+
+/** The DynamoDB attribute type a value is stored as: number, string, boolean, map, list. */
+export type StoredKind = 'N' | 'S' | 'BOOL' | 'M' | 'L';
+
+const NUMERIC_TYPES = new Set(['int8', 'int16', 'int32', 'int64', 'float32', 'float64', 'float', 'double']);
+
+/**
+ * How a column of this field schema is stored once {@link decodeValue} has decoded it: decimals
+ * as numbers, dates, times and timestamps as ISO text, other named types (`ZonedTimestamp`, `Json`,
+ * `Enum`, …) by their base type, bytes as base64 text. Schema drift compares these.
+ *
+ *   {type: "int64", name: "io.debezium.time.MicroTimestamp"} → "S";  {type: "bytes", name: "…Decimal"} → "N"
+ */
+export function storedKindOfField(field: JsonObject): StoredKind {
+  const name = typeof field.name === 'string' ? field.name : undefined;
+  if (name === DECIMAL || name === VARIABLE_SCALE_DECIMAL) return 'N';
+  if (name !== undefined && (lookup(TIMESTAMPS, name) !== undefined || lookup(TIMES, name) !== undefined || DATES.has(name))) return 'S';
+  if (typeof field.type === 'string' && NUMERIC_TYPES.has(field.type)) return 'N';
+  if (field.type === 'boolean') return 'BOOL';
+  if (field.type === 'struct' || field.type === 'map') return 'M';
+  if (field.type === 'array') return 'L';
+  return 'S';
+}
+
+/** A field's declared type as the drift report names it: its logical name's last part, else its type (`Decimal`, `int32`). */
+export function declaredTypeOfField(field: JsonObject): string {
+  if (typeof field.name === 'string' && field.name !== '') return field.name.slice(field.name.lastIndexOf('.') + 1);
+  return typeof field.type === 'string' ? field.type : 'unknown';
+}

@@ -20,7 +20,7 @@
  */
 import { isJsonObject, type JsonObject, type JsonValue } from '../json.js';
 import { type ChangeEvent, type DecodeContext, type FormatDecoder, type InboundMessage, isRowOp, type NormalizedEvent, type RowOp } from '../types.js';
-import { decodeHeartbeat, decodeMessageEvent, decodeSchemaChange, decodeTransaction, isHeartbeat, isSchemaChange, isTransactionMetadata } from './debezium-control.js';
+import { decodeHeartbeat, decodeMessageEvent, decodeSchemaChange, decodeTransaction, isHeartbeat, isSchemaChange, isTransactionMetadata, transactionMember } from './debezium-control.js';
 import { bestKey, isSnapshotMarker } from './debezium-fields.js';
 import { placeholderColumns } from './debezium-placeholders.js';
 import { CONNECTOR_RULES, CONNECTORS, type Connector, connectorOf, unsupportedConnector } from './debezium-connectors.js';
@@ -99,6 +99,8 @@ function decodeChange(message: InboundMessage, ctx: DecodeContext, value: JsonOb
     txid: CONNECTOR_RULES[connector].txid(source, value.transaction),
     commitTs: CONNECTOR_RULES[connector].commitTs(source),
     snapshot: op === 'r' || isSnapshotMarker(source.snapshot),
+    tx: transactionMember(value.transaction),
+    rowSchema: afterSchema ?? null,
   });
 }
 

@@ -13,12 +13,15 @@
  * - Position: DMS carries no comparable position (`stream-position` is opaque and engine-specific),
  *   so every event takes transport order (shard / partition): weak ordering, duplicates happen.
  * - commitTs: `metadata.commit-timestamp` (only with IncludeTransactionDetails), else null.
+ * - Transaction: `transaction-id` and, with IncludeTransactionDetails, `transaction-record-id` and
+ *   the `prev-transaction-*` pair, which says the previous transaction is complete (core/transactions.ts).
  *   `metadata.timestamp` is when DMS built the message and is never used.
  * - Key: built from the configured key columns when the table is configured (values from `data`,
  *   then the before image); DMS messages do not name their PK columns.
  */
 import { isJsonObject, type JsonObject } from '../json.js';
-import type { DecodeContext, FormatDecoder, InboundMessage, NormalizedEvent, RowOp } from '../types.js';
+import type { DecodeContext, FormatDecoder, InboundMessage, NormalizedEvent, RowOp, TxMember } from '../types.js';
+import { txOrder } from './debezium-control.js';
 import { changeEvent, controlEvent, decodeError, keyFromImages, lookup, textOf, transportOrder, truncateEvent } from './kit.js';
 
 const FORMAT = 'dms';
@@ -52,6 +55,26 @@ function commitTsOf(meta: JsonObject): number | null {
   if (ts === undefined || ts === null) return null;
   if (typeof ts !== 'string') throw decodeError('bad-field', 'dms "metadata.commit-timestamp" must be a timestamp string');
   return parseDmsTimestamp(ts);
+}
+
+/**
+ * The record's transaction with `IncludeTransactionDetails`: `transaction-id`, the record's offset in
+ * it (`transaction-record-id`, 1-based in the documented examples) and, when it names them, the
+ * previous transaction and the offset of that one's last record (`prev-transaction-id`,
+ * `prev-transaction-record-id`): the previous transaction is then complete. Null without a
+ * transaction id.
+ */
+function transactionOf(meta: JsonObject): TxMember | null {
+  const id = textOf(meta['transaction-id']);
+  if (id === null) return null;
+  const previousId = textOf(meta['prev-transaction-id']);
+  const lastOrder = txOrder(meta['prev-transaction-record-id']);
+  return {
+    id,
+    order: txOrder(meta['transaction-record-id']),
+    collectionOrder: null,
+    ...(previousId !== null && lastOrder !== null ? { previous: { id: previousId, lastOrder } } : {}),
+  };
 }
 
 function controlRecord(message: InboundMessage, value: JsonObject, meta: JsonObject): NormalizedEvent {
@@ -111,6 +134,7 @@ export const dms: FormatDecoder = {
         position: transportOrder(message),
         txid: textOf(meta['transaction-id']),
         commitTs: commitTsOf(meta),
+        tx: transactionOf(meta),
       }),
     ];
   },

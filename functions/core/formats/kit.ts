@@ -17,7 +17,7 @@ import { DecodeError, type ErrorContext } from '../errors.js';
 import { isJsonObject, isLosslessNumber, type JsonObject, type JsonValue, LosslessNumber, toBigInt } from '../json.js';
 import { type Position, transportPosition } from '../position.js';
 import type { QuarantineReason } from '../reasons.js';
-import type { ChangeEvent, ControlEvent, ControlKind, DecodeContext, InboundMessage, Key, Patch, Row, RowOp } from '../types.js';
+import type { ChangeEvent, ControlEvent, ControlKind, DecodeContext, InboundMessage, Key, Patch, Row, RowOp, TxMember } from '../types.js';
 
 /** A DecodeError with a reason from the closed vocabulary (reasons.ts). */
 export function decodeError(reason: QuarantineReason, message: string, options?: ErrorOptions & { context?: ErrorContext }): DecodeError {
@@ -38,6 +38,10 @@ export interface ChangeInit {
   readonly commitTs?: number | null;
   /** @default op === 'r' */
   readonly snapshot?: boolean;
+  /** Membership in a source transaction; left out of the event when absent. */
+  readonly tx?: TxMember | null;
+  /** The declared schema of the after image; left out of the event when absent. */
+  readonly rowSchema?: JsonObject | null;
 }
 
 /** A row change. A delete never keeps an after image. */
@@ -56,6 +60,8 @@ export function changeEvent(init: ChangeInit): ChangeEvent {
     txid: init.txid ?? null,
     commitTs: init.commitTs ?? null,
     snapshot: init.snapshot ?? init.op === 'r',
+    ...(init.tx ? { tx: init.tx } : {}),
+    ...(init.rowSchema ? { rowSchema: init.rowSchema } : {}),
   };
 }
 

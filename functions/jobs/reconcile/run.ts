@@ -31,6 +31,7 @@ import { readFrontier } from '../history/compaction.js';
 import { type StoredQueries, storeQueries } from '../queries.js';
 import { configQueryRefs, s3Uri } from '../sql-run.js';
 import { CRITICAL_CLASSES } from './classify.js';
+import { validateReconcileRequest } from '../inputs.js';
 import type { Finding, ReconcileReport, ReconcileRequest } from './types.js';
 
 export type { ReconcileReport } from './types.js';
@@ -107,6 +108,8 @@ async function putJson(s3: S3Client, bucket: string, key: string, value: unknown
 /** The request checked against the config: mode, tables, window hours and cutoff. */
 function checkedRequest(request: ReconcileRequest, config: JobDeps['config']): { mode: 'window' | 'full'; tables: string[]; hours: number; cutoffSeconds: number } {
   const settings = config.jobs.reconcile;
+  // Every problem of the input at once (functions/jobs/inputs.ts, the rules the CLI checks first).
+  validateReconcileRequest(config, request);
   const mode = request.mode ?? 'window';
   if (request.repair === true) throw new JobInputError('repair is not available on the SQL reconcile yet: re-apply the findings with `tidemark replay --keys` (docs/jobs.md)');
   if (mode !== 'window' && mode !== 'full') throw new JobInputError(`mode must be "window" or "full", got "${String(mode)}"`);

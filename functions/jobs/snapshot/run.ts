@@ -24,6 +24,7 @@ import { type StoredQueries, storeQueries } from '../queries.js';
 import { configQueryRefs, s3Uri } from '../sql-run.js';
 import { ANOMALY_KINDS, type Anomaly } from './anomalies.js';
 import type { SnapshotReport, SnapshotRequest, TableSnapshotResult } from './types.js';
+import { validateSnapshotRequest } from '../inputs.js';
 import { tombstoneOrphans } from './orphans.js';
 
 export type { SnapshotReport, SnapshotRequest, TableSnapshotResult } from './types.js';
@@ -46,6 +47,8 @@ export interface SnapshotPlan {
 
 export async function planSnapshotRun(request: SnapshotRequest, deps: JobDeps): Promise<SnapshotPlan> {
   const { config } = deps;
+  // Every problem of the input at once (functions/jobs/inputs.ts, the rules the CLI checks first).
+  validateSnapshotRequest(config, request);
   const tables = request.tables && request.tables.length > 0 ? [...new Set(request.tables)] : config.tables.map((t) => t.source);
   for (const t of tables) tableConfig(config, t);
   const hours = request.hours ?? config.jobs.snapshot.anomalies.historyHours;

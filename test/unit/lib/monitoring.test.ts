@@ -93,4 +93,22 @@ describe('telemetry contract and monitoring', () => {
     t.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'OffsetLag' });
     assert.equal(Object.keys(t.findResources('AWS::CloudWatch::Alarm', { Properties: { MetricName: 'IteratorAge' } })).length, 0);
   });
+
+  it('alarms on schema drift only when asked: changes the target cannot hold, or every change', () => {
+    const withDrift = (schemaDrift: 'off' | 'incompatible' | 'any') => monitoringTemplate(parseConfig({ ...configWith(2), alarms: { schemaDrift } }));
+    const driftAlarms = (t: Template) =>
+      Object.values(t.findResources('AWS::CloudWatch::Alarm')).flatMap((a) => (['SchemaIncompatibleChanges', 'SchemaChanges'].includes(String(a.Properties.MetricName)) ? [a.Properties] : []));
+    assert.deepEqual(driftAlarms(monitoringTemplate(configWith(2))), [], 'off by default');
+    assert.deepEqual(driftAlarms(withDrift('off')), []);
+    const incompatible = driftAlarms(withDrift('incompatible'));
+    assert.deepEqual(
+      incompatible.map((p) => [p.MetricName, p.Threshold, p.ComparisonOperator]),
+      [['SchemaIncompatibleChanges', 0, 'GreaterThanThreshold']],
+    );
+    assert.deepEqual(
+      driftAlarms(withDrift('any')).map((p) => p.MetricName),
+      ['SchemaChanges'],
+    );
+    assert.throws(() => parseConfig({ ...configWith(2), alarms: { schemaDrift: 'sometimes' } }), /schemaDrift/);
+  });
 });

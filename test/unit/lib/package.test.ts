@@ -1,18 +1,17 @@
 /**
- * tidemark as users get it: `npm pack` (which prebuilds the handler, the library and the CLI),
- * installed into a scratch CDK app outside the repository, then synthesized and `npx tidemark plan`.
- *
- * Offline, on purpose. The test first tries `npm install --offline` of the tarball in an empty
- * folder; here it cannot resolve the dependencies (npm's cache holds tarballs but not the registry
- * metadata), so it falls back, and says so in its output: the scratch app links each
- * already-installed dependency one by one (`node_modules/<name>` and `node_modules/@scope/<name>`
- * links; scope folders and `.bin` are real folders, so nothing can reach through a link into the
- * shared install) and installs only the tarball, by extracting it. npm is never run inside the
- * scratch app. No TypeScript, tsx or esbuild is used by the app, the construct or the CLI.
+ * tidemark as users get it: `npm pack` (which prebuilds the handlers, the library and the CLI),
+ * installed for real into a scratch CDK app outside the repository with `npm install` of the
+ * tarball (`--prefer-offline`: npm's cache first, the registry for the rest). There is no fallback:
+ * if the install fails, the test fails, and nothing ever links this repository's node_modules, so a
+ * package the code imports but package.json does not declare breaks here. Then the app is
+ * synthesized offline, and the installed CLI runs `plan`, `status --help` and `reconcile --help`,
+ * and says exactly what to install for the commands that need dev dependencies (the emulators, the
+ * local state-machine engine). No TypeScript, tsx or esbuild is used by the app, the construct or
+ * the CLI.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -20,26 +19,13 @@ import { PACKAGE_ROOT } from '../../../lib/defaults.js';
 
 const scratch = mkdtempSync(path.join(tmpdir(), 'tidemark-pack-'));
 after(() => rmSync(scratch, { recursive: true, force: true }));
+const quietEnv = { CDK_DISABLE_CLI_TELEMETRY: 'true', npm_config_fund: 'false', npm_config_audit: 'false', NODE_OPTIONS: '' };
 const run = (cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = {}) =>
-  execFileSync(cmd, args, { cwd, encoding: 'utf8', env: { ...process.env, npm_config_offline: 'true', CDK_DISABLE_CLI_TELEMETRY: 'true', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-
-/** Links every installed package except tidemark itself into `modules`, package by package. */
-function linkDependencies(source: string, modules: string): void {
-  mkdirSync(path.join(modules, '.bin'), { recursive: true });
-  for (const entry of readdirSync(source)) {
-    if (entry.startsWith('.') || entry === 'tidemark') continue;
-    if (entry.startsWith('@')) {
-      mkdirSync(path.join(modules, entry));
-      for (const pkg of readdirSync(path.join(source, entry))) symlinkSync(path.join(source, entry, pkg), path.join(modules, entry, pkg));
-    } else {
-      symlinkSync(path.join(source, entry), path.join(modules, entry));
-    }
-  }
-}
+  execFileSync(cmd, args, { cwd, encoding: 'utf8', env: { ...process.env, ...quietEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 1 << 26 });
 
 describe('the packed package in a scratch CDK app (offline)', () => {
   const packDir = path.join(scratch, 'pack');
-  let app = path.join(scratch, 'app');
+  const app = path.join(scratch, 'app');
   mkdirSync(packDir);
   mkdirSync(app);
 
@@ -60,32 +46,21 @@ describe('the packed package in a scratch CDK app (offline)', () => {
     assert.deepEqual(Object.keys(pkg.peerDependencies ?? {}).sort(), ['aws-cdk-lib', 'constructs']);
     assert.deepEqual(pkg.exports?.['.'], { types: './dist/lib/index.d.ts', import: './dist/lib/index.js' });
     assert.equal(pkg.private, undefined, 'a publishable package (npm publish refuses a private one)');
-    // First the ordinary way, in an empty folder (nothing shared to reach): npm install --offline.
-    const npmApp = path.join(scratch, 'npm-app');
-    mkdirSync(npmApp);
     const version = (name: string) => JSON.parse(readFileSync(path.join(PACKAGE_ROOT, 'node_modules', name, 'package.json'), 'utf8')).version as string;
     writeFileSync(
-      path.join(npmApp, 'package.json'),
+      path.join(app, 'package.json'),
       JSON.stringify({ name: 'scratch-cdk-app', private: true, type: 'module', dependencies: { tidemark: `file:${tarball}`, 'aws-cdk-lib': version('aws-cdk-lib'), constructs: version('constructs') } }),
     );
-    try {
-      run('npm', ['install', '--offline', '--no-audit', '--no-fund', '--ignore-scripts', '--loglevel=error'], npmApp);
-      app = npmApp;
-      console.log('installed the tarball with npm install --offline');
-      return;
-    } catch (err) {
-      const reason = String((err as { stderr?: string }).stderr ?? err).split('\n').find((l) => l.includes('npm error')) ?? String(err);
-      console.log(`npm install --offline cannot resolve the dependencies here (${reason.trim()}): linking the installed ones and installing only the tarball`);
-    }
-    const modules = path.join(app, 'node_modules');
-    linkDependencies(path.join(PACKAGE_ROOT, 'node_modules'), modules);
-    mkdirSync(path.join(modules, 'tidemark'));
-    run('tar', ['-xzf', tarball, '-C', path.join(modules, 'tidemark'), '--strip-components=1'], scratch);
-    symlinkSync('../tidemark/bin/tidemark.mjs', path.join(modules, '.bin', 'tidemark'));
+    // A real install of the tarball and what it declares: no fallback, no link to this repository.
+    run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts', '--loglevel=error'], app);
+    const installed = path.join(app, 'node_modules', 'tidemark');
+    assert.ok(existsSync(path.join(installed, 'dist', 'cli', 'main.mjs')), 'tidemark is installed from the tarball');
+    assert.ok(existsSync(path.join(installed, 'LICENSE')), 'the LICENSE ships');
+    assert.ok(!existsSync(path.join(app, 'node_modules', 'aws-local-stepfunctions')), 'dev dependencies are not installed');
+    assert.match(readFileSync(path.join(installed, 'LICENSE'), 'utf8'), /Apache License\s+Version 2\.0, January 2004/);
   });
 
   it('synthesizes a TidemarkPipeline imported from the package, with the prebuilt handler and the config in its asset', () => {
-    writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'scratch-cdk-app', private: true, type: 'module' }));
     writeFileSync(path.join(app, 'tidemark.config.json'), readFileSync(path.join(PACKAGE_ROOT, 'tidemark.config.json')));
     writeFileSync(
       path.join(app, 'app.mjs'),
@@ -122,13 +97,37 @@ describe('the packed package in a scratch CDK app (offline)', () => {
     }
   });
 
+  const tidemark = (...args: string[]) => spawnSync('npx', ['--offline', '--no', 'tidemark', ...args], { cwd: app, encoding: 'utf8', env: { ...process.env, ...quietEnv } });
+
   it('runs `npx tidemark plan` from the package, without tsx', () => {
     const input = path.join(app, 'changes.jsonl');
     // A Debezium PostgreSQL create event, the first line of this repository's plan fixture.
     const fixture = readFileSync(path.join(PACKAGE_ROOT, 'test', 'fixtures', 'plan', 'mixed.jsonl'), 'utf8').split('\n')[0] ?? '';
     writeFileSync(input, `${fixture}\n`);
-    const out = run('npx', ['--offline', '--no', 'tidemark', 'plan', '-i', input, '-c', 'tidemark.config.json'], app, { NODE_OPTIONS: '' });
-    const planned = JSON.parse(out.trim().split('\n')[0] ?? '{}') as { key?: unknown; row?: unknown };
-    assert.deepEqual([planned.key, planned.row], [{ id: 1 }, { id: 1, name: 'Anne', bio: 'A' }]);
+    const human = tidemark('plan', '-i', input, '-c', 'tidemark.config.json');
+    assert.equal(human.status, 0, human.stderr);
+    assert.match(human.stdout, /public\.customers\s+id=1\s+c\s+LSN /);
+    const json = tidemark('plan', '-i', input, '-c', 'tidemark.config.json', '--json');
+    const [planned, summary] = json.stdout.trim().split('\n').map((l) => JSON.parse(l) as { key?: unknown; row?: unknown; summary?: { keys?: number } });
+    assert.deepEqual([planned?.key, planned?.row], [{ id: 1 }, { id: 1, name: 'Anne', bio: 'A' }]);
+    assert.equal(summary?.summary?.keys, 1);
+  });
+
+  it('shows `status --help` and `reconcile --help` from the package', () => {
+    for (const command of ['status', 'reconcile']) {
+      const help = tidemark(command, '--help');
+      assert.equal(help.status, 0, help.stderr);
+      assert.match(help.stdout, new RegExp(`^Usage: tidemark ${command} \\[options\\]`));
+      assert.equal(help.stderr, '', 'nothing on stderr: no SDK warning, no missing package');
+    }
+  });
+
+  it('says exactly what to install for the commands that need dev dependencies', () => {
+    const up = tidemark('local', 'up');
+    assert.equal(up.status, 2);
+    assert.match(up.stderr, /^tidemark: tidemark local up needs amplify-dynamodb-simulator, kinesalite, s3rver, dev dependencies not installed here\n {2}fix: npm install --save-dev amplify-dynamodb-simulator@2\.9\.30 kinesalite@3\.3\.3 s3rver@3\.7\.1/);
+    const reconcile = tidemark('reconcile', '-c', 'tidemark.config.json');
+    assert.equal(reconcile.status, 2);
+    assert.match(reconcile.stderr, /needs aws-local-stepfunctions, a dev dependency not installed here\n {2}fix: npm install --save-dev aws-local-stepfunctions@3\.0\.0, or run the deployed one with --on aws/);
   });
 });

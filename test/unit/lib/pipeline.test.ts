@@ -11,7 +11,7 @@ const template = Template.fromStack(built.stack);
 const resources = (type: string): Record<string, { Properties: Record<string, unknown> }> =>
   template.findResources(type) as Record<string, { Properties: Record<string, unknown> }>;
 
-type Statement = { Action: string | string[]; Effect: string; Resource: unknown; Sid?: string };
+type Statement = { Action: string | string[]; Effect: string; Resource: unknown; Sid?: string; Condition?: Record<string, Record<string, unknown>> };
 // The ingest role's statements (autoDeleteObjects helpers and the replay and erase jobs have their own roles).
 const statements = (): Statement[] =>
   Object.entries(resources('AWS::IAM::Policy'))
@@ -145,7 +145,6 @@ describe('TidemarkPipeline with a Kinesis source', () => {
       'cloudwatch:PutMetricData',
       'dynamodb:BatchWriteItem',
       'dynamodb:DeleteTable',
-      'dynamodb:Query',
       's3:DeleteObject',
       'kinesis:ListStreams',
       'kinesis:SubscribeToShard',
@@ -154,6 +153,8 @@ describe('TidemarkPipeline with a Kinesis source', () => {
     ]) {
       assert.equal(granted.has(unwanted), false, `${unwanted} is not needed by the ingest function`);
     }
+    // dynamodb:Query only on the split records' partition of the status table (the test below).
+    assert.ok(statements().filter((s) => actionsOf(s).includes('dynamodb:Query')).every((s) => s.Condition !== undefined));
   });
 
   it('limits s3:PutObject to the raw and quarantine prefixes (and Lambda’s failed-batch prefix)', () => {
@@ -173,13 +174,32 @@ describe('TidemarkPipeline with a Kinesis source', () => {
     });
   });
 
-  it('limits s3:GetObject to the spilled rows under the raw prefix', () => {
+  it('limits s3:GetObject to the spilled rows and the split records’ parts under the raw prefix', () => {
     const gets = statements().filter((s) => actionsOf(s).includes('s3:GetObject'));
-    assert.deepEqual(gets.map((s) => s.Sid), ['ReadSpilledRows']);
+    assert.deepEqual(gets.map((s) => s.Sid), ['ReadSpilledRows', 'ReadSplitRecordParts']);
     template.hasResourceProperties('AWS::IAM::Policy', {
       PolicyDocument: {
         Statement: Match.arrayWith([
           { Sid: 'ReadSpilledRows', Effect: 'Allow', Action: 's3:GetObject', Resource: { 'Fn::Join': ['', [bucketArn, '/raw/spill/*']] } },
+          { Sid: 'ReadSplitRecordParts', Effect: 'Allow', Action: 's3:GetObject', Resource: { 'Fn::Join': ['', [bucketArn, '/raw/dsql-parts/*']] } },
+        ]),
+      },
+    });
+  });
+
+  it('lets the ingest read and query the status table only in the split records’ partition (format auto can be Aurora DSQL)', () => {
+    const queries = statements().filter((s) => actionsOf(s).includes('dynamodb:Query'));
+    assert.deepEqual(queries.map((s) => s.Sid), ['SplitRecordParts']);
+    template.hasResourceProperties('AWS::IAM::Policy', {
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          {
+            Sid: 'SplitRecordParts',
+            Effect: 'Allow',
+            Action: ['dynamodb:GetItem', 'dynamodb:Query'],
+            Condition: { 'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': ['shop#dsql-parts'] } },
+            Resource: tableArn('shop-status'),
+          },
         ]),
       },
     });
@@ -223,13 +243,15 @@ describe('TidemarkPipeline with a Kinesis source', () => {
     });
   });
 
-  it('moves raw to infrequent access, expires quarantine, job runs, reports and old versions, aborts stale multipart uploads', () => {
+  it('moves raw to infrequent access, expires quarantine, split-record parts, job runs, reports and old versions, aborts stale multipart uploads', () => {
     template.hasResourceProperties('AWS::S3::Bucket', {
       BucketName: 'shop-cdc-raw',
       LifecycleConfiguration: {
         Rules: Match.arrayWith([
           Match.objectLike({ Prefix: 'raw/', Status: 'Enabled', Transitions: [{ StorageClass: 'STANDARD_IA', TransitionInDays: 30 }] }),
           Match.objectLike({ Prefix: 'quarantine/', Status: 'Enabled', ExpirationInDays: 90 }),
+          // Parts of split Aurora DSQL records, past the longest wait and their items' TTL.
+          Match.objectLike({ Prefix: 'raw/dsql-parts/', Status: 'Enabled', ExpirationInDays: 15 }),
           // Job runs (an erase request holds a key until its run deletes it) and reports expire (issue 20, item 6).
           Match.objectLike({ Prefix: 'jobs/', Status: 'Enabled', ExpirationInDays: 14 }),
           Match.objectLike({ Prefix: 'reports/', Status: 'Enabled', ExpirationInDays: 90 }),

@@ -21,6 +21,7 @@ import type { ChangeEvent, Row } from '../../../../functions/core/types.js';
 import { DynamoWriter, type PreReadPolicy } from '../../../../functions/adapters/dynamo-writer.js';
 import { decodeItem } from '../../../../functions/adapters/item-codec.js';
 import { FakeDynamoDB } from '../../../helpers/fake-dynamodb.js';
+import { sequentialFold } from '../../../helpers/fold.js';
 
 const COLUMNS = ['a', 'b', 'c'] as const;
 const TABLES = ['public.x', 'public.y'] as const;
@@ -93,43 +94,6 @@ function toEvents(h: KeyHistory, gaps: number[]): ChangeEvent[] {
         return { ...base, op: 'u', after: null, patch: { set: s.set, unset: s.unset } };
     }
   });
-}
-
-interface State {
-  row: Row;
-  deleted: boolean;
-  missing: string[];
-  partial: boolean;
-  position: bigint[];
-}
-
-/** The reference: apply a key's events one at a time, in position order, from nothing. */
-function sequentialFold(events: ChangeEvent[]): State | null {
-  let st: State | null = null;
-  for (const e of events) {
-    const position = [...e.position.tuple];
-    if (e.op === 'd') {
-      st = { row: {}, deleted: true, missing: [], partial: false, position };
-      continue;
-    }
-    const carried: Row = e.patch ? { ...e.patch.set } : { ...(e.after ?? {}) };
-    for (const c of e.placeholders) delete carried[c];
-    const unset = e.patch ? e.patch.unset : [];
-    if (!e.patch && e.placeholders.length === 0) {
-      st = { row: carried, deleted: false, missing: [], partial: false, position };
-    } else if (st === null || st.deleted) {
-      const missing = e.placeholders.filter((c) => !(c in carried)).sort();
-      st = { row: carried, deleted: false, missing, partial: true, position };
-    } else {
-      const row: Row = { ...st.row, ...carried };
-      for (const c of unset) delete row[c];
-      const drop = new Set([...Object.keys(carried), ...unset]);
-      const missing: Set<string> = new Set(st.missing.filter((c) => !drop.has(c)));
-      if (st.partial) for (const c of e.placeholders) if (!(c in st.row) && !drop.has(c)) missing.add(c);
-      st = { row, deleted: false, missing: [...missing].sort(), partial: st.partial, position };
-    }
-  }
-  return st;
 }
 
 const keyIdOf = (e: ChangeEvent) => JSON.stringify(e.key.id);

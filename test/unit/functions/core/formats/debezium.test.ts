@@ -70,10 +70,20 @@ describe('debezium postgresql row events', () => {
     assert.deepEqual(e.position, { tuple: [33228056n, 33228232n], strength: 'source' });
   });
 
-  it('decodes a schema-wrapped message exactly like its bare payload', () => {
+  it('decodes a schema-wrapped message exactly like its bare payload, and keeps the after schema for drift reporting', () => {
     const wrapped = inboundFromFixture(DIR, 'pg-insert-schema-wrapped');
     assert.ok(wrapped.valueSchema && wrapped.keySchema, 'the helper split schema from payload');
-    assert.deepEqual(onlyChange(debezium.decode(wrapped, ctx)), decodeFixture('pg-insert-bare'));
+    const { rowSchema, ...event } = onlyChange(debezium.decode(wrapped, ctx));
+    assert.deepEqual(event, decodeFixture('pg-insert-bare'));
+    assert.deepEqual(
+      (rowSchema?.fields as { field: string }[] | undefined)?.map((f) => f.field),
+      ['id', 'first_name', 'last_name', 'email', 'bio'],
+    );
+  });
+
+  it('keeps the transaction block as the event’s membership, grouped by the id its markers carry', () => {
+    const e = decodeFixture('pg-insert-with-tx-block');
+    assert.deepEqual(e.tx, { id: '769', order: 1, collectionOrder: 1 });
   });
 
   it('keeps a null before image on an update under REPLICA IDENTITY DEFAULT', () => {
