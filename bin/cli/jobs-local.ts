@@ -18,7 +18,7 @@ import { jobDeps } from '../../functions/composition.js';
 import type { JobDeps } from '../../functions/jobs/deps.js';
 import { type CompactionRequest, type CompactionSummary, finishCompaction, planCompaction } from '../../functions/jobs/history/compaction.js';
 import { queryAt } from '../../functions/jobs/queries.js';
-import { exportFiles, planReconcileRun, reportReconcileRun } from '../../functions/jobs/reconcile/run.js';
+import { exportFiles, planReconcileRepair, planReconcileRun, reconcileRepair, reportReconcileRun } from '../../functions/jobs/reconcile/run.js';
 import { exportToTableSide, windowToTableSide } from '../../functions/jobs/reconcile/table-side.js';
 import { planSnapshotRun, reportSnapshotRun } from '../../functions/jobs/snapshot/run.js';
 import { CollectingMetricSink, type Log, type MetricSink } from '../../functions/telemetry/sinks.js';
@@ -55,6 +55,8 @@ const JOBS = {
       [RECONCILE_TASKS.exportFiles]: exportFiles as Body,
       [RECONCILE_TASKS.tableSide]: exportToTableSide as Body,
       [RECONCILE_TASKS.windowSide]: windowToTableSide as Body,
+      [RECONCILE_TASKS.repairPlan]: planReconcileRepair as Body,
+      [RECONCILE_TASKS.repair]: reconcileRepair as Body,
       [RECONCILE_TASKS.report]: reportReconcileRun as Body,
     },
   },

@@ -8,7 +8,8 @@
  * Reconcile:   Plan → full: Exports (Distributed Map over the tables: ExportTableToPointInTime, wait,
  *                       then a Distributed Map over the export's data files → table side)
  *                     window: WindowKeys (Athena) → WindowSide (Distributed Map over its files → table side)
- *              → Classify (Athena: findings, counts) → Report
+ *              → Classify (Athena: findings, counts) → --repair: RepairPlan → RepairQueries (Athena:
+ *                replay-select of the repairable keys) → Repair (guarded writes) → Report
  * Snapshot:    Plan → Queries (anomalies, re-snapshots, orphans) → Report
  * Every Lambda task retries transient errors (not input errors) and is caught; no list that grows
  * with the data is carried in the state: items are read from S3 by an ItemReader.
@@ -29,6 +30,8 @@ export const RECONCILE_TASKS = {
   exportFiles: 'ReconcileExportFilesFunction',
   tableSide: 'ReconcileTableSideFunction',
   windowSide: 'ReconcileWindowSideFunction',
+  repairPlan: 'ReconcileRepairPlanFunction',
+  repair: 'ReconcileRepairFunction',
   report: 'ReconcileReportFunction',
 } as const;
 
@@ -157,7 +160,12 @@ export function reconcileDefinition(options: DefinitionOptions = {}): State {
         next: 'ClassifyStart',
         onError: 'Failed',
       }),
-      ...queryLoop({ from: '$.plan.classify', name: 'Classify', next: 'Report', onError: 'Failed', timeoutSeconds: timeout }),
+      ...queryLoop({ from: '$.plan.classify', name: 'Classify', next: 'RepairOrReport', onError: 'Failed', timeoutSeconds: timeout }),
+      RepairOrReport: { Type: 'Choice', Choices: [{ Variable: '$.plan.run.repair', BooleanEquals: true, Next: 'RepairPlan' }], Default: 'Report' },
+      RepairPlan: lambdaTask(RECONCILE_TASKS.repairPlan, timeout, { Parameters: { 'run.$': '$.plan.run' }, ResultPath: '$.repairPlan', Catch: catchTo('Failed'), Next: 'RepairQueriesStart' }),
+      ...queryLoop({ from: '$.repairPlan', name: 'RepairQueries', next: 'Repair', onError: 'Failed', timeoutSeconds: timeout }),
+      Repair: lambdaTask(RECONCILE_TASKS.repair, timeout, { Parameters: { 'run.$': '$.plan.run', 'repairPlan.$': '$.repairPlan' }, ResultPath: '$.repaired', Catch: catchTo('Failed'), Next: 'ReportRepaired' }),
+      ReportRepaired: lambdaTask(RECONCILE_TASKS.report, timeout, { Parameters: { 'run.$': '$.plan.run', 'repaired.$': '$.repaired' }, Catch: catchTo('Failed'), End: true }),
       Report: lambdaTask(RECONCILE_TASKS.report, timeout, { Parameters: { 'run.$': '$.plan.run' }, Catch: catchTo('Failed'), End: true }),
       Failed: failState(),
     },

@@ -195,13 +195,39 @@ export class TidemarkJobs extends Construct {
         [objects('ReadWindowKeys', ['s3:GetObject'], [p.unloadReconcile]), objects('WriteTableSide', ['s3:PutObject'], [p.tableSide]), ...onTargets('ReadTargets', ['dynamodb:BatchGetItem'])],
         [p.unloadReconcile, p.tableSide],
       ),
+      [RECONCILE_TASKS.repairPlan]: fn(
+        'reconcile',
+        'reconcileRepairPlan',
+        "--repair: the repairable findings' keys, and the replay-select query of their events",
+        [
+          listForNotFound,
+          objects('ReadFindingsAndFrontier', ['s3:GetObject'], [p.unloadReconcile, p.state]),
+          objects('StoreRepairQueries', ['s3:PutObject'], [p.reconcileReports]),
+          statement('ReadLedger', ['dynamodb:Query'], [status]),
+        ],
+        [p.unloadReconcile, p.state, p.reconcileReports],
+      ),
+      [RECONCILE_TASKS.repair]: fn(
+        'reconcile',
+        'reconcileRepairApply',
+        "--repair: the selected events of each key folded and written through the guarded writer",
+        [
+          list('ListRepairEvents', [p.unloadReconcile]),
+          objects('ReadRepairEvents', ['s3:GetObject'], [p.unloadReconcile, p.reconcileReports]),
+          objects('WriteOutcomes', ['s3:PutObject'], [p.reconcileReports]),
+          ...onTargets('GuardedRepairWrites', ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:GetItem']),
+        ],
+        [p.unloadReconcile, p.reconcileReports],
+      ),
       [RECONCILE_TASKS.report]: fn(
         'reconcile',
         'reconcileReport',
         'read the classes back, write the reports, emit metrics, record the last run, clear the scratch',
         [
           list('ListResults', [p.unloadReconcile, p.tableSide]),
-          objects('ReadResults', ['s3:GetObject'], [p.unloadReconcile]),
+          // The findings and counts, the table side (a manifest's diff), repair outcomes and an uploaded manifest.
+          objects('ReadResults', ['s3:GetObject'], [p.unloadReconcile, p.tableSide, p.reconcileReports, `${config.jobs.reportPrefix}manifests/`]),
+          ...onTargets('ReadManifestKeys', ['dynamodb:BatchGetItem']),
           objects('WriteReports', ['s3:PutObject'], [p.reconcileReports]),
           objects('DeleteScratch', ['s3:DeleteObject'], [p.unloadReconcile, p.tableSide]),
           statement('RecordLastRun', ['dynamodb:UpdateItem'], [status]),

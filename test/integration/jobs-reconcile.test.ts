@@ -177,7 +177,7 @@ describe(`reconcile on the integration target (${process.env.TIDEMARK_TARGET ?? 
     assert.equal(snapshot.findings, 0);
   });
 
-  it('finds each kind of tampering as its class, and only that; repair is refused', async () => {
+  it('finds each kind of tampering as its class, and only that; repair fixes what raw can fix', async () => {
     const { env, h } = await fresh(20);
     const table = env.config.tables[0];
     assert.ok(table);
@@ -237,9 +237,23 @@ describe(`reconcile on the integration target (${process.env.TIDEMARK_TARGET ?? 
     assert.equal(window.counts.unverifiable, 1);
     assert.equal(reconcileExitCode(window), 1);
 
-    // Repair is not available on the SQL path yet: refused as bad input, nothing written.
-    await assert.rejects(reconcile(env, { mode: 'full', repair: true }), (e: Error) => /repair is not available/.test(e.message));
-    assert.equal((await getRow(ddb, table, { id: 1 })) ?? null, null, 'nothing was repaired');
+    // Repair re-applies what history and raw hold of each repairable key (replay-select of those
+    // keys): through the guarded writer, and for the mismatch with the same-position guard.
+    // Critical findings are never "repaired".
+    const repaired = await reconcile(env, { mode: 'full', repair: true });
+    const outcomes = Object.fromEntries((await findingsOf(target, repaired)).map((f) => [`${f.class} ${f.key}`, f.repair]));
+    assert.deepEqual(outcomes, { 'ahead {"id":7}': undefined, 'deleted-live {"id":5}': 'applied', 'extra {"id":99}': undefined, 'missing {"id":1}': 'applied', 'mismatch {"id":3}': 'applied', 'stale {"id":2}': 'applied' });
+    assert.equal(repaired.counts.repaired, 4);
+    assert.equal(repaired.repair, true);
+    assert.equal((await getRow(ddb, table, { id: 3 }))?.name, 'c3');
+    const row2 = await getRow(ddb, table, { id: 2 });
+    assert.equal(row2?.tier, 'gold');
+    assert.equal(row2?.__pos, h.events.filter((e) => e.key.id === 2).at(-1)?.position);
+    assert.equal((await getRow(ddb, table, { id: 1 }))?.name, 'c1');
+    assert.equal((await getRow(ddb, table, { id: 5 }))?.__deleted, true);
+    const afterRepair = await reconcile(env, { mode: 'full' });
+    assert.deepEqual(byClassKey(await findingsOf(target, afterRepair)), ['ahead {"id":7}', 'extra {"id":99}']);
+    assert.equal((await reconcile(env, { mode: 'window', hours: 1 })).findings.total, 0, 'the window finds nothing left after repair');
   });
 
   it('an erased key is `erased`, never a finding: by the tombstone mark, and by the ledger when the tombstone is gone', async () => {
@@ -371,7 +385,7 @@ describe(`reconcile on the integration target (${process.env.TIDEMARK_TARGET ?? 
     assert.ok(report.counts.inFlight >= 9, `in flight: ${report.counts.inFlight}`);
   });
 
-  it('tidemark reconcile --json prints a line per finding then the summary; exits 0 clean, 1 with findings, 2 on bad input', async () => {
+  it('tidemark reconcile --json prints a line per finding then the summary; exits 0 clean, 1 with findings, 0 once repaired, 2 on bad input', async () => {
     const { env } = await fresh(8);
     const cli = (...args: string[]) => runCli(target, env.config, ['reconcile', ...args]);
     const parse = (stdout: string) => stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
@@ -396,15 +410,30 @@ describe(`reconcile on the integration target (${process.env.TIDEMARK_TARGET ?? 
     assert.deepEqual([finding?.table, finding?.key, finding?.class, finding?.actual], ['public.customers', { id: 3 }, 'missing', null]);
     assert.equal((finding?.expected as { deleted: boolean } | undefined)?.deleted, false);
     assert.equal((last?.summary as { missing: number } | undefined)?.missing, 1);
-    const repair = cli('--json', '--cutoff-seconds', '0', '--repair');
-    assert.equal(repair.status, 2, 'repair is refused as bad input');
-    assert.match(repair.stderr, /repair is not available/);
-    const manifest = cli('--json', '--mode', 'full', '--manifest', 's3://somewhere/manifest.jsonl');
-    assert.equal(manifest.status, 2, 'a manifest is refused by the state machine');
+    const repaired = cli('--json', '--cutoff-seconds', '0', '--repair', '--mode', 'full');
+    assert.equal(repaired.status, 0, `every finding repaired: ${repaired.stderr}`);
+    assert.equal(parse(repaired.stdout)[0]?.repair, 'applied');
+    assert.equal(((await getRow(target.clients.dynamodb, table, { id: 3 })) as { name?: string } | undefined)?.name, 'c3');
+    const notUri = cli('--json', '--mode', 'full', '--manifest', 's3://somewhere');
+    assert.equal(notUri.status, 2, 'a manifest that is not an s3://bucket/key URI is bad input');
 
     const bad = cli('--json', '--table', 'public.nope');
     assert.equal(bad.status, 2);
     assert.equal(bad.stdout, '');
     assert.match(bad.stderr, /public\.nope/);
+  });
+
+  it('diffs live keys against a key-set manifest', async () => {
+    const { env } = await fresh(6);
+    // Source says: keys 1, 2, 3, 4 and 42 exist (5 was deleted); it does not list 6.
+    const manifest = [1, 2, 3, 4, 42].map((id) => JSON.stringify({ table: 'public.customers', key: { id } })).join('\n');
+    const key = 'manifests/test.jsonl';
+    await target.clients.s3.send(new PutObjectCommand({ Bucket: env.config.raw.bucket, Key: key, Body: manifest }));
+    const report = await reconcile(env, { mode: 'full', manifest: `s3://${env.config.raw.bucket}/${key}` });
+    assert.deepEqual(byClassKey(await findingsOf(target, report)), ['manifest-extra {"id":6}', 'manifest-missing {"id":42}']);
+    assert.equal(report.counts.manifestKeys, 5);
+    // Window mode sees the listed keys only (read from the table), so a missing key, never an extra one.
+    const window = await reconcile(env, { mode: 'window', hours: 1, manifest: `s3://${env.config.raw.bucket}/${key}` });
+    assert.deepEqual(byClassKey(await findingsOf(target, window)), ['manifest-missing {"id":42}']);
   });
 });

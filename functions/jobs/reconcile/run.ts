@@ -20,7 +20,7 @@ import { DescribeTableCommand, UpdateItemCommand } from '@aws-sdk/client-dynamod
 import { DeleteObjectsCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
-import { createGunzip, gzipSync } from 'node:zlib';
+import { createGunzip, gunzipSync, gzipSync } from 'node:zlib';
 import { EraseLedger, type LedgerView, loadLedgerKeys } from '../../adapters/erase-ledger.js';
 import { compactedHourKey, encodeSegment, reportRunPrefix, tableReportKey, tableSideRunPrefix, unloadPrefix } from '../../adapters/raw-layout.js';
 import { MetricUnit } from '../../telemetry/sinks.js';
@@ -32,6 +32,11 @@ import { type StoredQueries, storeQueries } from '../queries.js';
 import { configQueryRefs, s3Uri } from '../sql-run.js';
 import { CRITICAL_CLASSES } from './classify.js';
 import { validateReconcileRequest } from '../inputs.js';
+import { applyRepair, planRepairOf, type RepairOutcome, type RepairPlan, readRepairOutcomes, repairKeyId, repairKeysOf } from './repair.js';
+import { fetchItems, type TableSideLine } from './table-side.js';
+import { isJsonObject, parseJson, stringifyJson } from '../../core/json.js';
+import { keyId, normalizeKey } from '../../core/keys.js';
+import { tableSideLine } from './table-side.js';
 import type { Finding, ReconcileReport, ReconcileRequest } from './types.js';
 
 export type { ReconcileReport } from './types.js';
@@ -47,6 +52,8 @@ export interface ReconcileRun {
   readonly window: { readonly fromMs: number; readonly toMs: number } | null;
   readonly tables: readonly string[];
   readonly repair: boolean;
+  /** The key-set manifest to diff live keys against (JSON Lines of `{"table", "key"}`), if any. */
+  readonly manifest: { readonly bucket: string; readonly key: string } | null;
   /** Reports of the run: `<reportPrefix>reconcile/<run>/`. */
   readonly prefix: string;
   readonly bucket: string;
@@ -87,6 +94,13 @@ function runIdOf(request: ReconcileRequest, mode: string, startedAt: number): st
 
 const hourOf = (ms: number) => Math.floor(ms / HOUR_MS) * HOUR_MS;
 
+/** `s3://bucket/key` → its parts (the request was validated: inputs.ts). */
+function parseS3Uri(uri: string): { bucket: string; key: string } {
+  const m = /^s3:\/\/([^/]+)\/(.+)$/.exec(uri);
+  if (!m?.[1] || !m[2]) throw new JobInputError(`manifest must be an s3://bucket/key URI, got "${uri}"`);
+  return { bucket: m[1], key: m[2] };
+}
+
 /**
  * The compacted hours a window run checks: the `hours` last compacted ones, or those a since/until
  * range covers (clipped to what compaction has reached). Null when nothing is compacted yet.
@@ -111,9 +125,7 @@ function checkedRequest(request: ReconcileRequest, config: JobDeps['config']): {
   // Every problem of the input at once (functions/jobs/inputs.ts, the rules the CLI checks first).
   validateReconcileRequest(config, request);
   const mode = request.mode ?? 'window';
-  if (request.repair === true) throw new JobInputError('repair is not available on the SQL reconcile yet: re-apply the findings with `tidemark replay --keys` (docs/jobs.md)');
   if (mode !== 'window' && mode !== 'full') throw new JobInputError(`mode must be "window" or "full", got "${String(mode)}"`);
-  if (request.manifest !== undefined) throw new JobInputError('a key-set manifest diff is not available on the SQL reconcile yet (docs/jobs.md)');
   const tables = request.tables && request.tables.length > 0 ? [...new Set(request.tables)] : config.tables.map((t) => t.source);
   for (const t of tables) tableConfig(config, t);
   const hours = request.hours ?? settings.window.hours;
@@ -203,7 +215,8 @@ export async function planReconcileRun(request: ReconcileRequest, deps: JobDeps)
     cutoff,
     window: mode === 'window' ? windowOf(request, hours, frontier.compactedThrough) : null,
     tables,
-    repair: false,
+    repair: request.repair === true,
+    manifest: request.manifest === undefined ? null : parseS3Uri(request.manifest),
     prefix: reportRunPrefix(config.jobs.reportPrefix, 'reconcile', runId),
     bucket: config.raw.bucket,
     outputs: {
@@ -350,7 +363,6 @@ async function recordLastRun(deps: JobDeps, run: ReconcileRun, table: string, co
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-/** Reads the run's counts and findings back, writes the reports and metrics, and deletes the run's export and table side. */
 /** Keys per table and class, as the counts query gave them. */
 interface Tally {
   readonly byTable: Record<string, Record<string, number>>;
@@ -376,6 +388,16 @@ async function readCounts(s3: S3Client, run: ReconcileRun): Promise<Tally> {
   return tally;
 }
 
+/** Findings found outside the classify query (the manifest's) added to the tally. */
+function countFindings(tally: Tally, findings: readonly Finding[]): void {
+  for (const f of findings) {
+    const t = tally.byTable[f.table] ?? {};
+    t[f.class] = (t[f.class] ?? 0) + 1;
+    tally.byTable[f.table] = t;
+    tally.byClass[f.class] = (tally.byClass[f.class] ?? 0) + 1;
+  }
+}
+
 /** A finding the ledger says is erased: moved from its class to `erased`. */
 function countAsErased(tally: Tally, row: FindingRow): void {
   const t = tally.byTable[row.source_table];
@@ -389,7 +411,7 @@ function countAsErased(tally: Tally, row: FindingRow): void {
  * item 17), written again as the run's findings objects (JSON Lines of Finding, gzip), and the first
  * of each class per table for the table reports.
  */
-async function keepFindings(deps: JobDeps, run: ReconcileRun, tally: Tally): Promise<{ first: Map<string, Record<string, Finding[]>>; objects: string[]; prefix: string }> {
+async function keepFindings(deps: JobDeps, run: ReconcileRun, tally: Tally, outcomes: Map<string, string> | null, extra: readonly Finding[]): Promise<{ first: Map<string, Record<string, Finding[]>>; objects: string[]; prefix: string }> {
   const ledger = await ledgerOf(deps, run.tables);
   const first = new Map<string, Record<string, Finding[]>>();
   const objects: string[] = [];
@@ -402,43 +424,142 @@ async function keepFindings(deps: JobDeps, run: ReconcileRun, tally: Tally): Pro
     objects.push(s3Uri(run.bucket, key));
     part = [];
   };
+  const keep = async (finding: Finding) => {
+    part.push(`${JSON.stringify(finding)}\n`);
+    if (part.length >= FINDINGS_PER_OBJECT) await flush();
+    const perClass = first.get(finding.table) ?? {};
+    const list = perClass[finding.class] ?? [];
+    if (list.length < FIRST_FINDINGS) list.push(finding);
+    perClass[finding.class] = list;
+    first.set(finding.table, perClass);
+  };
   for await (const row of outputRows<FindingRow>(deps.s3, run.bucket, run.outputs.findings)) {
     if (erasedByLedger(ledger, row)) {
       countAsErased(tally, row);
       continue;
     }
-    const finding = findingOf(row);
-    part.push(`${JSON.stringify(finding)}\n`);
-    if (part.length >= FINDINGS_PER_OBJECT) await flush();
-    const perClass = first.get(row.source_table) ?? {};
-    const list = perClass[row.class] ?? [];
-    if (list.length < FIRST_FINDINGS) list.push(finding);
-    perClass[row.class] = list;
-    first.set(row.source_table, perClass);
+    const repair = outcomes?.get(repairKeyId(row.source_table, row.key_id));
+    await keep({ ...findingOf(row), ...(repair !== undefined ? { repair } : {}) });
   }
+  for (const f of extra) await keep(f);
   await flush();
   return { first, objects, prefix };
 }
 
-export async function reportReconcileRun(input: { run: ReconcileRun; repaired?: { repaired: number; failed: number } }, deps: JobDeps): Promise<ReconcileReport> {
+const MANIFEST_CLASSES = ['manifest-missing', 'manifest-extra'] as const;
+
+/** The table side lines of the run (what each key's item held), streamed. */
+async function* tableSideLines(deps: JobDeps, run: ReconcileRun): AsyncGenerator<TableSideLine> {
+  yield* outputRows<TableSideLine>(deps.s3, run.bucket, tableSideRunPrefix(deps.config.history.prefix, run.runId));
+}
+
+/** The manifest's keys of the run's tables, by `repairKeyId`: their key JSON. Lines of other tables, or unreadable, are skipped. */
+async function manifestKeys(deps: JobDeps, run: ReconcileRun, manifest: { bucket: string; key: string }): Promise<Map<string, { table: string; keyId: string; key: string }>> {
+  const out = new Map<string, { table: string; keyId: string; key: string }>();
+  const got = await deps.s3.send(new GetObjectCommand({ Bucket: manifest.bucket, Key: manifest.key }));
+  const bytes = Buffer.from((await got.Body?.transformToByteArray()) ?? []);
+  const text = (bytes[0] === 0x1f && bytes[1] === 0x8b ? gunzipSync(bytes) : bytes).toString('utf8');
+  for (const line of text.split('\n')) {
+    if (line.trim() === '') continue;
+    const parsed = parseJson(line);
+    if (!isJsonObject(parsed) || typeof parsed.table !== 'string' || !isJsonObject(parsed.key) || !run.tables.includes(parsed.table)) continue;
+    const table = tableConfig(deps.config, parsed.table);
+    const key = normalizeKey(table, parsed.key);
+    const id = keyId(table, key);
+    out.set(repairKeyId(table.source, id), { table: table.source, keyId: id, key: stringifyJson(key) });
+  }
+  return out;
+}
+
+const actualOf = (l: TableSideLine): Finding['actual'] => ({ position: l.position, deleted: l.deleted, hash: l.hash, appliedAt: Number(l.applied_at) });
+
+/** Window mode: the listed keys the table side lacks, read from their tables (BatchGetItem) into `side`. */
+async function readListedKeys(deps: JobDeps, listed: Map<string, { table: string; keyId: string; key: string }>, side: Map<string, TableSideLine>): Promise<void> {
+  const byTable = new Map<string, { source_table: string; key_id: string; key_json: string }[]>();
+  for (const [id, k] of listed) if (!side.has(id)) byTable.set(k.table, [...(byTable.get(k.table) ?? []), { source_table: k.table, key_id: k.keyId, key_json: k.key }]);
+  for (const [source, keys] of byTable) {
+    const table = tableConfig(deps.config, source);
+    for (const item of (await fetchItems(deps, table, keys)).items) {
+      const l = tableSideLine(table, item);
+      side.set(repairKeyId(l.source_table, l.key_id), l);
+    }
+  }
+}
+
+/** A live row the manifest does not list, settled at the cutoff: `manifest-extra` (full mode only). */
+const isExtra = (run: ReconcileRun, l: TableSideLine): boolean => run.mode === 'full' && !l.deleted && !l.erased && Number(l.applied_at) <= run.cutoff;
+
+/**
+ * The key-set manifest against the table: a listed key with no live row is `manifest-missing`, and
+ * (full mode, every row seen) a live row the manifest does not list is `manifest-extra`. Rows applied
+ * after the cutoff are left alone. Window mode reads the listed keys the table side lacks with
+ * BatchGetItem.
+ */
+async function manifestFindings(deps: JobDeps, run: ReconcileRun): Promise<{ findings: Finding[]; keys: number }> {
+  if (!run.manifest) return { findings: [], keys: 0 };
+  const listed = await manifestKeys(deps, run, run.manifest);
+  const side = new Map<string, TableSideLine>();
+  const findings: Finding[] = [];
+  for await (const l of tableSideLines(deps, run)) {
+    const id = repairKeyId(l.source_table, l.key_id);
+    if (listed.has(id)) side.set(id, l);
+    else if (isExtra(run, l)) findings.push({ class: 'manifest-extra', table: l.source_table, key: l.key_json, expected: null, actual: actualOf(l) });
+  }
+  if (run.mode === 'window') await readListedKeys(deps, listed, side);
+  for (const [id, k] of listed) {
+    const l = side.get(id);
+    if (l && Number(l.applied_at) > run.cutoff) continue;
+    if (!l || l.deleted) findings.push({ class: 'manifest-missing', table: k.table, key: k.key, expected: null, actual: l ? actualOf(l) : null });
+  }
+  return { findings, keys: listed.size };
+}
+
+/** RepairPlan: the repairable findings' keys (less erased ones) and the replay-select queries of them. */
+export async function planReconcileRepair(input: { run: ReconcileRun }, deps: JobDeps): Promise<RepairPlan> {
+  const { run } = input;
+  const ledger = await ledgerOf(deps, run.tables);
+  const rows: FindingRow[] = [];
+  for await (const row of outputRows<FindingRow>(deps.s3, run.bucket, run.outputs.findings)) if (!erasedByLedger(ledger, row)) rows.push(row);
+  return planRepairOf(deps, run, repairKeysOf(rows));
+}
+
+/** Repair: the selected events of the repairable keys folded and written through the guards. */
+export const reconcileRepair = (input: { run: ReconcileRun; repairPlan: RepairPlan }, deps: JobDeps): Promise<RepairOutcome> => applyRepair(input, deps);
+
+/** One report per table: its counts per class, its first findings per class, where all findings are. */
+async function writeTableReports(
+  deps: JobDeps,
+  run: ReconcileRun,
+  byTable: Tally['byTable'],
+  first: Map<string, Record<string, Finding[]>>,
+  findingsPrefix: string,
+): Promise<Record<string, { report: string; findings: string | null }>> {
+  const tableReports: Record<string, { report: string; findings: string | null }> = {};
+  for (const table of run.tables) {
+    const key = tableReportKey(deps.config.jobs.reportPrefix, table, run.runId, '.json');
+    const classes = Object.fromEntries([...FINDING_CLASSES, ...(run.manifest ? MANIFEST_CLASSES : [])].map((c) => [c, byTable[table]?.[c] ?? 0]));
+    const hasFindings = Object.values(classes).some((n) => n > 0);
+    const findingsUri = hasFindings ? s3Uri(run.bucket, findingsPrefix) : null;
+    await putJson(deps.s3, run.bucket, key, { job: 'reconcile', runId: run.runId, mode: run.mode, table, counts: classes, firstFindings: first.get(table) ?? {}, findings: findingsUri });
+    tableReports[table] = { report: s3Uri(run.bucket, key), findings: findingsUri };
+  }
+  return tableReports;
+}
+
+export async function reportReconcileRun(input: { run: ReconcileRun; repaired?: RepairOutcome }, deps: JobDeps): Promise<ReconcileReport> {
   const { run } = input;
   const { s3 } = deps;
   const tally = await readCounts(s3, run);
   const { byTable, byClass, counted } = tally;
-  const kept = await keepFindings(deps, run, tally);
+  const outcomes = input.repaired?.outcomesKey ? await readRepairOutcomes(s3, run.bucket, input.repaired.outcomesKey) : null;
+  const manifest = await manifestFindings(deps, run);
+  countFindings(tally, manifest.findings);
+  const kept = await keepFindings(deps, run, tally, outcomes, manifest.findings);
   const { first } = kept;
   const findingObjects = kept.objects;
   const findingsPrefix = kept.prefix;
   const keys = tally.keys;
-  const tableReports: Record<string, { report: string; findings: string | null }> = {};
-  for (const table of run.tables) {
-    const key = tableReportKey(deps.config.jobs.reportPrefix, table, run.runId, '.json');
-    const classes = Object.fromEntries(FINDING_CLASSES.map((c) => [c, byTable[table]?.[c] ?? 0]));
-    const hasFindings = Object.values(classes).some((n) => n > 0);
-    const findingsUri = hasFindings ? s3Uri(run.bucket, findingsPrefix) : null;
-    await putJson(s3, run.bucket, key, { job: 'reconcile', runId: run.runId, mode: run.mode, table, counts: classes, firstFindings: first.get(table) ?? {}, findings: findingsUri });
-    tableReports[table] = { report: s3Uri(run.bucket, key), findings: findingsUri };
-  }
+  const tableReports = await writeTableReports(deps, run, byTable, first, findingsPrefix);
   const total = Object.values(byClass).reduce((a, b) => a + b, 0);
   const reportKey = `${run.prefix}report.json`;
   const report: ReconcileReport = {
@@ -462,7 +583,7 @@ export async function reportReconcileRun(input: { run: ReconcileRun; repaired?: 
       erased: counted.erased ?? 0,
       repaired: input.repaired?.repaired ?? 0,
       repairFailed: input.repaired?.failed ?? 0,
-      manifestKeys: 0,
+      manifestKeys: manifest.keys,
       unmatchedRawLines: 0,
       rawLineProblems: 0,
     },
@@ -487,6 +608,7 @@ export async function reportReconcileRun(input: { run: ReconcileRun; repaired?: 
   await deletePrefix(s3, run.bucket, tableSideRunPrefix(deps.config.history.prefix, run.runId));
   await deletePrefix(s3, run.bucket, run.outputs.windowKeys);
   await deletePrefix(s3, run.bucket, run.outputs.findings);
+  if (run.repair) await deletePrefix(s3, run.bucket, unloadPrefix(deps.config.history.prefix, 'reconcile', run.runId, 'repair'));
   deps.log.info('reconcile finished', { runId: run.runId, mode: run.mode, keys, findings: total, critical: report.critical });
   return report;
 }

@@ -125,14 +125,14 @@ export async function exportToTableSide(input: { runId: string; table: string; b
   return { items, files };
 }
 
-interface WindowKey {
+export interface WindowKey {
   readonly source_table: string;
   readonly key_id: string;
   readonly key_json: string;
 }
 
 /** Up to 100 keys of one table a BatchGetItem, unprocessed keys retried (bounded). */
-async function fetchItems(deps: JobDeps, table: TableConfig, keys: readonly WindowKey[]): Promise<{ items: Record<string, AttributeValue>[]; readUnits: number }> {
+export async function fetchItems(deps: JobDeps, table: TableConfig, keys: readonly WindowKey[]): Promise<{ items: Record<string, AttributeValue>[]; readUnits: number }> {
   const out: Record<string, AttributeValue>[] = [];
   let readUnits = 0;
   for (let i = 0; i < keys.length; i += 100) {
