@@ -11,7 +11,7 @@ import type { JobDeps } from './deps.js';
 import { jobDeps, ledgerKeyRef } from '../composition.js';
 import { type CompactionPlan, type CompactionRequest, finishCompaction, planCompaction } from './history/compaction.js';
 import { queryAt } from './queries.js';
-import { type ExportItem, exportFiles, planReconcileRepair, planReconcileRun, type ReconcileRun, reconcileRepair, reportReconcileRun } from './reconcile/run.js';
+import { type ExportItem, exportFiles, planReconcileRepair, planReconcileRun, type ReconcileRun, reconcileRepair as repairKeys, reportReconcileRun } from './reconcile/run.js';
 import type { RepairOutcome, RepairPlan } from './reconcile/repair.js';
 import { exportToTableSide, windowToTableSide } from './reconcile/table-side.js';
 import type { ReconcileRequest } from './reconcile/types.js';
@@ -45,7 +45,7 @@ export const reconcileExportFiles = withDeps((input: { item: ExportItem; export:
 export const reconcileTableSide = withDeps((input: { runId: string; table: string; bucket: string; file: string }, d) => exportToTableSide(input, d));
 export const reconcileWindowSide = withDeps((input: { runId: string; bucket: string; file: string }, d) => windowToTableSide(input, d));
 export const reconcileRepairPlan = withDeps((input: { run: ReconcileRun }, d) => planReconcileRepair(input, d));
-export const reconcileRepairApply = withDeps((input: { run: ReconcileRun; repairPlan: RepairPlan }, d) => reconcileRepair(input, d));
+export const reconcileRepair = withDeps((input: { run: ReconcileRun; repairPlan: RepairPlan }, d) => repairKeys(input, d));
 export const reconcileReport = withDeps((input: { run: ReconcileRun; repaired?: RepairOutcome }, d) => reportReconcileRun(input, d));
 export const snapshotPlan = withDeps((input: SnapshotRequest, d) => planSnapshotRun(input, d));
 export const snapshotReport = withDeps((input: { run: SnapshotRunContext }, d) => reportSnapshotRun(input, d));

@@ -209,7 +209,7 @@ export class TidemarkJobs extends Construct {
       ),
       [RECONCILE_TASKS.repair]: fn(
         'reconcile',
-        'reconcileRepairApply',
+        'reconcileRepair',
         "--repair: the selected events of each key folded and written through the guarded writer",
         [
           list('ListRepairEvents', [p.unloadReconcile]),

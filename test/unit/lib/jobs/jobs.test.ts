@@ -190,7 +190,7 @@ describe('jobs in the stack', () => {
     assert.deepEqual(taskActions(role('reconcileWindowSide')), ['dynamodb:BatchGetItem', 's3:GetObject', 's3:PutObject']);
     assert.deepEqual(taskActions(role('reconcileReport')), ['dynamodb:BatchGetItem', 'dynamodb:UpdateItem', 's3:DeleteObject', 's3:GetObject', 's3:ListBucket', 's3:PutObject']);
     assert.deepEqual(taskActions(role('reconcileRepairPlan')), ['dynamodb:Query', 's3:GetObject', 's3:ListBucket', 's3:PutObject']);
-    assert.deepEqual(taskActions(role('reconcileRepairApply')), ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 's3:GetObject', 's3:ListBucket', 's3:PutObject']);
+    assert.deepEqual(taskActions(role('reconcileRepair')), ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 's3:GetObject', 's3:ListBucket', 's3:PutObject']);
     assert.deepEqual(
       resourcesOf(role('reconcileReport'), 'dynamodb:UpdateItem').map((r) => r.replace(/<[^>]*StatusTable[^>]*>/, '<status>')),
       ['<status>'],
