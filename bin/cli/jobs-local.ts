@@ -92,6 +92,8 @@ export async function runLocalJob(cfg: TidemarkConfig, c: Pick<Clients, 's3' | '
     s3: c.s3,
     dynamodb: c.dynamodb,
     athena: duckdbAthenaHandler(engine),
+    // A local export is COMPLETED the first time it is described: the minute's poll is AWS's.
+    waitMs: 0,
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),
   });
 }
