@@ -226,11 +226,11 @@ export async function planReconcileRun(request: ReconcileRequest, deps: JobDeps)
       exports: unloadPrefix(history, 'reconcile', runId, 'export'),
     },
   };
+  // The exports first: a table that does not exist fails the plan before it stores anything.
+  const exports: ReconcilePlan['exports'] = mode === 'full' ? await exportItems(deps, run) : null;
   const classify = await storeQueries(deps, `${run.prefix}classify-queries.json`, classifyQueries(config, run, await settledness(deps, frontier.compactedThrough, startedAt, cutoff)));
-  let exports: ReconcilePlan['exports'] = null;
   let windowKeys: ReconcilePlan['windowKeys'] = null;
-  if (mode === 'full') exports = await exportItems(deps, run);
-  else if (run.window !== null) {
+  if (mode === 'window' && run.window !== null) {
     const refs = configQueryRefs(config, 'window-keys', { tables, from: run.window.fromMs, to: run.window.toMs, output: s3Uri(run.bucket, run.outputs.windowKeys) });
     windowKeys = { ...(await storeQueries(deps, `${run.prefix}window-queries.json`, refs)), bucket: run.bucket, prefix: run.outputs.windowKeys };
   }
@@ -343,22 +343,39 @@ export function erasedByLedger(ledger: Pick<LedgerView, 'entry'> | null, row: Pi
 }
 
 /** The table's last-run row in the status table (`reconcile#<table>`), read by `tidemark status`. */
-async function recordLastRun(deps: JobDeps, run: ReconcileRun, table: string, counts: Record<string, number>, report: string): Promise<void> {
+async function recordLastRun(deps: JobDeps, run: ReconcileRun, table: string, counts: Record<string, number>, report: string, repairs: TableRepairs): Promise<void> {
   await deps.dynamodb.send(
     new UpdateItemCommand({
       TableName: deps.config.statusTable,
       Key: { pipeline: { S: deps.config.name }, table: { S: `reconcile#${table}` } },
-      UpdateExpression: 'SET #at = :at, #run = :run, #mode = :mode, #f = :f, #r = :r',
-      ExpressionAttributeNames: { '#at': 'lastRunAt', '#run': 'runId', '#mode': 'mode', '#f': 'findings', '#r': 'report' },
+      UpdateExpression: 'SET #at = :at, #run = :run, #mode = :mode, #f = :f, #r = :r, #rp = :rp, #rf = :rf',
+      ExpressionAttributeNames: { '#at': 'lastRunAt', '#run': 'runId', '#mode': 'mode', '#f': 'findings', '#r': 'report', '#rp': 'repaired', '#rf': 'repairFailed' },
       ExpressionAttributeValues: {
         ':at': { N: String(deps.now()) },
         ':run': { S: run.runId },
         ':mode': { S: run.mode },
         ':f': { M: Object.fromEntries(Object.entries(counts).map(([k, v]) => [k, { N: String(v) }])) },
         ':r': { S: report },
+        ':rp': { N: String(repairs.repaired) },
+        ':rf': { N: String(repairs.repairFailed) },
       },
     }),
   );
+}
+
+/** A table's findings that --repair re-applied, and those it could not (read by `tidemark status`, so a repaired run does not read as open). */
+interface TableRepairs {
+  repaired: number;
+  repairFailed: number;
+}
+
+/** Counts a finding's repair, when --repair tried one, under its table. */
+function countRepair(repairs: Map<string, TableRepairs>, f: Finding): void {
+  if (f.repair === undefined) return;
+  const r = repairs.get(f.table) ?? { repaired: 0, repairFailed: 0 };
+  if (f.repair === 'applied') r.repaired++;
+  else r.repairFailed++;
+  repairs.set(f.table, r);
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -411,9 +428,10 @@ function countAsErased(tally: Tally, row: FindingRow): void {
  * item 17), written again as the run's findings objects (JSON Lines of Finding, gzip), and the first
  * of each class per table for the table reports.
  */
-async function keepFindings(deps: JobDeps, run: ReconcileRun, tally: Tally, outcomes: Map<string, string> | null, extra: readonly Finding[]): Promise<{ first: Map<string, Record<string, Finding[]>>; objects: string[]; prefix: string }> {
+async function keepFindings(deps: JobDeps, run: ReconcileRun, tally: Tally, outcomes: Map<string, string> | null, extra: readonly Finding[]): Promise<{ first: Map<string, Record<string, Finding[]>>; objects: string[]; prefix: string; repairs: Map<string, TableRepairs> }> {
   const ledger = await ledgerOf(deps, run.tables);
   const first = new Map<string, Record<string, Finding[]>>();
+  const repairs = new Map<string, TableRepairs>();
   const objects: string[] = [];
   const prefix = `${run.prefix}findings/`;
   let part: string[] = [];
@@ -427,6 +445,7 @@ async function keepFindings(deps: JobDeps, run: ReconcileRun, tally: Tally, outc
   const keep = async (finding: Finding) => {
     part.push(`${JSON.stringify(finding)}\n`);
     if (part.length >= FINDINGS_PER_OBJECT) await flush();
+    countRepair(repairs, finding);
     const perClass = first.get(finding.table) ?? {};
     const list = perClass[finding.class] ?? [];
     if (list.length < FIRST_FINDINGS) list.push(finding);
@@ -443,7 +462,7 @@ async function keepFindings(deps: JobDeps, run: ReconcileRun, tally: Tally, outc
   }
   for (const f of extra) await keep(f);
   await flush();
-  return { first, objects, prefix };
+  return { first, objects, prefix, repairs };
 }
 
 const MANIFEST_CLASSES = ['manifest-missing', 'manifest-extra'] as const;
@@ -596,7 +615,7 @@ export async function reportReconcileRun(input: { run: ReconcileRun; repaired?: 
   await putJson(s3, run.bucket, reportKey, report);
   for (const table of run.tables) {
     const counts = Object.fromEntries(FINDING_CLASSES.map((c) => [c, byTable[table]?.[c] ?? 0]));
-    await recordLastRun(deps, run, table, counts, tableReports[table]?.report ?? report.report);
+    await recordLastRun(deps, run, table, counts, tableReports[table]?.report ?? report.report, kept.repairs.get(table) ?? { repaired: 0, repairFailed: 0 });
     for (const cls of FINDING_CLASSES) deps.metrics.add(table, RECONCILE_METRICS[cls], MetricUnit.Count, byTable[table]?.[cls] ?? 0);
   }
   for (const cls of FINDING_CLASSES) deps.metrics.add(ALL_TABLES, RECONCILE_METRICS[cls], MetricUnit.Count, byClass[cls] ?? 0);
