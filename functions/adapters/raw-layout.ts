@@ -282,12 +282,28 @@ export const eraseKeysRunPrefix = (historyPrefix: string, runId: string): string
 export const compactionFrontierKey = (historyPrefix: string): string => `${historyPrefix}state/compaction.json`;
 export const compactedHourKey = (historyPrefix: string, hourStart: number): string => `${historyPrefix}state/hours/${hourPath(hourStart)}.json`;
 
-/** An empty prefix for one query output of one job run. */
 /** Every job's SQL outputs (UNLOAD files), under `<history>unload/`. */
 export const jobOutputsPrefix = (historyPrefix: string): string => `${historyPrefix}unload/`;
 
+/** The prefix of one query output of one job run: `<history>unload/<job>/<run>/<part>/`. */
 export const unloadPrefix = (historyPrefix: string, job: string, runId: string, part: string): string =>
   `${historyPrefix}unload/${encodeSegment(job)}/${encodeSegment(runId)}/${encodeSegment(part)}/`;
+
+/**
+ * The job outputs whose rows can hold keys or row values: reconcile's findings, window keys, export
+ * and repair selection, and snapshot detection's orphans. The others (reconcile's counts, snapshot
+ * detection's anomalies and re-snapshot counts) hold only tables, classes and numbers.
+ */
+export const KEYED_OUTPUT_PARTS: readonly string[] = ['findings', 'window-keys', 'export', 'repair', 'orphans'];
+
+/** Whether an object under `<history>unload/` belongs to an output that can hold keys (`KEYED_OUTPUT_PARTS`); true for a key of another shape. */
+export function mayHoldKeys(historyPrefix: string, key: string): boolean {
+  const root = jobOutputsPrefix(historyPrefix);
+  if (!key.startsWith(root)) return true;
+  const segments = key.slice(root.length).split('/');
+  if (segments.length < 4) return true;
+  return KEYED_OUTPUT_PARTS.some((p) => encodeSegment(p) === segments[2]);
+}
 
 /** The Athena workgroup's result location. */
 export const athenaResultsPrefix = (historyPrefix: string): string => `${historyPrefix}athena/`;

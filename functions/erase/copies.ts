@@ -19,7 +19,7 @@ import { keyId, normalizeKey } from '../core/keys.js';
 import { Normalizer, type RawRecord } from '../core/normalize.js';
 import { rewriteIfUnchanged } from '../adapters/conditional-rewrite.js';
 import { withoutRecords } from '../adapters/on-failure.js';
-import { jobOutputsPrefix, spillPrefixes } from '../adapters/raw-layout.js';
+import { jobOutputsPrefix, mayHoldKeys, spillPrefixes } from '../adapters/raw-layout.js';
 import { listObjectKeys } from '../adapters/s3-list.js';
 
 const gzipAsync = promisify(gzip);
@@ -268,7 +268,9 @@ async function* reportObjects(s3: S3Client, config: TidemarkConfig): AsyncGenera
     if (lines || key.endsWith('.json')) yield { key, lines };
   }
   // UNLOAD outputs (findings, orphans, window keys of a run that did not get to delete them): JSON Lines, gzip by content.
-  for await (const key of listObjectKeys(s3, config.raw.bucket, jobOutputsPrefix(config.history.prefix))) yield { key, lines: true };
+  // Only the outputs that can hold keys are read; counts and anomalies are never fetched. The
+  // `expire-job-outputs` lifecycle rule bounds what is left here to the runs of its last days.
+  for await (const key of listObjectKeys(s3, config.raw.bucket, jobOutputsPrefix(config.history.prefix))) if (mayHoldKeys(config.history.prefix, key)) yield { key, lines: true };
 }
 
 const isGzip = (body: Uint8Array): boolean => body.length >= 2 && body[0] === 0x1f && body[1] === 0x8b;

@@ -13,8 +13,9 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import { HISTORY, QUARANTINE_LINES, RAW_EVENTS, RAW_LINES, TABLE_HOURS, TABLE_SIDE, type TableSchema } from '../../../functions/sql/schemas.js';
+import { splitPartsPrefix } from '../../../functions/adapters/raw-layout.js';
 import { History, ICEBERG_TABLES, icebergFields, icebergPartitionSpec } from '../../../lib/history.js';
-import { ATHENA_RESULTS_RETENTION_DAYS, JOB_SCRATCH_RETENTION_DAYS } from '../../../lib/raw-store.js';
+import { ATHENA_RESULTS_RETENTION_DAYS, JOB_SCRATCH_RETENTION_DAYS, jobOutputsRetentionDays } from '../../../lib/raw-store.js';
 import { ENV, templateOf, testConfig } from './fixtures/stack.js';
 
 type Props = Record<string, unknown>;
@@ -202,9 +203,15 @@ describe('the history in the stack, with an existing workgroup and a named datab
     assert.deepEqual(byId.get('expire-athena-results'), { Id: 'expire-athena-results', Prefix: 'history/athena/', ExpirationInDays: ATHENA_RESULTS_RETENTION_DAYS, Status: 'Enabled' });
     assert.equal(byId.get('expire-job-outputs')?.Prefix, 'history/unload/');
     assert.equal(byId.get('expire-job-outputs')?.ExpirationInDays, JOB_SCRATCH_RETENTION_DAYS);
+    // Query outputs hold what the reports hold: never kept longer than the reports are.
+    assert.equal(jobOutputsRetentionDays(3), 3);
+    assert.equal(jobOutputsRetentionDays(90), JOB_SCRATCH_RETENTION_DAYS);
+    assert.equal(jobOutputsRetentionDays(), JOB_SCRATCH_RETENTION_DAYS);
     assert.equal(byId.get('expire-table-side')?.Prefix, 'history/table_side/');
+    assert.equal(byId.get('expire-split-record-parts')?.Prefix, splitPartsPrefix('raw/'));
     assert.ok(
-      rules.every((r) => r.ExpirationInDays === undefined || !(r.Prefix ?? '').startsWith('raw/')),
+      // The parts of split Aurora DSQL records live under raw/ with their own expiry; no raw record does.
+      rules.every((r) => r.ExpirationInDays === undefined || !(r.Prefix ?? '').startsWith('raw/') || r.Prefix === splitPartsPrefix('raw/')),
       'raw is never expired by a rule',
     );
     assert.ok(!rules.some((r) => r.Prefix?.startsWith('history/warehouse') || r.Prefix?.startsWith('history/state')), 'the history itself and its state never expire');
