@@ -242,11 +242,12 @@ export class TidemarkJobs extends Construct {
       [SNAPSHOT_TASKS.report]: fn(
         'snapshot',
         'snapshotReport',
-        'read the findings back, tombstone orphans (apply), write the report, emit metrics',
+        'read the findings back, tombstone orphans (apply), write the report, emit metrics, clear the scratch',
         [
           list('ListResults', [p.unloadSnapshot]),
           objects('ReadResults', ['s3:GetObject'], [p.unloadSnapshot]),
           objects('WriteReport', ['s3:PutObject'], [p.snapshotReports]),
+          objects('DeleteScratch', ['s3:DeleteObject'], [p.unloadSnapshot]),
           // Orphan tombstones go through the ingest's guarded writer (a conditional put or update, a read on a lost race).
           ...onTargets('TombstoneOrphans', ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem']),
         ],

@@ -17,10 +17,11 @@
  */
 import { randomBytes } from 'node:crypto';
 import { DescribeTableCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import { DeleteObjectsCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
 import { createGunzip, gunzipSync, gzipSync } from 'node:zlib';
+import { deleteObjectsUnder } from '../../adapters/s3-list.js';
 import { EraseLedger, type LedgerView, loadLedgerKeys } from '../../adapters/erase-ledger.js';
 import { compactedHourKey, encodeSegment, reportRunPrefix, tableReportKey, tableSideRunPrefix, unloadPrefix } from '../../adapters/raw-layout.js';
 import { MetricUnit } from '../../telemetry/sinks.js';
@@ -272,23 +273,6 @@ async function* outputRows<T>(s3: S3Client, bucket: string, prefix: string): Asy
     const input = gz ? Readable.from([bytes]).pipe(createGunzip()) : Readable.from([bytes]);
     for await (const line of createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY })) if (line.trim() !== '') yield JSON.parse(line) as T;
   }
-}
-
-async function deletePrefix(s3: S3Client, bucket: string, prefix: string): Promise<number> {
-  let n = 0;
-  let batch: string[] = [];
-  const flush = async () => {
-    if (batch.length === 0) return;
-    await s3.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true } }));
-    n += batch.length;
-    batch = [];
-  };
-  for await (const key of listKeys(s3, bucket, prefix)) {
-    batch.push(key);
-    if (batch.length === 1000) await flush();
-  }
-  await flush();
-  return n;
 }
 
 interface FindingRow {
@@ -623,11 +607,11 @@ export async function reportReconcileRun(input: { run: ReconcileRun; repaired?: 
   deps.metrics.add(ALL_TABLES, RECONCILE_METRICS.keys, MetricUnit.Count, keys);
   deps.metrics.flush();
   // The export holds row values and the table side keys: neither outlives the run.
-  await deletePrefix(s3, run.bucket, run.outputs.exports);
-  await deletePrefix(s3, run.bucket, tableSideRunPrefix(deps.config.history.prefix, run.runId));
-  await deletePrefix(s3, run.bucket, run.outputs.windowKeys);
-  await deletePrefix(s3, run.bucket, run.outputs.findings);
-  if (run.repair) await deletePrefix(s3, run.bucket, unloadPrefix(deps.config.history.prefix, 'reconcile', run.runId, 'repair'));
+  await deleteObjectsUnder(s3, run.bucket, run.outputs.exports);
+  await deleteObjectsUnder(s3, run.bucket, tableSideRunPrefix(deps.config.history.prefix, run.runId));
+  await deleteObjectsUnder(s3, run.bucket, run.outputs.windowKeys);
+  await deleteObjectsUnder(s3, run.bucket, run.outputs.findings);
+  if (run.repair) await deleteObjectsUnder(s3, run.bucket, unloadPrefix(deps.config.history.prefix, 'reconcile', run.runId, 'repair'));
   deps.log.info('reconcile finished', { runId: run.runId, mode: run.mode, keys, findings: total, critical: report.critical });
   return report;
 }

@@ -8,7 +8,8 @@
  *   Query    (state machine) each query on Athena
  *   Report   rows read back into per-table results; with `apply`, the orphans found after a
  *            complete snapshot tombstoned through the ingest's guarded writer at the snapshot's
- *            end position (a row changed since is never touched); metrics and the report
+ *            end position (a row changed since is never touched); metrics and the report; the
+ *            run's outputs deleted
  */
 import { randomBytes } from 'node:crypto';
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
@@ -16,6 +17,7 @@ import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import { reportRunPrefix, unloadPrefix } from '../../adapters/raw-layout.js';
+import { deleteObjectsUnder } from '../../adapters/s3-list.js';
 import { MetricUnit } from '../../telemetry/sinks.js';
 import { ALL_TABLES, SNAPSHOT_FINDING_METRICS } from '../../telemetry/job-metrics.js';
 import { type AnomalyRow, anomalyOf, HOUR_MS } from '../../sql/index.js';
@@ -161,6 +163,8 @@ export async function reportSnapshotRun(input: { run: SnapshotRunContext }, deps
     report: s3Uri(run.bucket, reportKey),
   };
   await deps.s3.send(new PutObjectCommand({ Bucket: run.bucket, Key: reportKey, Body: JSON.stringify(report), ContentType: 'application/json' }));
+  // The orphans output holds keys, and the report holds what it found: the outputs do not outlive the run.
+  for (const prefix of [run.outputs.anomalies, run.outputs.resnapshots, run.outputs.orphans]) await deleteObjectsUnder(deps.s3, run.bucket, prefix);
   deps.log.info('snapshot detection finished', { runId: run.runId, tables: tables.length, findings });
   return report;
 }

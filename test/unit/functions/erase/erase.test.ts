@@ -209,7 +209,7 @@ describe('erase on a versioned store', () => {
     s3.put(findings, body([row('public.customers', '{"id":42}'), row('public.customers', '{"id":43}'), row('inventory.products', '{"id":"42"}')]));
     const windowKeys = 'history/unload/reconcile/r2/window-keys/bucket=3/0-0.json.gz';
     s3.put(windowKeys, `${JSON.stringify({ source_table: 'public.customers', key_id: '["42"]', key_json: '{"id": 42}' })}\n${JSON.stringify({ source_table: 'public.customers', key_id: '["7"]', key_json: '{"id":7}' })}\n`);
-    // Snapshot detection's orphans (nothing deletes them: the lifecycle rule does).
+    // Snapshot detection's orphans of a run that failed before its Report (the lifecycle rule takes them later).
     const orphans = 'history/unload/snapshot/s2/orphans/0-0.json.gz';
     s3.put(orphans, body([{ source_table: 'public.customers', key_json: '{"id":42}', snapshot_end: 'p' }]));
     // Counts and anomalies name tables and numbers only: never fetched.

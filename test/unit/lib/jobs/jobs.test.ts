@@ -198,7 +198,8 @@ describe('jobs in the stack', () => {
     );
     assert.deepEqual(resourcesOf(role('reconcileReport'), 's3:DeleteObject').sort(), ['<PipelineRawBucket356BBD72.Arn>/history/table_side/*', '<PipelineRawBucket356BBD72.Arn>/history/unload/reconcile/*']);
     assert.deepEqual(taskActions(role('snapshotPlan')), ['s3:PutObject']);
-    assert.deepEqual(taskActions(role('snapshotReport')), ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 's3:GetObject', 's3:ListBucket', 's3:PutObject']);
+    assert.deepEqual(taskActions(role('snapshotReport')), ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 's3:DeleteObject', 's3:GetObject', 's3:ListBucket', 's3:PutObject']);
+    assert.deepEqual(resourcesOf(role('snapshotReport'), 's3:DeleteObject'), ['<PipelineRawBucket356BBD72.Arn>/history/unload/snapshot/*'], 'only its own outputs are deleted');
     for (const handler of ['reconcileWindowSide', 'snapshotReport', 'reconcilePlan']) {
       const tables = statementsOf(role(handler))
         .filter((s) => list(s.Action).some((a) => a.startsWith('dynamodb:')))

@@ -2,7 +2,7 @@
  * Snapshot detection's Lambda steps on SQL (functions/jobs/snapshot/run.ts, orphans.ts) over an
  * in-memory S3 and a mocked DynamoDB: the plan stores its three queries; the report reads the
  * anomalies, re-snapshots and orphans back, checks each orphan's stored item, tombstones the rest
- * through the guarded writer with `apply`, and emits a metric per finding kind.
+ * through the guarded writer with `apply`, emits a metric per finding kind and deletes the outputs.
  */
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
@@ -125,6 +125,11 @@ describe('snapshot detection run steps', () => {
     assert.equal(metrics.totals.get('*:Resnapshots'), 1);
     assert.equal(metrics.totals.get('*:AnomalyNoDeletes'), 1);
     assert.deepEqual(JSON.parse(Buffer.from(s3.get('reports/snapshot/s-2/report.json') ?? []).toString('utf8')), report);
+    assert.deepEqual(
+      s3.keys().filter((k) => k.startsWith('history/unload/')),
+      [],
+      'the outputs (the orphans output holds keys) are deleted once the report is written',
+    );
   });
 
   it('without apply nothing is written; keys past the listed maximum are counted, not listed', async () => {
