@@ -87,15 +87,19 @@ export async function runLocalJob(cfg: TidemarkConfig, c: Pick<Clients, 's3' | '
   const spec = JOBS[job];
   const handlers: Record<string, LocalTaskHandler> = { [QUERY_AT_FUNCTION]: handlerOf(queryAt as Body, deps) };
   for (const [name, body] of Object.entries(spec.tasks)) handlers[name] = handlerOf(body, deps);
-  return runLocalStateMachine(spec.definition(), JSON.parse(JSON.stringify(input)) as JsonValue, {
-    handlers,
-    s3: c.s3,
-    dynamodb: c.dynamodb,
-    athena: duckdbAthenaHandler(engine),
-    // A local export is COMPLETED the first time it is described: the minute's poll is AWS's.
-    waitMs: 0,
-    ...(options.onProgress ? { onProgress: options.onProgress } : {}),
-  });
+  try {
+    return await runLocalStateMachine(spec.definition(), JSON.parse(JSON.stringify(input)) as JsonValue, {
+      handlers,
+      s3: c.s3,
+      dynamodb: c.dynamodb,
+      athena: duckdbAthenaHandler(engine),
+      // A local export is COMPLETED the first time it is described: the minute's poll is AWS's.
+      waitMs: 0,
+      ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+    });
+  } finally {
+    await engine.close();
+  }
 }
 
 /** Compaction locally: raw into history, expected state and the hour counts (`throughNow` by default). */

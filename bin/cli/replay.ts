@@ -163,25 +163,29 @@ export async function runReplayLocally(ctx: JobContext, request: ReplayRequest, 
   const { runLocalStateMachine } = await localEngine('replay');
   const engine = await localSqlEngine(ctx.config, ctx.clients.s3);
   const { duckdbAthenaHandler } = await import('../local/athena-local.js');
-  const output = await runLocalStateMachine(definition, request as unknown as JsonValue, {
-    s3: ctx.clients.s3,
-    athena: duckdbAthenaHandler(engine),
-    handlers: {
-      [QUERY_AT_FUNCTION]: async (input) => JSON.parse(JSON.stringify(await queryAt(input as never, { s3: ctx.clients.s3, config: ctx.config }))) as JsonValue,
-      [REPLAY_FUNCTION]: async (input) => {
-        const res = await replayStep(input as never, ctx);
-        if ((input as { step?: string }).step === 'buckets') {
-          total = (res as { buckets?: number }).buckets ?? 0;
-          onProgress?.(0, total);
-        }
-        return res;
+  try {
+    const output = await runLocalStateMachine(definition, request as unknown as JsonValue, {
+      s3: ctx.clients.s3,
+      athena: duckdbAthenaHandler(engine),
+      handlers: {
+        [QUERY_AT_FUNCTION]: async (input) => JSON.parse(JSON.stringify(await queryAt(input as never, { s3: ctx.clients.s3, config: ctx.config }))) as JsonValue,
+        [REPLAY_FUNCTION]: async (input) => {
+          const res = await replayStep(input as never, ctx);
+          if ((input as { step?: string }).step === 'buckets') {
+            total = (res as { buckets?: number }).buckets ?? 0;
+            onProgress?.(0, total);
+          }
+          return res;
+        },
       },
-    },
-    onProgress: (e: LocalProgressEvent) => {
-      if (e.type === 'MapIterationSucceeded' || e.type === 'MapIterationFailed') onProgress?.(++done, total);
-    },
-  });
-  return output as Record<string, JsonValue>;
+      onProgress: (e: LocalProgressEvent) => {
+        if (e.type === 'MapIterationSucceeded' || e.type === 'MapIterationFailed') onProgress?.(++done, total);
+      },
+    });
+    return output as Record<string, JsonValue>;
+  } finally {
+    await engine.close();
+  }
 }
 
 /** The summary of a run, for `--json` and for people. */

@@ -83,6 +83,7 @@ describe('DuckDB engine on the emulators', () => {
   });
 
   after(async () => {
+    await engine?.close();
     await target?.teardown(config).catch(() => {});
     await target?.close();
   });
