@@ -272,8 +272,9 @@ export class TidemarkJobs extends Construct {
         objects('ReadQueryData', ['s3:GetObject'], reads),
         ...(writes.length > 0 ? [objects('WriteQueryData', ['s3:PutObject', 's3:AbortMultipartUpload', 's3:ListMultipartUploadParts'], writes)] : []),
       ];
-      // Athena reads and writes SSE-KMS objects and encrypts its results with the caller's key grants.
-      if (props.encryptionKey) out.push(statement('QueryDataUnderPipelineKey', KEY_ACTIONS, [props.encryptionKey.keyArn]));
+      // Athena reads and writes SSE-KMS objects and encrypts its results (SSE_KMS) with the caller's
+      // key grants: S3 makes those key calls, so the grant holds only through S3.
+      if (props.encryptionKey) out.push(statement('QueryDataUnderPipelineKey', KEY_ACTIONS, [props.encryptionKey.keyArn], { StringEquals: { 'kms:ViaService': `s3.${stack.region}.amazonaws.com` } }));
       return out;
     };
     const grantTo = (statements: readonly iam.PolicyStatement[], prefixes: readonly string[]) => (role: iam.Role) => {
