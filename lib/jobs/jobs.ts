@@ -232,7 +232,7 @@ export class TidemarkJobs extends Construct {
           objects('DeleteScratch', ['s3:DeleteObject'], [p.unloadReconcile, p.tableSide]),
           statement('RecordLastRun', ['dynamodb:UpdateItem'], [status]),
         ],
-        [p.unloadReconcile, p.tableSide, p.reconcileReports],
+        [p.unloadReconcile, p.tableSide, p.reconcileReports, `${config.jobs.reportPrefix}manifests/`],
       ),
       [QUERY_AT_FUNCTION]: queryAt,
     };
