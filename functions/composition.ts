@@ -15,8 +15,10 @@ import { type KeyRef, keyRefOf, type Log, type MetricSink, noKeyRef } from './te
 import { loadLedgerKeys } from './adapters/ledger-keys.js';
 import { errorMessage } from './core/errors.js';
 import type { IngestDeps } from './ingest/process-batch.js';
+import { StatusCache } from './ingest/status-cache.js';
 import { SchemaTracker } from './ingest/schema.js';
 import { SchemaStore } from './adapters/schema-store.js';
+import { ShardFrontierStore } from './adapters/shard-frontier.js';
 import type { JobDeps } from './jobs/deps.js';
 import type { JobContext } from './replay/job.js';
 import type { EraseContext } from './erase/erase.js';
@@ -46,6 +48,7 @@ export async function ledgerKeyRef(config: TidemarkConfig, log: Log, env: NodeJS
 
 /** The ingest path: decode, land raw, apply under the guard, report. */
 export function ingestDeps(config: TidemarkConfig, clients: RuntimeClients, telemetry: Telemetry, storage: Storage = buildStorage(config, clients, telemetry.now)): IngestDeps {
+  storage.status.onRegistryFailure = (table, err) => telemetry.log.warn('registry row not written; the table is still listed through the config', { table, error: errorMessage(err) });
   const writer = storage.writer();
   return {
     config,
@@ -55,8 +58,10 @@ export function ingestDeps(config: TidemarkConfig, clients: RuntimeClients, tele
     ...(config.transactions.groups.length > 0 ? { txWriter: storage.transactWriter(writer) } : {}),
     schema: new SchemaTracker(new SchemaStore(clients.dynamodb, config.statusTable, config.name), config, telemetry.log, telemetry.now),
     status: storage.status,
+    statusCache: new StatusCache(config.ingest.statusMaxAgeSeconds * 1000),
     sweeper: storage.sweeper,
     ...(storage.splitParts ? { splitParts: storage.splitParts } : {}),
+    frontier: new ShardFrontierStore(clients.dynamodb, config.statusTable, config.name),
     metrics: telemetry.metrics,
     log: telemetry.log,
     keyRef: telemetry.keyRef ?? noKeyRef,

@@ -11,6 +11,7 @@ import { Construct } from 'constructs';
 import type { TableConfig, TidemarkConfig } from './config/config.js';
 import { type KeyAttribute, keyLayout } from '../functions/core/keys.js';
 import { EXPIRES_AT_ATTRIBUTE } from '../functions/telemetry/contract.js';
+import { STATUS_KEY } from '../functions/telemetry/status-layout.js';
 import { INLINE_RESOURCE_LIMIT, RESOURCES_PER_NESTED_STACK } from './defaults.js';
 
 /** TTL attribute of tombstones and per-hour status rows: from the telemetry contract. */
@@ -42,7 +43,10 @@ const attribute = (a: KeyAttribute): dynamodb.Attribute => ({
 export class CurrentState extends Construct {
   /** Target table of each configured source table, keyed by `TableConfig.source`. */
   readonly tables: ReadonlyMap<string, dynamodb.Table>;
-  /** One row per (pipeline, table): partition key `pipeline`, sort key `table`. */
+  /**
+   * Status, hour, job and registry rows: partition key `pipeline` (one partition per pipeline and
+   * table), sort key `table` (the row kind); functions/telemetry/status-layout.ts.
+   */
   readonly statusTable: dynamodb.Table;
   /** The nested stacks holding the target tables, when there are more than `INLINE_RESOURCE_LIMIT`. */
   readonly nestedStacks: readonly NestedStack[];
@@ -87,8 +91,8 @@ export class CurrentState extends Construct {
     this.statusTable = new dynamodb.Table(this, 'StatusTable', {
       ...common,
       tableName: props.statusTable,
-      partitionKey: { name: 'pipeline', type: dynamodb.AttributeType.STRING },
-      sortKey: { name: 'table', type: dynamodb.AttributeType.STRING },
+      partitionKey: { name: STATUS_KEY.partition, type: dynamodb.AttributeType.STRING },
+      sortKey: { name: STATUS_KEY.row, type: dynamodb.AttributeType.STRING },
     });
   }
 

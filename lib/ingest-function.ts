@@ -24,8 +24,12 @@ import { readsAuroraDsql, splitPartsPrefix } from '../functions/adapters/raw-lay
  */
 export const TARGET_TABLE_ACTIONS = ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:Scan', 'dynamodb:DeleteItem'] as const;
 
-/** DynamoDB actions on the status table: load the batch's rows (BatchGetItem), then update them. */
-export const STATUS_TABLE_ACTIONS = ['dynamodb:BatchGetItem', 'dynamodb:UpdateItem'] as const;
+/**
+ * DynamoDB actions on the status table: read rows a container has no fresh copy of (BatchGetItem),
+ * the one update per table per batch (UpdateItem), and the rows written once: a closed hour, a new
+ * table's registry row (PutItem). No Query: the ingest never lists.
+ */
+export const STATUS_TABLE_ACTIONS = ['dynamodb:BatchGetItem', 'dynamodb:UpdateItem', 'dynamodb:PutItem'] as const;
 
 /** KMS actions under `encryption: kms`: GenerateDataKey to put S3 objects, Decrypt to read the stream. */
 export const KEY_ACTIONS = ['kms:Decrypt', 'kms:GenerateDataKey'] as const;

@@ -13,7 +13,7 @@ import { Duration } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
-import { type Counter, COUNTERS, DIMENSIONS, DISTRIBUTIONS, type MetricName, METRICS_NAMESPACE, SERVICE_NAME } from '../functions/telemetry/contract.js';
+import { type Counter, COUNTERS, DIMENSIONS, DISTRIBUTIONS, HEALTH, type HealthName, type MetricName, METRICS_NAMESPACE, SERVICE_NAME } from '../functions/telemetry/contract.js';
 
 /** Default aggregation window of alarms and widgets. */
 export const DEFAULT_PERIOD = Duration.minutes(5);
@@ -53,9 +53,19 @@ export class TidemarkMetricFactory {
     return this.metric(COUNTERS[counter].metric, 'Sum', table, period);
   }
 
+  /** A pipeline-health count (sum), pipeline-wide or of one table: `health('statusUpdatesFailed')`. */
+  health(name: HealthName, table?: string): cloudwatch.Metric {
+    return this.metric(HEALTH[name].metric, 'Sum', table);
+  }
+
   /** Commit-to-apply lag at a percentile, pipeline-wide or of one table. @default p99 */
   freshnessLag(percentile = 'p99', table?: string): cloudwatch.Metric {
     return this.metric(DISTRIBUTIONS.freshnessLag.metric, percentile, table);
+  }
+
+  /** How far behind the source batches left the tables (FrontierAgeMs), pipeline-wide: the worst. */
+  frontierAge(statistic = 'Maximum', table?: string): cloudwatch.Metric {
+    return this.metric(DISTRIBUTIONS.frontierAge.metric, statistic, table);
   }
 
   /** Stale writes as a share of attempted writes, pipeline-wide: stale / (applied + stale). */

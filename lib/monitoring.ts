@@ -173,6 +173,21 @@ function alarmSpecs(props: MonitoringProps): Record<string, AlarmSpec> {
   specs.Quarantined = { metric: m.counter('quarantined'), threshold: a.quarantined, description: 'records were quarantined as unparseable or invalid' };
   specs.Conflicts = { metric: m.counter('conflicts'), threshold: a.conflicts, description: 'events with equal positions and different content were not applied' };
   specs.FreshnessLag = { metric: m.freshnessLag('p99'), threshold: a.freshnessLagMs, description: `p99 commit-to-apply lag is above ${a.freshnessLagMs} ms` };
+  specs.StatusUpdatesFailed = {
+    metric: m.health('statusUpdatesFailed'),
+    threshold: 0,
+    description: "status-row updates failed after every retry the invocation's time allowed (throttled status table?): those batches' counters are missing from `tidemark status`; the metrics have them",
+  };
+  specs.FreshnessBehind = {
+    metric: m.frontierAge(),
+    threshold: a.freshnessBehindMs,
+    description: `a table fell more than ${a.freshnessBehindMs} ms behind the source (a batch's newest commit, heartbeat or resolved timestamp, to its apply); a stalled shard shows as FailedRecords or IteratorAge instead`,
+  };
+  specs.TableStopped = {
+    metric: m.counter('enteredError'),
+    threshold: 0,
+    description: 'a table stopped in error (its write failures outlasted ingest.errorBudget, or no retry could fix them): its records land in raw and are not applied; tidemark status gives the reason, tidemark resume --force applies them once fixed',
+  };
   specs.StaleRate = { metric: m.staleRate(), threshold: a.staleRate, description: `more than ${a.staleRate * 100}% of writes were stale` };
   if (a.schemaDrift !== 'off') {
     specs.SchemaDrift =

@@ -104,8 +104,36 @@ function registerHistory(p: Command): void {
     .action(lazy(() => import('./history.js'), (m) => m.historyCompactCommand));
 }
 
-/** Adds the job commands. */
+
+function registerLifecycle(p: Command): void {
+  p.command('suspend')
+    .description('stop applying tables (their records still land in raw), or with --pipeline disable the deployed event source mappings')
+    .addOption(configOption())
+    .option('-t, --table <source...>', 'tables to suspend')
+    .option('--all', 'every configured table')
+    .option('--pipeline', 'the whole deployed pipeline: disable its event source mappings (with --on aws)')
+    .option('--reason <text>', 'why (kept in the status row; never put values here)')
+    .addOption(new Option('--on <where>', 'local or aws (only --pipeline needs aws)').choices(['local', 'aws']).default('local'))
+    .addOption(jsonOption())
+    .action(lazy(() => import('./lifecycle.js'), (m) => m.suspendCommand));
+  p.command('resume')
+    .description('apply suspended tables again: back to live apply, then what they held replayed from raw (a table in error needs --force)')
+    .addOption(configOption())
+    .option('-t, --table <source...>', 'tables to resume')
+    .option('--all', 'every configured table')
+    .option('--pipeline', 'the whole deployed pipeline: enable its event source mappings (with --on aws)')
+    .option('--force', 'resume a table in error (after fixing its cause); also lets the catch-up reach records older than tombstoneTtlDays')
+    .option('--no-catch-up', 'only return to live apply; print the replay command for what was held')
+    .option('--settle-seconds <n>', 'wait before the catch-up replay, 0-3600 (default: ingest.statusMaxAgeSeconds + 5)', intIn(0, 3600))
+    .addOption(onOption('replay'))
+    .addOption(arnOption('replay'))
+    .addOption(jsonOption())
+    .action(lazy(() => import('./lifecycle.js'), (m) => m.resumeCommand));
+}
+
+/** Adds the job commands, and suspend and resume (whose catch-up is a replay). */
 export function registerJobCommands(p: Command): void {
+  registerLifecycle(p);
   registerReplay(p);
   registerErase(p);
   registerReconcile(p);

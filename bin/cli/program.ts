@@ -76,6 +76,13 @@ function registerState(p: Command): void {
     .option('-t, --table <source>', 'with --schema: only this table')
     .addOption(jsonOption())
     .action(lazy(() => import('./commands/read.js'), (m) => m.statusCommand));
+
+  p.command('status-migrate')
+    .description('move the status rows from layout 1 (one partition per pipeline) to layout 2 (one per table); repeatable, nothing lost or counted twice')
+    .addOption(configOption())
+    .option('--dry-run', 'count what would move, write nothing')
+    .option('--delete-old', 'also delete layout-1 rows whose counters have all been moved')
+    .action(lazy(() => import('./status-migrate.js'), (m) => m.statusMigrateCommand));
 }
 
 function registerLocal(p: Command): void {

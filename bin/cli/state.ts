@@ -12,8 +12,12 @@ import { stringifyJson, type JsonObject } from '../../functions/core/json.js';
 import { normalizeKey } from '../../functions/core/keys.js';
 import { decodeItem, keyAttributes } from '../../functions/adapters/item-codec.js';
 import { StatusReader } from '../../functions/adapters/status-reader.js';
-import { EXPIRES_AT_ATTRIBUTE } from '../../functions/telemetry/contract.js';
+import { EXPIRES_AT_ATTRIBUTE, SCHEMA_ROW_PREFIX } from '../../functions/telemetry/contract.js';
+import { type Frontier, frontierOf, ShardFrontierStore } from '../../functions/adapters/shard-frontier.js';
+import { addHistograms, histogramOf, quantileBound } from '../../functions/core/lag-histogram.js';
+import { hourLabel, OPEN_HOUR } from '../../functions/telemetry/status-layout.js';
 import { CliError } from './errors.js';
+import { humanDuration } from './output.js';
 
 export function tableOrThrow(config: TidemarkConfig, source: string): TableConfig {
   const t = config.tables.find((x) => x.source === source);
@@ -51,9 +55,55 @@ export async function getRow(client: DynamoDBClient, table: TableConfig, key: Js
   return res.Item ? presentItem(table, res.Item) : null;
 }
 
+/**
+ * Every status row of the pipeline (the registry's tables, the configured ones and `*`), then the
+ * jobs' last-run rows, shown as `reconcile#<table>` and `snapshot#<table>`, and the recorded
+ * schemas, shown as `schema#<table>`.
+ */
 export async function statusRows(client: DynamoDBClient, config: TidemarkConfig): Promise<JsonObject[]> {
-  const rows = await new StatusReader(client, config.statusTable, config.name).list();
-  return rows.map((r) => JSON.parse(stringifyJson(r)) as JsonObject);
+  const reader = new StatusReader(client, config.statusTable, config.name);
+  const rows = await reader.list(config.tables.map((t) => t.source));
+  const now = Date.now();
+  const [jobs, schemas, previous] = await Promise.all([reader.jobRows(rows.map((r) => r.table)), reader.schemaRows(rows.map((r) => r.table)), reader.hourRowsAt(rows.map((r) => r.table), now - 3_600_000)]);
+  const json = (r: object) => JSON.parse(stringifyJson(r)) as JsonObject;
+  return [
+    ...rows.map((r) => json({ ...r, ...lagPercentiles(r, previous.get(r.table), now) })),
+    ...jobs.map(({ job, table, ...rest }) => json({ ...rest, pipeline: config.name, table: `${job}#${table}` })),
+    ...schemas.map(({ table, ...rest }) => json({ ...rest, pipeline: config.name, table: `${SCHEMA_ROW_PREFIX}${String(table)}` })),
+  ];
+}
+
+/**
+ * p50 and p99 of commit-to-apply lag over the last hour, as the upper bounds of their histogram
+ * buckets (core/lag-histogram.ts): the open hour's counts (if it is this hour or the last) plus the
+ * previous hour's row. `null` is above the highest bound (1 day).
+ */
+export function lagPercentiles(row: Readonly<Record<string, unknown>>, previousHour: Readonly<Record<string, unknown>> | undefined, now: number): { lagP50Ms?: number | null; lagP99Ms?: number | null } {
+  const open = typeof row.hour === 'string' && row.hour >= hourLabel(now - 3_600_000) ? histogramOf(row, OPEN_HOUR.counterPrefix) : [];
+  const counts = addHistograms(open, row.hour === hourLabel(now - 3_600_000) ? [] : histogramOf(previousHour));
+  const p50 = quantileBound(counts, 0.5);
+  const p99 = quantileBound(counts, 0.99);
+  if (p50 === undefined || p99 === undefined) return {};
+  const finite = (v: number) => (Number.isFinite(v) ? v : null);
+  return { lagP50Ms: finite(p50), lagP99Ms: finite(p99) };
+}
+
+/** One table's status row, if it has one. */
+export async function statusRowOf(client: DynamoDBClient, config: TidemarkConfig, table: string): Promise<JsonObject | undefined> {
+  const [row] = await new StatusReader(client, config.statusTable, config.name).list([], [table]);
+  return row ? (JSON.parse(stringifyJson(row)) as JsonObject) : undefined;
+}
+
+/** The pipeline's freshness: the commit time up to which every shard has been applied (adapters/shard-frontier.ts). */
+export async function freshnessOf(client: DynamoDBClient, config: TidemarkConfig, now = Date.now()): Promise<Frontier> {
+  return frontierOf(await new ShardFrontierStore(client, config.statusTable, config.name).list(), now);
+}
+
+/** One line for people: `complete as of 2026-12-02T03:40:12Z, 12s behind (2 shards, 1 failing)`. */
+export function freshnessText(f: Frontier, now = Date.now()): string {
+  const shards = [`${f.shards} shard${f.shards === 1 ? '' : 's'}`, ...(f.failing > 0 ? [`${f.failing} failing`] : []), ...(f.idle > 0 ? [`${f.idle} idle for over an hour, left out`] : [])].join(', ');
+  if (f.completeAsOf === undefined) return f.shards === 0 ? 'complete as of: no batch in the last hour' : `complete as of: not yet known (${shards})`;
+  return `complete as of ${new Date(f.completeAsOf).toISOString()}, ${humanDuration(Math.max(0, now - f.completeAsOf))} behind the source (${shards})`;
 }
 
 export { STATUS_COLUMNS, statusTable } from './status-text.js';

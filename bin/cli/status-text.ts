@@ -12,6 +12,7 @@
  */
 import type { JsonObject } from '../../functions/core/json.js';
 import { COUNTER_NAMES, COUNTERS, SCHEMA_ROW_PREFIX } from '../../functions/telemetry/contract.js';
+import { LIFECYCLE, lifecycleOf } from '../../functions/core/lifecycle.js';
 import { positionText } from './notation.js';
 import { isSchemaRow } from './schema-status.js';
 import { clip, type Column, humanDuration, renderTable, WIDTH } from './output.js';
@@ -32,6 +33,7 @@ const COUNTER_HEADERS: Readonly<Record<string, string>> = {
   controls: 'ctrl',
   truncates: 'trunc',
   failed: 'failed',
+  held: 'held',
   placeholders: 'plhd',
 };
 
@@ -82,6 +84,42 @@ function jobCells(row: JsonObject, job: string, table: string, now: number): str
 
 const text = (v: unknown): string => (v === undefined || v === null ? '-' : String(v));
 
+/**
+ * Lag over the last hour as p50/p99 bucket bounds (`2s/30s`, `>1d` above the last bucket), or the
+ * last batch's highest lag where the row has no histogram yet.
+ */
+function lagText(r: JsonObject): string {
+  const bound = (v: unknown) => (v === null ? '>1d' : humanDuration(Number(v)));
+  if (r.lagP99Ms !== undefined) return `${bound(r.lagP50Ms)}/${bound(r.lagP99Ms)}`;
+  return typeof r.lagMs === 'number' ? humanDuration(r.lagMs) : '-';
+}
+
+/** The state column: the lifecycle when the table is held (SUSPENDED, STOPPED for a table in error), else the last batch's state. */
+function stateText(r: JsonObject): string {
+  const lifecycle = lifecycleOf(r);
+  if (lifecycle === 'suspended') return 'SUSPENDED';
+  if (lifecycle === 'error') return 'STOPPED';
+  return text(r.state);
+}
+
+/** One line per held table (since when, how many records it holds, why), then the commands that resume them. */
+function heldLines(tables: readonly JsonObject[], now: number): string[] {
+  const lines: string[] = [];
+  const resume: Record<'suspended' | 'error', string[]> = { suspended: [], error: [] };
+  for (const r of tables) {
+    const lifecycle = lifecycleOf(r);
+    if (lifecycle === 'running') continue;
+    resume[lifecycle].push(`-t ${text(r.table)}`);
+    const since = typeof r[LIFECYCLE.at] === 'number' ? ` ${humanDuration(now - (r[LIFECYCLE.at] as number))} ago` : '';
+    const held = typeof r.held === 'number' && r.held > 0 ? `, ${compactCount(r.held)} records held` : '';
+    const reason = typeof r[LIFECYCLE.reason] === 'string' ? `: ${r[LIFECYCLE.reason] as string}` : '';
+    lines.push(clip(`${text(r.table)}: ${lifecycle === 'error' ? 'stopped in error' : 'suspended'}${since}${held}${reason}`, WIDTH));
+  }
+  if (resume.suspended.length > 0) lines.push(clip(`resume: tidemark resume ${resume.suspended.join(' ')}`, WIDTH));
+  if (resume.error.length > 0) lines.push(clip(`once fixed: tidemark resume ${resume.error.join(' ')} --force`, WIDTH));
+  return lines;
+}
+
 /** Options of {@link statusTable}. */
 export interface StatusTextOptions {
   /** Kafka offsets or Kinesis sequence numbers, for transport positions. @default kinesis */
@@ -106,18 +144,20 @@ export function statusTable(rows: readonly JsonObject[], options: StatusTextOpti
     if (job) jobs.push(jobCells(r, job.job, job.table, now));
     else tables.push(r);
   }
-  const facts: Column[] = [{ header: 'table', flex: true }, { header: 'state' }, { header: 'phase' }, { header: 'lag', align: 'right' }, { header: 'last position', flex: true }, { header: 'ordering' }];
+  const facts: Column[] = [{ header: 'table', flex: true }, { header: 'state' }, { header: 'phase' }, { header: 'lag 1h p50/p99', align: 'right' }, { header: 'last position', flex: true }, { header: 'ordering' }];
   const factRows = tables.map((r) => [
     text(r.table),
-    text(r.state),
+    stateText(r),
     text(r.phase),
-    typeof r.lagMs === 'number' ? humanDuration(r.lagMs) : '-',
+    lagText(r),
     positionText(typeof r.lastPosition === 'string' ? r.lastPosition : null, { format: typeof r.format === 'string' ? r.format : undefined, ordering: typeof r.orderingStrength === 'string' ? r.orderingStrength : undefined, transport: options.transport ?? 'kinesis' }),
     r.orderingStrength === 'transport' ? 'transport (weak)' : text(r.orderingStrength),
   ]);
   const counters: Column[] = [{ header: 'table', flex: true }, ...COUNTER_COLUMNS.map((c): Column => ({ header: COUNTER_HEADERS[c] ?? c, align: 'right' }))];
   const counterRows = tables.map((r) => [text(r.table), ...COUNTER_COLUMNS.map((c) => compactCount(r[c] ?? 0))]);
   const parts = [renderTable(facts, factRows), renderTable(counters, counterRows)];
+  const held = heldLines(tables, now);
+  if (held.length > 0) parts.push(held.join('\n'));
   const errors = tables.filter((r) => r.state === 'ERROR' && r.lastError !== undefined);
   if (errors.length > 0) {
     parts.push(

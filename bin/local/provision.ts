@@ -3,6 +3,7 @@
  * stream, the target tables (key schema from `keyLayout`, TTL on `__expiresAt`), the status table
  * (TTL on `__expiresAt` for its per-hour rows) and the raw bucket. Used by `tidemark local` and by the integration tests on any target.
  */
+import { STATUS_KEY } from '../../functions/telemetry/status-layout.js';
 import {
   CreateTableCommand,
   DeleteTableCommand,
@@ -189,7 +190,7 @@ export async function provision(config: TidemarkConfig, clients: Clients, opts: 
       return ensureTable(clients, table.target, layout.partitionKey, layout.sortKey, true, timeoutMs).then(note);
     }),
     // TTL on the status table too: its per-hour counter rows expire (as in the CDK stack).
-    ensureTable(clients, config.statusTable, { name: 'pipeline', type: 'S' }, { name: 'table', type: 'S' }, true, timeoutMs).then(note),
+    ensureTable(clients, config.statusTable, { name: STATUS_KEY.partition, type: 'S' }, { name: STATUS_KEY.row, type: 'S' }, true, timeoutMs).then(note),
     ensureBucket(clients, config.raw.bucket).then(note),
   ]);
   return { streamName, resources: results, changed: results.some((r) => r.action !== 'present') };

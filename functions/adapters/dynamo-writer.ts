@@ -28,6 +28,7 @@ import {
   type UpdateItemCommandInput,
 } from '@aws-sdk/client-dynamodb';
 import type { TableConfig } from '../config/types.js';
+import { Limiter } from '../core/concurrency.js';
 import { type PatchEffect, patchMissing } from '../core/effect.js';
 import { asError, WriteError } from '../core/errors.js';
 import type { PlannedWrite } from '../core/plan.js';
@@ -93,8 +94,13 @@ export type PreReadPolicy = 'never' | 'always' | 'auto';
 export interface WriteAllOptions {
   /** @default 'never' */
   readonly preRead?: PreReadPolicy;
-  /** Writes in flight at once. @default 16 */
+  /** Writes in flight at once (ignored when a `limiter` is given). @default 16 */
   readonly concurrency?: number;
+  /**
+   * A bound shared with other work (the ingest's one bound per batch over every table's writes,
+   * pre-reads and status updates): each write and each pre-read request holds one of its slots.
+   */
+  readonly limiter?: Limiter;
 }
 
 export interface WriteTotals {
@@ -198,8 +204,9 @@ export class DynamoWriter {
   async writeAll(writes: readonly PlannedWrite[], options: WriteAllOptions = {}): Promise<WriteAllResult> {
     const totals = emptyTotals(writes.length);
     const results: (WriteResult | undefined)[] = new Array(writes.length);
-    const toSend = await this.preRead(writes, options.preRead ?? 'never', results, totals);
-    await mapLimit(toSend, options.concurrency ?? 16, async ({ index, write }) => {
+    const limiter = options.limiter ?? new Limiter(options.concurrency ?? 16);
+    const toSend = await this.preRead(writes, options.preRead ?? 'never', results, totals, limiter);
+    await limiter.map(toSend, async ({ index, write }) => {
       results[index] = await this.write(write);
     });
     const done = results.map((r, i) => r ?? new Tally().result('failed', new WriteError('write was not attempted', { context: { table: writes[i]?.table, key: writes[i]?.keyId } })));
@@ -217,6 +224,7 @@ export class DynamoWriter {
     policy: PreReadPolicy,
     results: (WriteResult | undefined)[],
     totals: WriteTotals,
+    limiter: Limiter,
   ): Promise<{ index: number; write: PlannedWrite }[]> {
     const send: { index: number; write: PlannedWrite }[] = [];
     const check = new Map<string, number[]>();
@@ -233,7 +241,7 @@ export class DynamoWriter {
         const write = writes[index];
         return write ? [{ index, write }] : [];
       });
-      const stored = await this.readPositions(source, group.map((g) => g.write));
+      const stored = await this.readPositions(source, group.map((g) => g.write), limiter);
       if (stored === null) totals.readFailures++;
       totals.readUnits += stored?.readUnits ?? 0;
       totals.readRequests += stored?.requests ?? 0;
@@ -259,11 +267,11 @@ export class DynamoWriter {
   }
 
   /** A failed read only costs the optimization: the writes then go out under their guards. */
-  private async readPositions(source: string, writes: readonly PlannedWrite[]): Promise<StoredPositions | null> {
+  private async readPositions(source: string, writes: readonly PlannedWrite[], limiter: Limiter): Promise<StoredPositions | null> {
     const table = this.tables.get(source);
     if (!table) return null;
     try {
-      return await readStoredPositions(this.options.client, table, writes);
+      return await readStoredPositions(this.options.client, table, writes, { limiter });
     } catch {
       return null;
     }
@@ -427,16 +435,4 @@ function addResult(totals: WriteTotals, r: WriteResult): void {
   totals.readUnits += r.readUnits ?? 0;
   totals.readRequests += r.readRequests ?? 0;
   totals.writeRequests += r.requests - (r.readRequests ?? 0);
-}
-
-/** Runs `fn` over `items` with at most `limit` in flight. */
-async function mapLimit<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const item = items[next++];
-      if (item !== undefined) await fn(item);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
 }

@@ -1,6 +1,6 @@
 /**
  * Each table's recorded schema (core/schema-drift.ts `SchemaState`) as one row of the status table:
- * partition `pipeline`, sort key `schema#<source table>`, the state as JSON text, a version and a
+ * the table's own partition, row `schema` (telemetry/status-layout.ts), the state as JSON text, a version and a
  * few counts the CLI shows without parsing. Written only when a batch changed the schema, under
  * "the version is still the one read", so two containers that see a change at once never lose
  * each other's: the loser reloads and merges on its next batch.
@@ -11,7 +11,7 @@
  */
 import { type AttributeValue, BatchGetItemCommand, ConditionalCheckFailedException, type DynamoDBClient, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { isSchemaState, type SchemaState } from '../core/schema-drift.js';
-import { SCHEMA_ROW_PREFIX, STATUS_KEY, schemaRowKey } from '../telemetry/contract.js';
+import { SCHEMA_ROW, STATUS_KEY, tableOfPartition, tablePartition } from '../telemetry/status-layout.js';
 
 export interface RecordedSchema {
   readonly state: SchemaState;
@@ -41,7 +41,7 @@ export class SchemaStore {
   ) {}
 
   private key(table: string): Record<string, AttributeValue> {
-    return { [STATUS_KEY.pipeline]: { S: this.pipeline }, [STATUS_KEY.table]: { S: schemaRowKey(table) } };
+    return { [STATUS_KEY.partition]: { S: tablePartition(this.pipeline, table) }, [STATUS_KEY.row]: { S: SCHEMA_ROW } };
   }
 
   /** The recorded schemas of `tables` (consistent reads); a table with none is absent. */
@@ -52,9 +52,9 @@ export class SchemaStore {
       for (let round = 0; keys.length > 0 && round < 8; round++) {
         const res = await this.client.send(new BatchGetItemCommand({ RequestItems: { [this.tableName]: { Keys: keys, ConsistentRead: true } } }));
         for (const item of res.Responses?.[this.tableName] ?? []) {
-          const table = item[STATUS_KEY.table]?.S?.slice(SCHEMA_ROW_PREFIX.length);
-          const recorded = table === undefined ? undefined : parseRow(item);
-          if (table !== undefined && recorded) out.set(table, recorded);
+          const table = tableOfPartition(this.pipeline, item[STATUS_KEY.partition]?.S ?? '');
+          const recorded = table === null ? undefined : parseRow(item);
+          if (table !== null && recorded) out.set(table, recorded);
         }
         keys = res.UnprocessedKeys?.[this.tableName]?.Keys ?? [];
       }

@@ -26,7 +26,8 @@
 import { createHash } from 'node:crypto';
 import { type AttributeValue, ConditionalCheckFailedException, type DynamoDBClient, GetItemCommand, QueryCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
-import { EXPIRES_AT_ATTRIBUTE, STATUS_KEY } from '../telemetry/contract.js';
+import { EXPIRES_AT_ATTRIBUTE } from '../telemetry/contract.js';
+import { STATUS_KEY } from '../telemetry/status-layout.js';
 
 /** How many fragments one chunk may have here: more is `fragment-too-large` (the item stays far below 400 KB). */
 export const MAX_SPLIT_FRAGMENTS = 1_000;
@@ -103,7 +104,7 @@ export class DynamoSplitPartsStore implements SplitPartsStore {
   }
 
   private key(chunkId: string): Record<string, AttributeValue> {
-    return { [STATUS_KEY.pipeline]: { S: this.partition }, [STATUS_KEY.table]: { S: `chunk#${chunkId}` } };
+    return { [STATUS_KEY.partition]: { S: this.partition }, [STATUS_KEY.row]: { S: `chunk#${chunkId}` } };
   }
 
   private async putText(chunkId: string, slot: string, text: string): Promise<{ ref: string; bytes: number }> {
@@ -171,14 +172,14 @@ export class DynamoSplitPartsStore implements SplitPartsStore {
           TableName: this.tableName,
           KeyConditionExpression: '#pk = :pk',
           FilterExpression: '#d <= :now AND attribute_not_exists(#done) AND (attribute_not_exists(#c) OR #c < :now)',
-          ExpressionAttributeNames: { '#pk': STATUS_KEY.pipeline, '#d': 'deadlineMs', '#done': 'doneMs', '#c': 'claimUntil' },
+          ExpressionAttributeNames: { '#pk': STATUS_KEY.partition, '#d': 'deadlineMs', '#done': 'doneMs', '#c': 'claimUntil' },
           ExpressionAttributeValues: { ':pk': { S: this.partition }, ':now': { N: String(nowMs) } },
           ConsistentRead: true,
           ExclusiveStartKey: start,
         }),
       );
       for (const item of page.Items ?? []) {
-        const sk = item[STATUS_KEY.table]?.S ?? '';
+        const sk = item[STATUS_KEY.row]?.S ?? '';
         if (sk.startsWith('chunk#') && out.length < limit) out.push(stateOf(sk.slice('chunk#'.length), item));
       }
       start = page.LastEvaluatedKey;

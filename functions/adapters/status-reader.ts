@@ -1,23 +1,52 @@
 /**
- * Reads a pipeline's status rows the way `tidemark status` and the jobs do: every status row, and
- * the per-hour counter rows of a range (see status-store.ts for what they hold). Queries only; the
- * ingest never lists (status-store.ts), so its role holds no `dynamodb:Query`.
+ * Reads a pipeline's status rows the way `tidemark status` and the jobs do (layout in
+ * status-layout.ts): the tables of the registry and the config, their status rows, their jobs'
+ * last runs, and one table's hours (closed hour rows plus the status row's open hour). Queries
+ * only here; the ingest never lists (status-store.ts), so its role holds no `dynamodb:Query`.
  *
- *   const rows = await new StatusReader(dynamodb, config.statusTable, config.name).list();
+ *   const reader = new StatusReader(dynamodb, config.statusTable, config.name);
+ *   const rows = await reader.list(config.tables.map((t) => t.source));
+ *   const hours = await reader.hourRows('public.orders', from, to);
  */
-import { type AttributeValue, type DynamoDBClient, QueryCommand } from '@aws-sdk/client-dynamodb';
+import { type AttributeValue, BatchGetItemCommand, type BatchGetItemCommandOutput, type DynamoDBClient, QueryCommand, type QueryCommandOutput } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { HOUR_ROW_PREFIX, STATUS_KEY } from '../telemetry/contract.js';
+import { UNKNOWN_TABLE } from '../telemetry/contract.js';
+import {
+  HOUR_COUNTERS,
+  HOUR_ROW_PREFIX,
+  type HourCounter,
+  hourLabel,
+  hourOfRowKey,
+  hourStartOf,
+  type JobRowKind,
+  jobRowKey,
+  SCHEMA_ROW,
+  OPEN_HOUR,
+  STATUS_KEY,
+  STATUS_ROW,
+  tableOfPartition,
+  tablePartition,
+  tableRegistryPartition,
+} from '../telemetry/status-layout.js';
 import type { StatusRow } from './status-store.js';
 
-/** A per-hour counter row, with its hour and source table read back from the sort key. */
-export interface HourRow extends StatusRow {
-  readonly hour: string;
-  readonly sourceTable: string;
+const HOUR_MS = 3_600_000;
+
+/** One hour of a table's counters: a closed hour row, or the status row's open hour. */
+export interface HourRow {
+  /** Start of the hour, epoch ms. */
+  readonly hourStart: number;
+  readonly table: string;
+  readonly counters: Readonly<Record<HourCounter, number>>;
 }
 
-/** Sorts just after every `hour#…` key: status rows of source tables live outside [hour#, hour$). */
-const HOUR_ROW_END = `${HOUR_ROW_PREFIX.slice(0, -1)}$`;
+/** A job's last-run row of a table (`job#reconcile`, `job#snapshot`). */
+export interface JobRow extends Record<string, unknown> {
+  readonly job: JobRowKind;
+  readonly table: string;
+}
+
+const num = (v: unknown): number => (typeof v === 'number' ? v : Number(v ?? 0)) || 0;
 
 export class StatusReader {
   constructor(
@@ -26,40 +55,122 @@ export class StatusReader {
     private readonly pipeline: string,
   ) {}
 
-  /** Every status row of the pipeline (per-hour rows excluded: they sort between `hour#` and `hour$`). */
-  async list(): Promise<StatusRow[]> {
-    const below = await this.query('#t < :a', { ':a': { S: HOUR_ROW_PREFIX } });
-    const above = await this.query('#t > :b', { ':b': { S: HOUR_ROW_END } });
-    return [...below, ...above];
+  /** Tables with a registry row (every table whose status row was ever written). */
+  async registeredTables(): Promise<string[]> {
+    const items = await this.query(tableRegistryPartition(this.pipeline));
+    return items.map((i) => i[STATUS_KEY.row]?.S ?? '').filter((t) => t !== '');
   }
 
-  /** Per-hour counter rows from `fromHour` to `toHour` inclusive (`YYYY-MM-DDTHH`), e.g. for anomaly detection. */
-  async hourRows(fromHour: string, toHour: string): Promise<HourRow[]> {
-    const rows = await this.query('#t BETWEEN :a AND :b', { ':a': { S: `${HOUR_ROW_PREFIX}${fromHour}` }, ':b': { S: `${HOUR_ROW_PREFIX}${toHour}#\uffff` } });
-    return rows.map((r) => {
-      const rest = r.table.slice(HOUR_ROW_PREFIX.length);
-      const cut = rest.indexOf('#');
-      return { ...r, hour: rest.slice(0, cut), sourceTable: rest.slice(cut + 1) };
+  /** The tables to show: the registry's, the configured ones and `*`, each once, in that order. */
+  async tables(configured: readonly string[] = []): Promise<string[]> {
+    return [...new Set([...configured, ...(await this.registeredTables()).filter((t) => t !== UNKNOWN_TABLE), UNKNOWN_TABLE])];
+  }
+
+  /** The status rows of `tables` (default: {@link tables}), read consistently, in that order; absent ones left out. */
+  async list(configured: readonly string[] = [], tables?: readonly string[]): Promise<StatusRow[]> {
+    const wanted = tables ?? (await this.tables(configured));
+    const got = await this.batchGet(wanted.map((t) => [tablePartition(this.pipeline, t), STATUS_ROW]));
+    return wanted.flatMap((t) => {
+      const item = got.get(`${tablePartition(this.pipeline, t)}\u0000${STATUS_ROW}`);
+      return item ? [{ ...(unmarshall(item) as Record<string, unknown>), pipeline: this.pipeline, table: t } as StatusRow] : [];
     });
   }
 
-  private async query(range: string, values: Record<string, AttributeValue>): Promise<StatusRow[]> {
-    const rows: StatusRow[] = [];
+  /** The jobs' last-run rows of `tables`. */
+  async jobRows(tables: readonly string[]): Promise<JobRow[]> {
+    const jobs: JobRowKind[] = ['reconcile', 'snapshot'];
+    const keys = tables.flatMap((t) => jobs.map((j) => [tablePartition(this.pipeline, t), jobRowKey(j)] as [string, string]));
+    const got = await this.batchGet(keys);
+    return keys.flatMap(([partition, row]) => {
+      const item = got.get(`${partition}\u0000${row}`);
+      const table = tableOfPartition(this.pipeline, partition);
+      if (!item || table === null) return [];
+      return [{ ...(unmarshall(item) as Record<string, unknown>), job: row.slice('job#'.length) as JobRowKind, table }];
+    });
+  }
+
+  /** The closed-hour rows of `tables` for the hour of `hourMs` (layout 2's, not moved layout-1 copies), by table. */
+  async hourRowsAt(tables: readonly string[], hourMs: number): Promise<Map<string, Record<string, unknown>>> {
+    const row = `${HOUR_ROW_PREFIX}${hourLabel(hourMs)}`;
+    const got = await this.batchGet(tables.map((t) => [tablePartition(this.pipeline, t), row]));
+    const out = new Map<string, Record<string, unknown>>();
+    for (const t of tables) {
+      const item = got.get(`${tablePartition(this.pipeline, t)}\u0000${row}`);
+      if (item) out.set(t, unmarshall(item) as Record<string, unknown>);
+    }
+    return out;
+  }
+
+  /** The recorded-schema rows of `tables` (adapters/schema-store.ts), each with its table. */
+  async schemaRows(tables: readonly string[]): Promise<Record<string, unknown>[]> {
+    const got = await this.batchGet(tables.map((t) => [tablePartition(this.pipeline, t), SCHEMA_ROW]));
+    return tables.flatMap((t) => {
+      const item = got.get(`${tablePartition(this.pipeline, t)}\u0000${SCHEMA_ROW}`);
+      return item ? [{ ...(unmarshall(item) as Record<string, unknown>), table: t }] : [];
+    });
+  }
+
+  /**
+   * A table's counters per hour for the hours overlapping [fromMs, toMs], oldest first: its closed
+   * hour rows (layout-1 hours moved by the migration added in) and the open hour of its status row.
+   */
+  async hourRows(table: string, fromMs: number, toMs: number): Promise<HourRow[]> {
+    const partition = tablePartition(this.pipeline, table);
+    const from = hourLabel(Math.floor(fromMs / HOUR_MS) * HOUR_MS);
+    const to = hourLabel(toMs);
+    const items = await this.query(partition, { range: '#r BETWEEN :from AND :to', values: { ':from': { S: `${HOUR_ROW_PREFIX}${from}` }, ':to': { S: `${HOUR_ROW_PREFIX}${to}#\uffff` } } });
+    const byHour = new Map<string, Record<HourCounter, number>>();
+    const addTo = (hour: string, read: (c: HourCounter) => unknown) => {
+      const sum = byHour.get(hour) ?? (Object.fromEntries(HOUR_COUNTERS.map((c) => [c, 0])) as Record<HourCounter, number>);
+      for (const c of HOUR_COUNTERS) sum[c] += num(read(c));
+      byHour.set(hour, sum);
+    };
+    for (const item of items) {
+      const hour = hourOfRowKey(item[STATUS_KEY.row]?.S ?? '');
+      if (hour === null) continue;
+      const plain = unmarshall(item) as Record<string, unknown>;
+      addTo(hour, (c) => plain[c]);
+    }
+    const [status] = await this.list([], [table]);
+    const open = typeof status?.[OPEN_HOUR.label] === 'string' ? (status[OPEN_HOUR.label] as string) : null;
+    if (status && open !== null && open >= from && open <= to) addTo(open, (c) => status[`${OPEN_HOUR.counterPrefix}${c}`]);
+    return [...byHour]
+      .map(([hour, counters]) => ({ hourStart: hourStartOf(hour), table, counters }))
+      .filter((r) => !Number.isNaN(r.hourStart))
+      .sort((a, b) => a.hourStart - b.hourStart);
+  }
+
+  /** BatchGetItem of (partition, row) keys, consistent, unprocessed keys followed; keyed `partition\0row`. */
+  private async batchGet(keys: readonly (readonly [string, string])[]): Promise<Map<string, Record<string, AttributeValue>>> {
+    const out = new Map<string, Record<string, AttributeValue>>();
+    for (let i = 0; i < keys.length; i += 100) {
+      let pending: Record<string, AttributeValue>[] | undefined = keys.slice(i, i + 100).map(([p, r]) => ({ [STATUS_KEY.partition]: { S: p }, [STATUS_KEY.row]: { S: r } }));
+      for (let round = 0; pending && pending.length > 0 && round < 8; round++) {
+        const res: BatchGetItemCommandOutput = await this.client.send(new BatchGetItemCommand({ RequestItems: { [this.tableName]: { Keys: pending, ConsistentRead: true } } }));
+        for (const item of res.Responses?.[this.tableName] ?? []) out.set(`${item[STATUS_KEY.partition]?.S}\u0000${item[STATUS_KEY.row]?.S}`, item);
+        pending = res.UnprocessedKeys?.[this.tableName]?.Keys;
+      }
+    }
+    return out;
+  }
+
+  /** Every item of a partition, or of a sort-key range of it (`#r` names the sort key). */
+  private async query(partition: string, range?: { range: string; values: Record<string, AttributeValue> }): Promise<Record<string, AttributeValue>[]> {
+    const items: Record<string, AttributeValue>[] = [];
     let start: Record<string, AttributeValue> | undefined;
     do {
-      const res = await this.client.send(
+      const res: QueryCommandOutput = await this.client.send(
         new QueryCommand({
           TableName: this.tableName,
-          KeyConditionExpression: `#p = :p AND ${range}`,
-          ExpressionAttributeNames: { '#p': STATUS_KEY.pipeline, '#t': STATUS_KEY.table },
-          ExpressionAttributeValues: { ':p': { S: this.pipeline }, ...values },
+          KeyConditionExpression: range ? `#p = :p AND ${range.range}` : '#p = :p',
+          ExpressionAttributeNames: { '#p': STATUS_KEY.partition, ...(range ? { '#r': STATUS_KEY.row } : {}) },
+          ExpressionAttributeValues: { ':p': { S: partition }, ...(range?.values ?? {}) },
           ExclusiveStartKey: start,
         }),
       );
-      for (const item of res.Items ?? []) rows.push(unmarshall(item) as StatusRow);
+      items.push(...(res.Items ?? []));
       start = res.LastEvaluatedKey;
     } while (start);
-    return rows;
+    return items;
   }
-
 }

@@ -16,6 +16,7 @@ import {
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
 import type { TableConfig } from '../config/types.js';
+import { Limiter } from '../core/concurrency.js';
 import { asError, WriteError } from '../core/errors.js';
 import { type KeyAttribute, keyLayout } from '../core/keys.js';
 import type { Key } from '../core/types.js';
@@ -64,6 +65,8 @@ export interface ReadOptions {
   /** Injected for tests. */
   readonly sleep?: (ms: number) => Promise<void>;
   readonly random?: () => number;
+  /** Chunks are read in parallel, each request holding a slot of this bound. @default one chunk at a time */
+  readonly limiter?: Limiter;
 }
 
 const POSITION = '__pos';
@@ -98,8 +101,11 @@ export async function readStoredPositions(
   }
   const state = { byKey: new Map<string, StoredPosition>(), unread: new Set<string>(), readUnits: 0, requests: 0 };
   const reader = new ChunkReader(client, table, attrs, options);
-  for (let i = 0; i < keys.length; i += BATCH_GET_LIMIT) {
-    const result = await reader.read(keys.slice(i, i + BATCH_GET_LIMIT));
+  const chunks: Record<string, AttributeValue>[][] = [];
+  for (let i = 0; i < keys.length; i += BATCH_GET_LIMIT) chunks.push(keys.slice(i, i + BATCH_GET_LIMIT));
+  const limiter = options.limiter ?? new Limiter(1);
+  const results = await Promise.all(chunks.map((chunk) => reader.read(chunk, limiter)));
+  for (const result of results) {
     state.readUnits += result.readUnits;
     state.requests += result.requests;
     for (const item of result.items) {
@@ -149,7 +155,7 @@ class ChunkReader {
     this.projection = [...attrs.map((_a, i) => `#k${i}`), '#pos', '#hash', '#del'].join(', ');
   }
 
-  async read(keys: Record<string, AttributeValue>[]): Promise<ChunkResult> {
+  async read(keys: Record<string, AttributeValue>[], limiter: Limiter): Promise<ChunkResult> {
     const out: ChunkResult = { items: [], unprocessed: [], readUnits: 0, requests: 0 };
     let pending = keys;
     for (let attempt = 0; pending.length > 0; attempt++) {
@@ -158,7 +164,8 @@ class ChunkReader {
         break;
       }
       if (attempt > 0) await this.sleep(this.backoff(attempt));
-      const res = await this.send(pending);
+      const sending = pending;
+      const res = await limiter.run(() => this.send(sending));
       out.requests++;
       out.readUnits += readUnitsOf(res.ConsumedCapacity, this.table.target);
       out.items.push(...(res.Responses?.[this.table.target] ?? []));

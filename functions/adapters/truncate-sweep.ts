@@ -6,7 +6,8 @@
 import { type AttributeValue, ConditionalCheckFailedException, DeleteItemCommand, type DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
 import type { TableConfig } from '../config/types.js';
 import { keyLayout } from '../core/keys.js';
-import { META } from './item-codec.js';
+import type { Key } from '../core/types.js';
+import { keyAttributes, META } from './item-codec.js';
 
 export class TruncateSweeper {
   constructor(private readonly client: DynamoDBClient) {}
@@ -30,6 +31,17 @@ export class TruncateSweeper {
       }
       start = page.LastEvaluatedKey;
     } while (start);
+    return removed;
+  }
+
+  /**
+   * Deletes these keys' rows if they are below `watermark`: the rows an ingest batch wrote while its
+   * copy of the watermark was older than the one another shard had raised (and swept) meanwhile.
+   */
+  async sweepKeys(table: TableConfig, keys: readonly Key[], watermark: string): Promise<number> {
+    const below = { ExpressionAttributeNames: { '#pos': META.position }, ExpressionAttributeValues: { ':wm': { S: watermark } } };
+    let removed = 0;
+    for (const key of keys) if (await this.deleteBelow(table.target, keyAttributes(table, key), below)) removed++;
     return removed;
   }
 

@@ -68,6 +68,7 @@ export interface RawConfig {
 
 export interface ApplyConfig {
   concurrency: number;
+  maxInFlight: number;
   maxColumns: number;
   maxRetries: number;
   maxItemBytes: number;
@@ -90,12 +91,16 @@ export interface IngestConfig {
   timeoutSeconds: number;
   reservedConcurrency?: number | undefined;
   tracing: boolean;
+  statusMaxAgeSeconds: number;
+  /** How long one table's write failures may go on before it stops in error (functions/core/lifecycle.ts). */
+  errorBudget: { attempts: number; hours: number };
 }
 
 export interface AlarmsConfig {
   iteratorAgeMs: number;
   offsetLag: number;
   freshnessLagMs: number;
+  freshnessBehindMs: number;
   quarantined: number;
   conflicts: number;
   staleRate: number;

@@ -1,26 +1,29 @@
 /**
- * Steps 3 and 4 of a batch: count the plan, enforce truncates, then one guarded write per key with
- * bounded concurrency. Every planned event ends as one outcome: the plan's superseded, duplicates
+ * Steps 3 and 4 of a batch: count the plan, enforce truncates, then one guarded write per key, every
+ * table at once under the batch's one bound on requests in flight. Every planned event ends as one outcome: the plan's superseded, duplicates
  * and conflicts; one outcome per truncate (`truncates` or `failed`) and per write (`applied`,
  * `stale`, `duplicates`, `conflicts`, `quarantined` or `failed`).
  */
 import type { TableConfig } from '../config/types.js';
+import type { Limiter } from '../core/concurrency.js';
 import { errorMessage } from '../core/errors.js';
 import type { BatchPlan, PlannedWrite } from '../core/plan.js';
+import { permanentFailure } from '../core/lifecycle.js';
 import type { DynamoWriter, PreReadPolicy, WriteResult } from '../adapters/dynamo-writer.js';
 import type { RawStore } from '../adapters/raw-store.js';
 import type { StatusRow, StatusStore } from '../adapters/status-store.js';
 import type { KeyRef, Log } from '../telemetry/sinks.js';
 import type { TruncateSweeper } from '../adapters/truncate-sweep.js';
 import type { Decoded } from './decode.js';
-import { batchCoordinates } from './land.js';
+import { batchCoordinates, type LandingBudget, retryWithinBudget } from './land.js';
 import { refusedLineFor } from './raw-lines.js';
-import type { BatchTally } from './tally.js';
+import type { BatchTally, TableTally } from './tally.js';
 import { NOTHING_PRESETTLED, type Presettled } from './transactions.js';
 
 export interface ApplyDeps {
   readonly tables: ReadonlyMap<string, TableConfig>;
-  readonly concurrency: number;
+  /** The batch's bound on DynamoDB requests in flight, shared by every table (`apply.maxInFlight`). */
+  readonly limiter: Limiter;
   readonly writer: Pick<DynamoWriter, 'writeAll'>;
   /** When to read stored positions before writing (see PreReadPolicy); ingest uses `auto`. */
   readonly preRead: PreReadPolicy;
@@ -31,6 +34,8 @@ export interface ApplyDeps {
   /** Names a key in log lines by its keyed hash. */
   readonly keyRef: KeyRef;
   readonly now: () => number;
+  /** How long throttled or failed-on-the-server writes may be retried (the invocation's clock, else a fixed budget). @default land.ts's */
+  readonly retry?: LandingBudget;
 }
 
 /** The plan's own counts: op mix, placeholders, and the events it collapsed. */
@@ -78,8 +83,10 @@ const BELOW_WATERMARK: WriteResult = { outcome: 'stale', writeUnits: 0, requests
 
 /**
  * One guarded write per key; a write below its table's truncate watermark is stale without a
- * request. Writes go table by table through `writeAll`, so the pre-read's read units are counted
- * under their table. Writes the transaction step already settled (`presettled`) are only counted.
+ * request. Each table's writes go through their own `writeAll` (so the pre-read's read units are
+ * counted under their table), all tables at once, every request under the batch's limiter. Keys
+ * are distinct within a plan, so running them concurrently changes no per-key order. Writes the
+ * transaction step already settled (`presettled`) are only counted.
  */
 export async function applyWrites(plan: BatchPlan, watermarks: ReadonlyMap<string, string>, deps: ApplyDeps, tally: BatchTally, decoded: Decoded, presettled: Presettled = NOTHING_PRESETTLED): Promise<void> {
   const results: WriteResult[] = plan.writes.map(() => BELOW_WATERMARK);
@@ -96,17 +103,15 @@ export async function applyWrites(plan: BatchPlan, watermarks: ReadonlyMap<strin
     if (list) list.push(i);
     else byTable.set(w.table, [i]);
   });
-  for (const [table, indexes] of byTable) {
-    const writes = indexes.flatMap((i) => plan.writes[i] ?? []);
-    const out = await deps.writer.writeAll(writes, { preRead: deps.preRead, concurrency: deps.concurrency });
-    out.results.forEach((r, j) => {
-      const i = indexes[j];
-      if (i !== undefined) results[i] = r;
-    });
-    tally.summary.dynamoRequests += out.totals.readRequests + out.totals.writeRequests;
-    tally.count(table, 'readUnits', out.totals.readUnits);
-    tally.count(table, 'preReadSkipped', out.totals.skipped);
-  }
+  await Promise.all(
+    [...byTable].map(async ([table, indexes]) => {
+      const out = await writeTable(table, indexes.flatMap((i) => plan.writes[i] ?? []), deps, tally);
+      out.forEach((r, j) => {
+        const i = indexes[j];
+        if (i !== undefined) results[i] = r;
+      });
+    }),
+  );
   const appliedAt = deps.now();
   const refused: { write: PlannedWrite; result: WriteResult }[] = [];
   results.forEach((r, i) => {
@@ -119,6 +124,69 @@ export async function applyWrites(plan: BatchPlan, watermarks: ReadonlyMap<strin
   if (refused.length > 0) await quarantineRefused(refused, deps, tally, decoded);
 }
 
+/** Writes that failed for a reason worth another try (throttling, a server error); one error stands for them. */
+class TransientWriteFailures extends Error {
+  constructor(
+    readonly count: number,
+    readonly first: Error | undefined,
+  ) {
+    super(`${count} writes throttled or failed on the server: ${first?.message ?? ''}`);
+  }
+}
+
+/** Throttling and 5xx: what the SDK retries, still failing after its attempts. Anything else (access, validation) is not retried here. */
+export function transientWriteFailure(r: WriteResult): boolean {
+  if (r.outcome !== 'failed') return false;
+  const cause = (r.error as { cause?: unknown } | undefined)?.cause as { name?: unknown; $fault?: unknown; $retryable?: unknown } | undefined;
+  if (cause === undefined || cause === null) return false;
+  const name = typeof cause.name === 'string' ? cause.name : '';
+  return cause.$fault === 'server' || cause.$retryable !== undefined || /^(ProvisionedThroughputExceeded|Throttling|RequestLimitExceeded|InternalServerError|ServiceUnavailable)/.test(name.slice(0, 64));
+}
+
+/**
+ * One table's writes through `writeAll`; those that fail transiently (throttling, 5xx) are sent
+ * again, only they, within the invocation's time (land.ts `retryWithinBudget`), so one throttled
+ * key does not send the whole rest of the batch back to the event source mapping. A retried write
+ * is the same guarded write: applied at most once, by its position. Returns one result per write.
+ */
+async function writeTable(table: string, writes: readonly PlannedWrite[], deps: ApplyDeps, tally: BatchTally): Promise<WriteResult[]> {
+  const results: WriteResult[] = writes.map(() => BELOW_WATERMARK);
+  let pending = writes.map((_, i) => i);
+  const once = async () => {
+    const out = await deps.writer.writeAll(
+      pending.flatMap((i) => writes[i] ?? []),
+      { preRead: deps.preRead, limiter: deps.limiter },
+    );
+    tally.summary.dynamoRequests += out.totals.readRequests + out.totals.writeRequests;
+    tally.count(table, 'readUnits', out.totals.readUnits);
+    tally.count(table, 'preReadSkipped', out.totals.skipped);
+    const again: number[] = [];
+    out.results.forEach((r, j) => {
+      const i = pending[j];
+      if (i === undefined) return;
+      results[i] = r;
+      if (transientWriteFailure(r)) again.push(i);
+    });
+    pending = again;
+    if (again.length > 0) throw new TransientWriteFailures(again.length, results[again[0] ?? 0]?.error);
+  };
+  try {
+    await retryWithinBudget(once, deps.retry ?? {}, (attempt, err, delay) =>
+      deps.log.warn('guarded writes failed; retrying them', { table, attempt, writes: pending.length, retryInMs: delay, error: errorMessage(err) }),
+    );
+  } catch (err) {
+    // Out of time: the writes still failing stay `failed` and go back to the mapping from the lowest.
+    if (!(err instanceof TransientWriteFailures)) throw err;
+  }
+  return results;
+}
+
+/** What the error budget needs of a failed write: its position, and whether no retry can fix it. */
+function noteFailure(t: TableTally, position: string, error: Error | undefined): void {
+  if (t.lowestFailed === undefined || position < t.lowestFailed) t.lowestFailed = position;
+  t.permanentFailure ??= permanentFailure(error);
+}
+
 function countCost(table: string, r: WriteResult, tally: BatchTally): void {
   tally.count(table, 'writeUnits', r.writeUnits);
   if (r.spilled) tally.count(table, 'spilled');
@@ -129,7 +197,7 @@ function countWrite(w: PlannedWrite, r: WriteResult, tally: BatchTally, appliedA
   switch (r.outcome) {
     case 'applied':
       tally.count(w.table, 'applied');
-      tally.table(w.table).noteApplied(w.encodedPosition, w.commitTs, appliedAt);
+      tally.table(w.table).noteApplied(w.encodedPosition, w.commitTs, appliedAt, w.key);
       return;
     case 'stale':
       tally.count(w.table, 'stale');
@@ -144,6 +212,7 @@ function countWrite(w: PlannedWrite, r: WriteResult, tally: BatchTally, appliedA
     default:
       tally.count(w.table, 'failed');
       tally.fail(w.table, decoded.recordsOf(w.sources), r.error?.message ?? r.outcome);
+      noteFailure(tally.table(w.table), w.encodedPosition, r.error);
       log.error('write failed; records will be retried', { table: w.table, keyHash: keyRef(w.table, w.keyId), position: w.encodedPosition, error: r.error?.message });
   }
 }

@@ -9,6 +9,7 @@
  * one outcome of the telemetry contract.
  */
 import type { RawRecord } from '../core/normalize.js';
+import type { Key } from '../core/types.js';
 import { type Counter, type CounterValues, OUTCOMES, zeroCounters } from '../telemetry/contract.js';
 
 /** One batch's totals: every contract counter plus what only a batch has. */
@@ -45,6 +46,14 @@ export class TableTally {
   snapshotPosition?: string;
   /** The DDL of the last schema-change message for this table. */
   lastDdl?: string;
+  /** Why a failed write of this batch stops the table at once (core/lifecycle.ts `permanentFailure`). */
+  permanentFailure?: string;
+  /** The lowest position among this batch's failed writes of the table. */
+  lowestFailed?: string;
+  /** The table's lifecycle change of this batch: it stopped in error (written with its status row). */
+  enteredError?: { readonly reason: string; readonly by: 'budget' | 'permanent'; readonly from: number };
+  /** The failure streak to record: one more failing batch, or cleared by a batch that applied. */
+  streak?: 'add' | 'clear';
 
   noteSnapshotRead(position: string): void {
     if (this.snapshotPosition === undefined || position > this.snapshotPosition) this.snapshotPosition = position;
@@ -54,8 +63,12 @@ export class TableTally {
     return this.strengths.size > 0;
   }
 
+  /** The keys and positions of the writes applied (kept only for the truncate re-check after the status write). */
+  readonly applied: { readonly key: Key; readonly position: string }[] = [];
+
   /** Records an applied write's position, commit time and lag. */
-  noteApplied(position: string, commitTs: number | null, appliedAt: number): void {
+  noteApplied(position: string, commitTs: number | null, appliedAt: number, key?: Key): void {
+    if (key !== undefined) this.applied.push({ key, position });
     if (this.lastPosition === undefined || position > this.lastPosition) this.lastPosition = position;
     if (commitTs === null) return;
     this.lastCommitTs = Math.max(this.lastCommitTs ?? 0, commitTs);
@@ -67,6 +80,7 @@ export class BatchTally {
   readonly summary: BatchSummary = emptySummary();
   readonly tables = new Map<string, TableTally>();
   private readonly failed = new Set<number>();
+  private readonly failedByTable = new Map<string, Set<number>>();
 
   constructor(readonly records: readonly RawRecord[]) {
     this.summary.records = records.length;
@@ -90,8 +104,31 @@ export class BatchTally {
 
   /** Marks records failed (they are retried from the lowest one) and remembers the error on the table. */
   fail(table: string, recordIndexes: Iterable<number>, error: string): void {
-    for (const i of recordIndexes) this.failed.add(i);
+    let mine = this.failedByTable.get(table);
+    if (!mine) {
+      mine = new Set();
+      this.failedByTable.set(table, mine);
+    }
+    for (const i of recordIndexes) {
+      this.failed.add(i);
+      mine.add(i);
+    }
     this.table(table).lastError = error;
+  }
+
+  /**
+   * The table stopped in error during this batch: its failed units count as `held` instead (they
+   * are in raw; resume applies them), and its records no longer hold the shard back, unless another
+   * table's failed unit is in the same record.
+   */
+  hold(table: string): void {
+    const n = this.table(table).counters.failed ?? 0;
+    this.count(table, 'failed', -n);
+    this.count(table, 'held', n);
+    const mine = this.failedByTable.get(table) ?? new Set<number>();
+    this.failedByTable.delete(table);
+    const others = new Set([...this.failedByTable.values()].flatMap((s) => [...s]));
+    for (const i of mine) if (!others.has(i)) this.failed.delete(i);
   }
 
   /**

@@ -25,17 +25,8 @@ export const SERVICE_NAME = 'tidemark-ingest';
 /** The status row and `table` dimension of records whose source table is unknown or not configured. */
 export const UNKNOWN_TABLE = '*';
 
-/** The TTL attribute of every tidemark table (tombstones, per-hour status rows). */
+/** The TTL attribute of every tidemark table (tombstones, closed hour rows of the status table). */
 export const EXPIRES_AT_ATTRIBUTE = '__expiresAt';
-
-/** Status rows: partition key attribute (the pipeline name) and sort key attribute (the source table). */
-export const STATUS_KEY = { pipeline: 'pipeline', table: 'table' } as const;
-
-/** Per-hour counter rows share the status table: sort key `hour#<YYYY-MM-DDTHH>#<source table>`. */
-export const HOUR_ROW_PREFIX = 'hour#';
-
-/** How long per-hour counter rows are kept before DynamoDB's TTL removes them. */
-export const HOUR_ROW_TTL_DAYS = 35;
 
 /** Metric dimensions: per table, and the pipeline-level roll-up that alarms read (any table count). */
 export const DIMENSIONS = { service: 'service', pipeline: 'pipeline', table: 'table' } as const;
@@ -80,6 +71,8 @@ export const COUNTERS = {
   controls: outcome('ControlEvents'),
   truncates: outcome('TruncatesApplied'),
   failed: outcome('EventsFailed'),
+  held: outcome('EventsHeld'),
+  enteredError: count('TablesEnteredError', 'outcomes'),
   placeholders: count('Placeholders', 'rows', { column: true }),
   missingColumns: count('MissingColumns', 'rows'),
   spilled: count('Spilled', 'rows'),
@@ -119,6 +112,8 @@ export const COUNTER_DESCRIPTIONS = {
   controls: 'control messages: transaction markers, heartbeats, resolved timestamps, schema changes, Kafka tombstones',
   truncates: 'truncate events that raised the table watermark',
   failed: 'not applied because a write, truncate or raw landing failed; the batch is retried from the lowest such record',
+  held: 'landed in raw but not applied because the table is suspended or in error; `tidemark resume` applies them from raw',
+  enteredError: 'a table stopped in error: its write failures outlasted ingest.errorBudget, or no retry could fix them',
   placeholders: 'events carrying unchanged-value placeholders or patches',
   missingColumns: 'writes that left columns unknown (no stored row to take them from)',
   spilled: 'rows over the item size limit spilled to S3',
@@ -155,6 +150,7 @@ export const OUTCOMES: readonly Counter[] = COUNTER_NAMES.filter((c) => COUNTERS
 /** Distributions: one sample per applied key, so percentiles work. */
 export const DISTRIBUTIONS = {
   freshnessLag: { metric: 'FreshnessLagMs', unit: 'Milliseconds' },
+  frontierAge: { metric: 'FrontierAgeMs', unit: 'Milliseconds' },
 } as const;
 
 export type DistributionName = keyof typeof DISTRIBUTIONS;
@@ -162,12 +158,33 @@ export type DistributionName = keyof typeof DISTRIBUTIONS;
 /** What each distribution means: exactly one entry per distribution. */
 export const DISTRIBUTION_DESCRIPTIONS = {
   freshnessLag: 'source commit to apply, per applied key',
+  frontierAge: "how far behind the source a batch left its tables: apply time less the newest commit (or heartbeat, or resolved timestamp) of a batch that applied in full, per table of the batch",
 } as const satisfies Readonly<Record<DistributionName, string>>;
 export type DistributionMetricName = (typeof DISTRIBUTIONS)[DistributionName]['metric'];
 
+/**
+ * Pipeline-health metrics: counts about the pipeline itself, not kept in any status row (a status
+ * row cannot count its own failed updates). Emitted under the table they concern, like the others.
+ */
+export const HEALTH = {
+  statusUpdatesFailed: { metric: 'StatusUpdatesFailed', unit: 'Count' },
+} as const;
+
+export type HealthName = keyof typeof HEALTH;
+
+/** What each health metric means: exactly one entry per metric. */
+export const HEALTH_DESCRIPTIONS = {
+  statusUpdatesFailed: "status-row updates that still failed after the retries the invocation's time allowed: that batch's counters are missing from the row (the metrics above still have them)",
+} as const satisfies Readonly<Record<HealthName, string>>;
+export type HealthMetricName = (typeof HEALTH)[HealthName]['metric'];
+
 /** Every metric the runtime emits. */
-export type MetricName = CounterMetricName | DistributionMetricName;
-export const METRIC_NAMES: readonly MetricName[] = [...COUNTER_NAMES.map((c) => COUNTERS[c].metric), ...Object.values(DISTRIBUTIONS).map((d) => d.metric)];
+export type MetricName = CounterMetricName | DistributionMetricName | HealthMetricName;
+export const METRIC_NAMES: readonly MetricName[] = [
+  ...COUNTER_NAMES.map((c) => COUNTERS[c].metric),
+  ...Object.values(DISTRIBUTIONS).map((d) => d.metric),
+  ...Object.values(HEALTH).map((h) => h.metric),
+];
 
 export const zeroCounters = (): CounterValues => Object.fromEntries(COUNTER_NAMES.map((c) => [c, 0])) as CounterValues;
 
@@ -183,15 +200,5 @@ export function identityGap(counters: Partial<Record<Counter, unknown>>): number
   return n('received') - OUTCOMES.reduce((sum, c) => sum + n(c), 0);
 }
 
-/** A table's recorded schema (column set, types, drift history) shares the status table: sort key `schema#<source table>`. */
+/** How `tidemark status` names a table's schema row among the status rows: `schema#<source table>` (status-layout.ts `SCHEMA_ROW`). */
 export const SCHEMA_ROW_PREFIX = 'schema#';
-
-/** Sort key of a table's schema row, e.g. `schema#public.orders`. */
-export function schemaRowKey(table: string): string {
-  return `${SCHEMA_ROW_PREFIX}${table}`;
-}
-
-/** Sort key of a per-hour counter row, e.g. `hour#2026-11-30T06#public.orders`. */
-export function hourRowKey(epochMs: number, table: string): string {
-  return `${HOUR_ROW_PREFIX}${new Date(epochMs).toISOString().slice(0, 13)}#${table}`;
-}

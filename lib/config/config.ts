@@ -181,8 +181,16 @@ const RawInput = strict({
 });
 
 const ApplyInput = strict({
-  /** Concurrent DynamoDB writes per batch. @default 16 */
+  /** Concurrent DynamoDB writes of one replay batch. @default 16 */
   concurrency: z.number().int().min(1).max(256).default(16),
+  /**
+   * DynamoDB requests the ingest keeps in flight per batch, over all of its tables together: guarded
+   * writes, pre-reads of stored positions and status-row updates. Latency is hidden once this is
+   * above the latency per request divided by the CPU per request (5 ms ÷ about 0.3 ms ≈ 17); the
+   * default stays under the 50 sockets the SDK's HTTP handler opens per client, so no request
+   * waits for a socket. @default 48
+   */
+  maxInFlight: z.number().int().min(1).max(1024).default(48),
   /**
    * Columns a row image or patch may carry; a change with more is quarantined (`too-many-columns`)
    * instead of costing the shard its time. PostgreSQL allows 1,600 columns, MySQL 4,096, SQL Server
@@ -244,6 +252,25 @@ const IngestInput = strict({
   reservedConcurrency: z.number().int().min(1).max(10_000).optional(),
   /** X-Ray active tracing of the ingest function. @default true */
   tracing: z.boolean().default(true),
+  /**
+   * How old a container's copy of a table's status row may be before a batch reads the row again
+   * (each batch's status write refreshes it, so a busy table is never read). Suspending or resuming
+   * a table takes effect within this time. @default 30
+   */
+  statusMaxAgeSeconds: z.number().int().min(0).max(3600).default(30),
+  /**
+   * When one table's writes keep failing (throttled past every retry, a server error), the table
+   * stops in `error` once its failures have gone on for at least `attempts` failing batches over at
+   * least `hours`, Firebolt's retry budget; its records then land but are not applied, so its
+   * shards move on. A failure no retry fixes (missing target table, access denied) stops it at once.
+   * `tidemark resume` applies what it held from raw. Until then its failing batches are retried by
+   * the mapping (`retryAttempts`) and may go to the on-failure destination, as today; raw holds them
+   * either way. @default { attempts: 10, hours: 4 }
+   */
+  errorBudget: strict({
+    attempts: z.number().int().min(1).max(1_000_000).default(10),
+    hours: z.number().min(0).max(24 * 365).default(4),
+  }).prefault({}),
 });
 
 const AlarmsInput = strict({
@@ -253,6 +280,8 @@ const AlarmsInput = strict({
   offsetLag: z.number().positive().default(100_000),
   /** p99 commit-to-apply lag. @default 600000 */
   freshnessLagMs: z.number().positive().default(600_000),
+  /** How far behind the source a table may fall (a batch's newest commit, heartbeat or resolved timestamp, to its apply) before `FreshnessBehind` alarms. @default 900000 */
+  freshnessBehindMs: z.number().positive().default(900_000),
   /** Quarantined records per 5 minutes. @default 1 */
   quarantined: z.number().min(0).default(1),
   /** @default 1 */

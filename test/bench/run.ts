@@ -5,7 +5,11 @@
  * embedded emulators (DynamoDB Local, kinesalite, s3rver), with a correctness check of both final
  * states and the CPU cost of planning on its own.
  *
- *   npm run bench [-- --quick | --cpu-only | --rate-only | --no-rate | --events N --keys K --batch B --seed S --cpu-records R]
+ *   npm run bench [-- --quick | --cpu-only | --rate-only | --wall-only | --no-rate | --no-wall | --events N --keys K --batch B --seed S --cpu-records R]
+ *
+ * After the CPU goals, the wall time of one 3,000-record batch under a fixed latency per request
+ * (test/bench/wall.ts, issue 25): the ingest handler against a stub endpoint that adds 0, 1, 5 or
+ * 10 ms to every request, for 1, 10, 100 and 1,000 tables.
  *
  * The last section (test/bench/rate.ts, goal 4) feeds a stream at 1,000 and 300 records/s for
  * `--rate-seconds` each and applies it with the real local runner, under the config's batching
@@ -28,6 +32,7 @@ import { openTarget, type Target, uniqueConfig } from '../helpers/target.js';
 import { runBaseline } from './baseline.js';
 import { replayBench } from './replay.js';
 import { reportGoals } from './goals.js';
+import { reportWallTime } from './wall.js';
 import { payloadLines, RATE_HEADER, rateBench } from './rate.js';
 import { measureRedelivery } from './redelivery.js';
 import { countSends } from './count-sends.js';
@@ -75,6 +80,9 @@ async function main(): Promise<number> {
     .option('--no-rate', 'skip the fixed-rate runs of the local runner (goal 4)')
     .option('--rate-only', 'only the fixed-rate runs of the local runner (goal 4)')
     .option('--rate-seconds <n>', 'how long the producer runs at each rate', positiveInt, 20)
+    .option('--no-wall', 'skip the wall time under a fixed latency per request (issue 25)')
+    .option('--wall-only', 'only the wall time under a fixed latency per request (issue 25)')
+    .option('--wall-records <n>', 'records per batch of the wall-time section (default 3,000, the ingest default)', positiveInt, 3_000)
     .parse(process.argv);
   const opts = program.opts<{
     events: number;
@@ -88,6 +96,9 @@ async function main(): Promise<number> {
     rate: boolean;
     rateOnly?: boolean;
     rateSeconds: number;
+    wall: boolean;
+    wallOnly?: boolean;
+    wallRecords: number;
   }>();
   if (opts.quick) {
     if (program.getOptionValueSource('events') === 'default') opts.events = 5_000;
@@ -96,6 +107,11 @@ async function main(): Promise<number> {
     if (program.getOptionValueSource('rateSeconds') === 'default') opts.rateSeconds = 8;
   }
   if (opts.rateOnly) return rateSection(opts);
+
+  if (opts.wallOnly) {
+    await wallSection(generateWorkload({ events: opts.events, keys: opts.keys, batch: opts.batch, zipf: 1.1, redelivery: 0.1, seed: opts.seed }), opts.quick === true, opts.wallRecords);
+    return 0;
+  }
 
   const genStarted = performance.now();
   const workload = generateWorkload({ events: opts.events, keys: opts.keys, batch: opts.batch, zipf: 1.1, redelivery: 0.1, seed: opts.seed });
@@ -116,6 +132,7 @@ async function main(): Promise<number> {
   console.log('');
   startupSection((line) => console.log(line), opts.quick ? 5 : 15);
   console.log(`(CPU goals measured in ${Math.round((performance.now() - goalsStarted) / 1000)} s)`);
+  if (opts.wall) await wallSection(workload, opts.quick === true, opts.wallRecords);
   if (opts.cpuOnly) return 0;
   console.log('');
   console.log('== end to end on embedded emulators (DynamoDB Local, kinesalite, s3rver) ==');
@@ -227,6 +244,15 @@ const benchBase = (): TidemarkConfig =>
   });
 
 /** Goal 4: the fixed-rate runs. Quick mode runs only the defaults, for fewer seconds. */
+/** The wall-time section (test/bench/wall.ts): a stub endpoint of its own, no emulator. */
+async function wallSection(zipf: Workload, quick: boolean, records: number): Promise<void> {
+  console.log('');
+  console.log('== wall time under a fixed latency per request (stub DynamoDB/S3 on 127.0.0.1) ==');
+  const started = performance.now();
+  await reportWallTime({ quick, zipf, records }, (line) => console.log(line));
+  console.log(`(wall time measured in ${Math.round((performance.now() - started) / 1000)} s)`);
+}
+
 async function printRate(target: Target, opts: { seed: number; quick?: boolean; rateSeconds: number }): Promise<boolean> {
   const base = benchBase();
   const rates = [1_000, 300];

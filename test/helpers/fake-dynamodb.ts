@@ -1,8 +1,9 @@
 /**
- * A small in-memory DynamoDB for unit tests of the writer: PutItem, UpdateItem, GetItem and
- * BatchGetItem with the semantics the writer relies on, evaluated the way DynamoDB does:
+ * A small in-memory DynamoDB for unit tests of the writer and the status store: PutItem, UpdateItem
+ * (SET, REMOVE and ADD of numbers), GetItem, BatchGetItem and Query (one page) with the semantics they rely on,
+ * evaluated the way DynamoDB does:
  * - condition expressions (`attribute_not_exists`, `attribute_exists`, `=`, `<`, `<=`, `>`, `>=`,
- *   `AND`, `OR`, parentheses) on the stored item, strings compared by their UTF-8 bytes;
+ *   `BETWEEN`, `AND`, `OR`, parentheses) on the stored item, strings compared by their UTF-8 bytes;
  * - a failed condition throws ConditionalCheckFailedException carrying the stored item when
  *   `ReturnValuesOnConditionCheckFailure` is `ALL_OLD`, and costs one write unit;
  * - the validation errors a wrong command gets: a path set twice or set and removed ("Two document
@@ -26,6 +27,8 @@ import {
   type GetItemCommandInput,
   PutItemCommand,
   type PutItemCommandInput,
+  QueryCommand,
+  type QueryCommandInput,
   TransactionCanceledException,
   TransactWriteItemsCommand,
   type TransactWriteItemsCommandInput,
@@ -117,6 +120,7 @@ export class FakeDynamoDB {
     if (cmd instanceof UpdateItemCommand) return this.record('UpdateItem', cmd.input, () => this.updateItem(cmd.input));
     if (cmd instanceof GetItemCommand) return this.record('GetItem', cmd.input, () => this.getItem(cmd.input));
     if (cmd instanceof BatchGetItemCommand) return this.record('BatchGetItem', cmd.input, () => this.batchGetItem(cmd.input));
+    if (cmd instanceof QueryCommand) return this.record('Query', cmd.input, () => this.query(cmd.input));
     if (cmd instanceof TransactWriteItemsCommand) return this.record('TransactWriteItems', cmd.input, () => this.transactWriteItems(cmd.input));
     throw new Error(`fake DynamoDB does not implement ${String((cmd as object)?.constructor?.name)}`);
   }
@@ -182,6 +186,7 @@ export class FakeDynamoDB {
     const table = this.table(input.TableName);
     const item = input.Item ?? {};
     checkExpression(input.ConditionExpression);
+    checkAllUsed(input, [input.ConditionExpression]);
     if (itemSize(item) > MAX_ITEM_BYTES) throw new ValidationException('Item size has exceeded the maximum allowed size');
     const id = this.keyOf(input.TableName ?? '', item);
     const old = table.get(id);
@@ -195,14 +200,20 @@ export class FakeDynamoDB {
     const target = input.TableName ?? '';
     checkExpression(input.UpdateExpression);
     checkExpression(input.ConditionExpression);
+    checkAllUsed(input, [input.UpdateExpression, input.ConditionExpression]);
     const id = this.keyOf(target, input.Key ?? {});
     const old = table.get(id);
-    const { sets, removes } = parseUpdate(input.UpdateExpression ?? '', input.ExpressionAttributeNames ?? {}, input.ExpressionAttributeValues ?? {});
+    const { sets, removes, adds } = parseUpdate(input.UpdateExpression ?? '', input.ExpressionAttributeNames ?? {}, input.ExpressionAttributeValues ?? {});
     for (const name of sets.keys()) if (this.keyNames.get(target)?.includes(name)) throw new ValidationException(`Cannot update attribute ${name}. This attribute is part of the key`);
     this.check(input, old);
     const next: Item = { ...(old ? clone(old) : {}), ...clone(input.Key ?? {}) };
     for (const [name, value] of sets) setOwn(next, name, structuredClone(value));
     for (const name of removes) delete next[name];
+    for (const [name, value] of adds) {
+      const before = next[name];
+      if (before !== undefined && before.N === undefined) throw new ValidationException(`An operand in the update expression has an incorrect data type: ${name}`);
+      setOwn(next, name, { N: String(Number(before?.N ?? 0) + Number(value.N)) });
+    }
     if (itemSize(next) > MAX_ITEM_BYTES) throw new ValidationException('Item size to update has exceeded the maximum allowed size');
     table.set(id, next);
     const attributes = input.ReturnValues === 'ALL_OLD' && old ? { Attributes: clone(old) } : {};
@@ -240,6 +251,18 @@ export class FakeDynamoDB {
     return { Responses: responses, UnprocessedKeys: unprocessed, ConsumedCapacity: consumed };
   }
 
+  /** Every item matching the key condition, in sort-key order (one page). */
+  private query(input: QueryCommandInput) {
+    const target = input.TableName ?? '';
+    const names = this.keyNames.get(target) ?? [];
+    const sortKey = names[1];
+    const items = [...this.table(target).values()]
+      .filter((i) => evaluate(input.KeyConditionExpression ?? '', i, input.ExpressionAttributeNames ?? {}, input.ExpressionAttributeValues ?? {}))
+      .sort((a, b) => (sortKey === undefined ? 0 : Buffer.compare(Buffer.from(a[sortKey]?.S ?? ''), Buffer.from(b[sortKey]?.S ?? ''))))
+      .map(clone);
+    return { Items: items, Count: items.length, ScannedCount: items.length };
+  }
+
   private check(input: { ConditionExpression?: string; ExpressionAttributeNames?: Record<string, string>; ExpressionAttributeValues?: Item; ReturnValuesOnConditionCheckFailure?: string; TableName?: string }, old: Item | undefined): void {
     if (input.ConditionExpression === undefined) return;
     const ok = evaluate(input.ConditionExpression, old ?? {}, input.ExpressionAttributeNames ?? {}, input.ExpressionAttributeValues ?? {});
@@ -254,6 +277,14 @@ const writeUnits = (old: Item | undefined, next: Item) => Math.max(1, Math.ceil(
 function readUnits(item: Item | undefined, consistent: boolean): number {
   const units = Math.max(1, Math.ceil((item ? itemSize(item) : 0) / 4096));
   return consistent ? units : units / 2;
+}
+
+/** DynamoDB refuses names and values that no expression of the request uses. */
+function checkAllUsed(input: { ExpressionAttributeNames?: Record<string, string>; ExpressionAttributeValues?: Item }, expressions: readonly (string | undefined)[]): void {
+  const text = expressions.filter((e) => e !== undefined).join(' ');
+  const used = (token: string) => new RegExp(`${token.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?![A-Za-z0-9_])`).test(text);
+  for (const name of Object.keys(input.ExpressionAttributeNames ?? {})) if (!used(name)) throw new ValidationException(`Value provided in ExpressionAttributeNames unused in expressions: keys: {${name}}`);
+  for (const value of Object.keys(input.ExpressionAttributeValues ?? {})) if (!used(value)) throw new ValidationException(`Value provided in ExpressionAttributeValues unused in expressions: keys: {${value}}`);
 }
 
 function checkExpression(expr: string | undefined): void {
@@ -271,9 +302,10 @@ function project(item: Item, projection: string | undefined, names: Record<strin
   return out;
 }
 
-function parseUpdate(expr: string, names: Record<string, string>, values: Item): { sets: Map<string, AttributeValue>; removes: string[] } {
+function parseUpdate(expr: string, names: Record<string, string>, values: Item): { sets: Map<string, AttributeValue>; removes: string[]; adds: Map<string, AttributeValue> } {
   const sets = new Map<string, AttributeValue>();
   const removes: string[] = [];
+  const adds = new Map<string, AttributeValue>();
   const seen = new Set<string>();
   const resolve = (token: string): string => {
     const name = token.startsWith('#') ? names[token] : token;
@@ -282,12 +314,17 @@ function parseUpdate(expr: string, names: Record<string, string>, values: Item):
     seen.add(name);
     return name;
   };
-  const parts = expr.split(/\b(SET|REMOVE)\b/).map((p) => p.trim());
+  const parts = expr.split(/\b(SET|REMOVE|ADD)\b/).map((p) => p.trim());
   for (let i = 1; i < parts.length; i += 2) {
     const clauses = (parts[i + 1] ?? '').split(',').map((c) => c.trim()).filter((c) => c !== '');
     for (const clause of clauses) {
       if (parts[i] === 'REMOVE') removes.push(resolve(clause));
-      else {
+      else if (parts[i] === 'ADD') {
+        const [path, value] = clause.split(/\s+/);
+        const v = value === undefined ? undefined : values[value];
+        if (path === undefined || v?.N === undefined) throw new ValidationException(`bad ADD clause ${clause} (numbers only here)`);
+        adds.set(resolve(path), v);
+      } else {
         const [path, value] = clause.split('=').map((x) => x.trim());
         const v = value === undefined ? undefined : values[value];
         if (path === undefined || v === undefined) throw new ValidationException(`bad SET clause ${clause}`);
@@ -295,7 +332,7 @@ function parseUpdate(expr: string, names: Record<string, string>, values: Item):
       }
     }
   }
-  return { sets, removes };
+  return { sets, removes, adds };
 }
 
 /** Evaluates a condition expression on `item` (empty when the key has no item). */
@@ -323,6 +360,13 @@ export function evaluate(expr: string, item: Item, names: Record<string, string>
       return t === 'attribute_exists' ? present : !present;
     }
     const op = take();
+    if (op === 'BETWEEN') {
+      const low = operand(take());
+      take(); // AND
+      const high = operand(take());
+      const v = operand(t);
+      return compare(v, '>=', low) && compare(v, '<=', high);
+    }
     return compare(operand(t), op, operand(take()));
   };
   const and = (): boolean => {

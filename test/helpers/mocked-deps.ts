@@ -49,25 +49,30 @@ export function putObjects(s3: ReturnType<typeof mockedDeps>['s3']): { key: stri
 }
 
 /**
- * Counters ADDed to status rows (not per-hour rows), summed per table, read back from the
- * UpdateItem calls the status store made.
+ * Counters ADDed to status rows (totals, not the open hour's `h_` counters), summed per table, read
+ * back from the UpdateItem calls the status store made (`pipeline` = `<name>/<table>`, `table` = `status`).
  */
 export function statusCounters(ddb: ReturnType<typeof mockedDeps>['ddb'], statusTable: string): Map<string, Record<string, number>> {
   const out = new Map<string, Record<string, number>>();
   for (const call of ddb.commandCalls(UpdateItemCommand)) {
     const input = call.args[0].input;
-    const table = input.Key?.table?.S;
-    if (input.TableName !== statusTable || table === undefined || table.startsWith('hour#') || !input.UpdateExpression?.includes('ADD ')) continue;
+    const partition = input.Key?.pipeline?.S ?? '';
+    const table = partition.slice(partition.indexOf('/') + 1);
+    if (input.TableName !== statusTable || input.Key?.table?.S !== 'status' || !partition.includes('/') || !input.UpdateExpression?.includes('ADD ')) continue;
     const row = out.get(table) ?? {};
     out.set(table, row);
     for (const clause of (input.UpdateExpression.split('ADD ')[1] ?? '').split(', ')) {
       const [n = '', v = ''] = clause.split(' ');
       const name = input.ExpressionAttributeNames?.[n] ?? n;
+      if (name.startsWith('h_') || name === 'hourBatches') continue;
       row[name] = (row[name] ?? 0) + Number(input.ExpressionAttributeValues?.[v]?.N ?? 0);
     }
   }
   return out;
 }
+
+/** PutItem calls to tables other than the status table (row writes). */
+export const rowPuts = (ddb: ReturnType<typeof mockedDeps>['ddb'], statusTable: string) => ddb.commandCalls(PutItemCommand).filter((c) => c.args[0].input.TableName !== statusTable);
 
 /** Kinesis-style records with consecutive sequence numbers. */
 export function records(values: readonly (string | Uint8Array | null)[], opts: { shard?: string; firstSequence?: number; keys?: readonly (Uint8Array | null)[] } = {}): RawRecord[] {

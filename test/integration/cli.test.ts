@@ -104,7 +104,10 @@ describe('tidemark CLI against the emulators', { skip: process.env.TIDEMARK_TARG
     assert.match(got.stdout, /\n {2}name +"c7"\n/);
     const none = tidemark(['get', '-t', 'public.customers', '-k', '{"id": 999999}']);
     assert.equal(none.status, 1);
-    assert.equal(none.stderr, 'no row in public.customers for id=999999\n');
+    const [missing, asOf] = none.stderr.split('\n');
+    assert.equal(missing, 'no row in public.customers for id=999999');
+    assert.match(asOf ?? '', /^public\.customers is complete as of \d{4}-\d\d-\d\dT[\d:.]+Z \(every change committed by then is applied\)$/, 'what the read reflects');
+    assert.match(got.stderr, /public\.customers is complete as of /);
   });
 
   it('names the service and the fix when the emulators are down, a table is not provisioned, or no region is set', async () => {

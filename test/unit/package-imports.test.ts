@@ -38,6 +38,7 @@ const ENTRIES = [
   'bin/tidemark.mjs',
   'bin/cli/main.ts',
   'lib/index.ts',
+  'lib/read.ts',
   'functions/ingest.ts',
   'functions/replay.ts',
   'functions/erase.ts',

@@ -14,7 +14,9 @@ import { clients, config as loadConfig } from '../context.js';
 import { keyOption } from '../json-input.js';
 import { compareKeys, keyText, type PositionHint, positionText } from '../notation.js';
 import { clip, type Column, err, humanDuration, isoSeconds, out, renderTable, summaryLine, WIDTH } from '../output.js';
-import { getRow, scanTable, statusRows, statusTable, stringifyJson, tableOrThrow } from '../state.js';
+import { freshnessOf, freshnessText, getRow, scanTable, statusRows, statusTable, stringifyJson, tableOrThrow } from '../state.js';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { lifecycleOf, type TableLifecycle } from '../../../functions/core/lifecycle.js';
 
 /** The position notation of a table: its status row's format and ordering, and the source's transport. */
 function hintOf(cfg: TidemarkConfig, statusRow: JsonObject | undefined): PositionHint {
@@ -85,11 +87,12 @@ export async function getCommand(o: GetOptions): Promise<void> {
   const key = keyOption(o.key, `{${table.key.map((k) => `"${k}": ${table.keyTypes[k] === 'number' ? '7' : '"…"'}`).join(', ')}}`);
   const c = await clients(cfg);
   const row = await getRow(c.dynamodb, table, key);
+  const status = (await statusRows(c.dynamodb, cfg)).find((r) => r.table === o.table);
+  const asOf = await tableAsOf(c.dynamodb, cfg, status);
   if (o.json) {
     if (row) out(stringifyJson(row));
-    out(summaryLine({ command: 'get', table: o.table, key, found: row !== null }));
+    out(summaryLine({ command: 'get', table: o.table, key, found: row !== null, ...asOf }));
   } else if (row) {
-    const status = (await statusRows(c.dynamodb, cfg)).find((r) => r.table === o.table);
     out(clip(`${o.table} ${keyText(table, key)}: ${metaText(row, hintOf(cfg, status), Date.now())}`, WIDTH));
     const fields = columnsOf(row);
     const width = Math.min(24, Math.max(0, ...fields.map(([k]) => k.length)));
@@ -97,7 +100,25 @@ export async function getCommand(o: GetOptions): Promise<void> {
   } else {
     err(`no row in ${o.table} for ${keyText(table, key)}`);
   }
+  if (!o.json) err(asOfText(o.table, asOf));
   if (!row) process.exitCode = 1;
+}
+
+interface AsOf {
+  readonly completeAsOf?: number;
+  readonly lifecycle: TableLifecycle;
+}
+
+/** What a read of the table reflects: the pipeline's frontier, unless the table is held (its later changes are not applied). */
+async function tableAsOf(client: DynamoDBClient, cfg: TidemarkConfig, status: JsonObject | undefined): Promise<AsOf> {
+  const lifecycle = lifecycleOf(status);
+  const f = await freshnessOf(client, cfg);
+  return { lifecycle, ...(lifecycle === 'running' && f.completeAsOf !== undefined ? { completeAsOf: f.completeAsOf } : {}) };
+}
+
+function asOfText(table: string, a: AsOf): string {
+  if (a.lifecycle !== 'running') return `${table} is ${a.lifecycle === 'error' ? 'stopped in error' : 'suspended'}: changes since then are in raw, not applied (tidemark status)`;
+  return a.completeAsOf === undefined ? `${table}: complete as of not yet known` : `${table} is complete as of ${new Date(a.completeAsOf).toISOString()} (every change committed by then is applied)`;
 }
 
 interface StatusOptions {
@@ -118,11 +139,14 @@ export async function statusCommand(o: StatusOptions): Promise<void> {
       out(summaryLine({ command: 'status', schema: true, pipeline: cfg.name }));
     } else out(renderSchemas(rows, o.table));
   } else if (o.json) {
+    const f = await freshnessOf((await clients(cfg)).dynamodb, cfg);
     for (const r of rows) out(stringifyJson(r));
-    out(summaryLine({ command: 'status', pipeline: cfg.name, rows: rows.length }));
+    out(summaryLine({ command: 'status', pipeline: cfg.name, rows: rows.length, ...(f.completeAsOf !== undefined ? { completeAsOf: f.completeAsOf } : {}), shards: f.shards, failingShards: f.failing }));
   } else if (rows.length === 0) {
     out(`no status rows yet for pipeline ${cfg.name}: nothing has been applied (try: npx tidemark apply -c ${o.config} -i changes.jsonl)`);
   } else {
     out(statusTable(rows, { transport: cfg.source.type === 'msk' ? 'msk' : 'kinesis' }));
+    out('');
+    out(`${freshnessText(await freshnessOf((await clients(cfg)).dynamodb, cfg))}; suspended and stopped tables excepted`);
   }
 }

@@ -33,7 +33,7 @@ const HOUR_MS = 3_600_000;
 type Totals = Record<HourCounter, number> & { events: number; streamed: number };
 
 function total(rows: readonly HourRow[]): Totals {
-  const t = { applied: 0, opC: 0, opU: 0, opD: 0, opR: 0, placeholders: 0, beforeNullUpdates: 0, snapshotEvents: 0, resnapshots: 0, quarantined: 0, events: 0, streamed: 0 };
+  const t = { received: 0, applied: 0, opC: 0, opU: 0, opD: 0, opR: 0, placeholders: 0, beforeNullUpdates: 0, snapshotEvents: 0, resnapshots: 0, quarantined: 0, events: 0, streamed: 0 };
   for (const r of rows) for (const k of Object.keys(r.counters) as HourCounter[]) t[k] += r.counters[k];
   t.streamed = t.opC + t.opU + t.opD;
   t.events = t.streamed + t.opR;
@@ -86,20 +86,29 @@ function rateJump(kind: 'quarantine-spike' | 'before-null-rate' | 'placeholder-r
   return r - h > jump ? [{ kind, table: c.table, detail: { recent: round(r), history: round(h) } }] : [];
 }
 
+/** Whether any table but `table` had events in the hours overlapping the last `silentHours`. */
+export function othersFlowIn(table: string, rows: readonly HourRow[], now: number, th: Pick<AnomalyThresholds, 'silentHours'>): boolean {
+  const silentFrom = now - th.silentHours * HOUR_MS;
+  return total(rows.filter((r) => r.table !== table && r.hourStart + HOUR_MS > silentFrom)).events > 0;
+}
+
 /** A table that used to flow went quiet while others still flow. */
-function silentAnomalies(c: Comparison, own: readonly HourRow[], rows: readonly HourRow[], now: number): Anomaly[] {
+function silentAnomalies(c: Comparison, own: readonly HourRow[], othersFlow: boolean, now: number): Anomaly[] {
   const { table, history, th } = c;
   const hourly = history.events / th.historyHours;
   const silentFrom = now - th.silentHours * HOUR_MS;
   const lately = total(own.filter((r) => r.hourStart + HOUR_MS > silentFrom)).events;
-  const othersFlow = total(rows.filter((r) => r.table !== table && r.hourStart + HOUR_MS > silentFrom)).events > 0;
   if (th.silentMinHourlyEvents > 0 && hourly >= th.silentMinHourlyEvents && lately === 0 && othersFlow) {
     return [{ kind: 'silent', table, detail: { historyHourlyEvents: round(hourly), silentHours: th.silentHours } }];
   }
   return [];
 }
 
-export function detectAnomalies(table: string, rows: readonly HourRow[], now: number, th: AnomalyThresholds): Anomaly[] {
+/**
+ * `rows`: the table's hour rows (other tables' rows are ignored, except to tell whether others
+ * flow when `othersFlow` is not given: the snapshot job works that out once per run instead).
+ */
+export function detectAnomalies(table: string, rows: readonly HourRow[], now: number, th: AnomalyThresholds, othersFlow: boolean = othersFlowIn(table, rows, now, th)): Anomaly[] {
   const own = rows.filter((r) => r.table === table);
   const recentFrom = now - th.recentHours * HOUR_MS;
   const historyFrom = recentFrom - th.historyHours * HOUR_MS;
@@ -113,6 +122,6 @@ export function detectAnomalies(table: string, rows: readonly HourRow[], now: nu
     ...rateJump('quarantine-spike', c, (t) => t.quarantined, (t) => t.events + t.quarantined, th.quarantineRateJump),
     ...rateJump('before-null-rate', c, (t) => t.beforeNullUpdates, (t) => t.opU, th.beforeNullRateJump),
     ...rateJump('placeholder-rate', c, (t) => t.placeholders, (t) => t.events, th.placeholderRateJump),
-    ...silentAnomalies(c, own, rows, now),
+    ...silentAnomalies(c, own, othersFlow, now),
   ];
 }

@@ -11,7 +11,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, it } from 'node:test';
-import { DescribeTableCommand, DynamoDBClient, GetItemCommand, PutItemCommand, QueryCommand } from '@aws-sdk/client-dynamodb';
+import { BatchGetItemCommand, DescribeTableCommand, DynamoDBClient, GetItemCommand, PutItemCommand, QueryCommand } from '@aws-sdk/client-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { App, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
@@ -228,9 +228,10 @@ describe('LocalStack jobs: what e2e.ts finds and sends', () => {
   describe('each input e2e.ts sends is accepted by the job’s own planning step', () => {
     const NOW = Date.parse('2026-11-30T12:00:00Z');
     const dynamodb = new DynamoDBClient({ region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
-    // The status table as the planning steps read it: an empty erase ledger, no key fingerprint yet.
+    // The status table as the planning steps read it: an empty erase ledger, no key fingerprint yet, no hour or status rows.
     const ddb = mockClient(dynamodb);
     ddb.on(QueryCommand).resolves({ Items: [] });
+    ddb.on(BatchGetItemCommand).resolves({ Responses: {} });
     ddb.on(GetItemCommand).resolves({});
     ddb.on(PutItemCommand).resolves({});
     ddb.on(DescribeTableCommand).callsFake((input: { TableName: string }) => ({ Table: { TableName: input.TableName, TableArn: `arn:aws:dynamodb:us-east-1:000000000000:table/${input.TableName}` } }));

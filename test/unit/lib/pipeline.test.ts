@@ -217,7 +217,7 @@ describe('TidemarkPipeline with a Kinesis source', () => {
             Action: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:Scan', 'dynamodb:DeleteItem'],
             Resource: ['shop-customers', 'shop-order-lines', 'shop-shipments'].map(tableArn),
           },
-          { Sid: 'StatusRows', Effect: 'Allow', Action: ['dynamodb:BatchGetItem', 'dynamodb:UpdateItem'], Resource: tableArn('shop-status') },
+          { Sid: 'StatusRows', Effect: 'Allow', Action: ['dynamodb:BatchGetItem', 'dynamodb:UpdateItem', 'dynamodb:PutItem'], Resource: tableArn('shop-status') },
         ]),
       },
     });
@@ -323,9 +323,11 @@ describe('TidemarkPipeline with a Kinesis source', () => {
     }
   });
 
-  it('alarms on pipeline-level metrics only: iterator age, silence, failed records, errors, near-timeout, dead letters, quarantine, conflicts, freshness p99, stale rate', () => {
+  it('alarms on pipeline-level metrics only: iterator age, silence, failed records, errors, near-timeout, dead letters, quarantine, conflicts, freshness p99, freshness behind, a table stopped, failed status updates, stale rate', () => {
     // The pipeline's own alarms; the jobs' alarms are counted in test/unit/lib/jobs/jobs.test.ts.
-    assert.equal(Object.keys(resources('AWS::CloudWatch::Alarm')).filter((id) => id.startsWith('PipelineMonitoring')).length, 10);
+    assert.equal(Object.keys(resources('AWS::CloudWatch::Alarm')).filter((id) => id.startsWith('PipelineMonitoring')).length, 13);
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'FrontierAgeMs', Namespace: 'Tidemark', Statistic: 'Maximum', Threshold: 900_000 });
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'TablesEnteredError', Namespace: 'Tidemark', Statistic: 'Sum', Threshold: 0 });
     const pipelineDims = [
       { Name: 'pipeline', Value: 'shop' },
       { Name: 'service', Value: 'tidemark-ingest' },
@@ -349,6 +351,8 @@ describe('TidemarkPipeline with a Kinesis source', () => {
     template.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'Quarantined', Dimensions: pipelineDims, Statistic: 'Sum', Threshold: 1 });
     template.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'Conflicts', Dimensions: pipelineDims, Statistic: 'Sum', Threshold: 1 });
     template.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'FreshnessLagMs', Dimensions: pipelineDims, ExtendedStatistic: 'p99', Threshold: 600_000 });
+    // A status-row update lost after the invocation's retries is counted, and any one alarms.
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'StatusUpdatesFailed', Dimensions: pipelineDims, Statistic: 'Sum', Threshold: 0, ComparisonOperator: 'GreaterThanThreshold' });
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       Threshold: 0.5,
       Metrics: Match.arrayWith([Match.objectLike({ Expression: 'FILL(stale, 0) / (FILL(applied, 0) + FILL(stale, 0))' })]),

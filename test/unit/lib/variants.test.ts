@@ -101,7 +101,7 @@ describe('TidemarkPipeline with an MSK source', () => {
   it('shows offset lag instead of an iterator-age alarm', () => {
     assert.equal(Object.keys(template.findResources('AWS::CloudWatch::Alarm', { Properties: { MetricName: 'IteratorAge' } })).length, 0);
     // The pipeline's own alarms; the jobs' alarms are counted in test/unit/lib/jobs/jobs.test.ts.
-    assert.equal(Object.keys(template.findResources('AWS::CloudWatch::Alarm')).filter((id) => id.startsWith('PipelineMonitoring')).length, 10);
+    assert.equal(Object.keys(template.findResources('AWS::CloudWatch::Alarm')).filter((id) => id.startsWith('PipelineMonitoring')).length, 13, 'the Kinesis pipeline’s thirteen, OffsetLag in place of IteratorAge');
     template.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'OffsetLag', Namespace: 'AWS/Lambda', Threshold: 100_000 });
   });
 });

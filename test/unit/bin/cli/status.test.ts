@@ -58,6 +58,22 @@ describe('tidemark status text', () => {
     assert.match(text, /public\.orders: last error 1m05s ago: write failed/);
   });
 
+  it('shows lag over the last hour as p50/p99 from the hourly histograms, >1d past the last bucket', async () => {
+    const { lagPercentiles } = await import('../../../../bin/cli/state.js');
+    const { LAG_BOUNDS_MS, lagAttribute } = await import('../../../../functions/core/lag-histogram.js');
+    const hour = (ms: number) => new Date(ms).toISOString().slice(0, 13);
+    // This hour: 98 keys within 2 s; the previous hour's row: 1 within 30 s, 1 above a day.
+    const open = { hour: hour(NOW), [lagAttribute(1, 'h_')]: 98 };
+    const previous = { [lagAttribute(4)]: 1, [lagAttribute(LAG_BOUNDS_MS.length)]: 1 };
+    assert.deepEqual(lagPercentiles(open, previous, NOW), { lagP50Ms: 2_000, lagP99Ms: 30_000 });
+    assert.deepEqual(lagPercentiles({ hour: hour(NOW), [lagAttribute(LAG_BOUNDS_MS.length, 'h_')]: 5 }, undefined, NOW), { lagP50Ms: null, lagP99Ms: null });
+    assert.deepEqual(lagPercentiles({ hour: hour(NOW - 3 * 3_600_000), [lagAttribute(1, 'h_')]: 5 }, undefined, NOW), {}, 'an open hour older than the last hour says nothing');
+    assert.deepEqual(lagPercentiles({ hour: hour(NOW - 3_600_000), [lagAttribute(2, 'h_')]: 5 }, { [lagAttribute(9)]: 100 }, NOW), { lagP50Ms: 5_000, lagP99Ms: 5_000 }, 'the open hour is the last hour: its row is not closed yet, so not added twice');
+    const text = statusTable([{ ...rows[0], lagP50Ms: 2_000, lagP99Ms: null } as JsonObject], { now: NOW });
+    assert.match(text, /lag 1h p50\/p99/);
+    assert.match(text, /public\.orders\s+RUNNING\s+streaming\s+2\.0s\/>1d\s+LSN/);
+  });
+
   it('keeps counts within five characters', () => {
     assert.deepEqual([0, 999, 1000, 12_345, 456_789, 7_800_000].map(compactCount), ['0', '999', '1k', '12.3k', '457k', '7.8M']);
   });

@@ -1,46 +1,75 @@
-/** Listing status rows and reading per-hour counter rows back, against a mocked DynamoDB client. */
+/** Listing a pipeline's tables and status rows, the jobs' rows, and one table's hours, on the in-memory DynamoDB. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { DynamoDBClient, QueryCommand } from '@aws-sdk/client-dynamodb';
-import { marshall } from '@aws-sdk/util-dynamodb';
-import { mockClient } from 'aws-sdk-client-mock';
+import { PutItemCommand } from '@aws-sdk/client-dynamodb';
+import type { TableConfig } from '../../../../lib/config/config.js';
 import { StatusReader } from '../../../../functions/adapters/status-reader.js';
+import { StatusStore } from '../../../../functions/adapters/status-store.js';
+import { FakeDynamoDB } from '../../../helpers/fake-dynamodb.js';
 
-function store() {
-  const client = new DynamoDBClient({ region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'y' } });
-  const mock = mockClient(client);
-  return { status: new StatusReader(client, 'shop-status', 'shop'), mock };
+const HOUR = 3_600_000;
+const NOW = Date.UTC(2026, 10, 30, 6, 15, 0);
+
+function setup() {
+  const fake = new FakeDynamoDB([{ source: '_status', target: 'shop-status', key: ['pipeline', 'table'], keyTypes: {} } as unknown as TableConfig]);
+  return { fake, store: new StatusStore(fake.client, 'shop-status', 'shop'), reader: new StatusReader(fake.client, 'shop-status', 'shop') };
 }
 
+const batch = (now: number, counters: Record<string, number>) => ({ counters, state: 'RUNNING' as const, now });
+
 describe('status reader', () => {
-  it('lists status rows without the per-hour rows, by key ranges on either side of hour#', async () => {
-    const { status, mock } = store();
-    mock.on(QueryCommand).callsFake((input: { ExpressionAttributeValues: Record<string, { S: string }> }) => {
-      if (input.ExpressionAttributeValues[':a']) return { Items: [marshall({ pipeline: 'shop', table: '*', quarantined: 2 }), marshall({ pipeline: 'shop', table: 'analytics.events' })] };
-      return { Items: [marshall({ pipeline: 'shop', table: 'public.orders', applied: 5 })] };
-    });
-    const rows = await status.list();
+  it('lists the registry’s tables, the configured ones and *, with one Query of the registry and no scan of hour rows', async () => {
+    const { fake, store, reader } = setup();
+    await store.record('analytics.events', batch(NOW, { received: 1 }));
+    await store.record('*', batch(NOW, { received: 2, quarantined: 2 }));
+    await store.record('analytics.events', batch(NOW + HOUR, { received: 1 }));
+    fake.calls.length = 0;
+    const rows = await reader.list(['public.orders']);
     assert.deepEqual(
-      rows.map((r) => r.table),
-      ['*', 'analytics.events', 'public.orders'],
+      rows.map((r) => [r.pipeline, r.table, r.received]),
+      [
+        ['shop', 'analytics.events', 2],
+        ['shop', '*', 2],
+      ],
+      'a configured table without a row is left out; an unconfigured one is found through the registry',
     );
-    const conditions = mock.commandCalls(QueryCommand).map((c) => [c.args[0].input.KeyConditionExpression, Object.values(c.args[0].input.ExpressionAttributeValues ?? {}).map((v) => v.S)]);
-    assert.deepEqual(conditions, [
-      ['#p = :p AND #t < :a', ['shop', 'hour#']],
-      ['#p = :p AND #t > :b', ['shop', 'hour$']],
+    assert.deepEqual(
+      fake.calls.map((c) => c.name),
+      ['Query', 'BatchGetItem'],
+    );
+  });
+
+  it('reads a table’s hours: closed hour rows, layout-1 hours moved by the migration, and the open hour of its status row', async () => {
+    const { store, reader, fake } = setup();
+    await store.record('public.orders', batch(NOW - 2 * HOUR, { received: 4, opU: 4 }));
+    await store.record('public.orders', batch(NOW - HOUR, { received: 3, opD: 3 }));
+    await store.record('public.orders', batch(NOW, { received: 2, opC: 2 }));
+    await store.record('public.other', batch(NOW, { received: 9, opC: 9 }));
+    await fake.send(
+      new PutItemCommand({
+        TableName: 'shop-status',
+        Item: { pipeline: { S: 'shop/public.orders' }, table: { S: 'hour#2026-11-30T04#v1' }, received: { N: '10' }, opU: { N: '10' } },
+      }),
+    );
+    const hours = await reader.hourRows('public.orders', NOW - 2 * HOUR, NOW);
+    assert.deepEqual(
+      hours.map((h) => [new Date(h.hourStart).toISOString().slice(0, 13), h.table, h.counters.received, h.counters.opC, h.counters.opU, h.counters.opD]),
+      [
+        ['2026-11-30T04', 'public.orders', 14, 0, 14, 0],
+        ['2026-11-30T05', 'public.orders', 3, 0, 0, 3],
+        ['2026-11-30T06', 'public.orders', 2, 2, 0, 0],
+      ],
+    );
+    assert.deepEqual(await reader.hourRows('public.orders', NOW - HOUR, NOW - HOUR), [
+      { hourStart: Date.UTC(2026, 10, 30, 5), table: 'public.orders', counters: { received: 3, applied: 0, opC: 0, opU: 0, opD: 3, opR: 0, placeholders: 0, beforeNullUpdates: 0, snapshotEvents: 0, resnapshots: 0, quarantined: 0 } },
     ]);
   });
 
-  it('reads per-hour rows of an hour range back with their hour and source table', async () => {
-    const { status, mock } = store();
-    mock.on(QueryCommand).resolves({ Items: [marshall({ pipeline: 'shop', table: 'hour#2026-11-30T06#public.orders', applied: 4 })] });
-    const rows = await status.hourRows('2026-11-30T00', '2026-11-30T23');
-    assert.equal(rows[0]?.hour, '2026-11-30T06');
-    assert.equal(rows[0]?.sourceTable, 'public.orders');
-    assert.equal(rows[0]?.applied, 4);
-    const input = mock.commandCalls(QueryCommand)[0]?.args[0].input;
-    assert.equal(input?.KeyConditionExpression, '#p = :p AND #t BETWEEN :a AND :b');
-    assert.equal(input?.ExpressionAttributeValues?.[':a']?.S, 'hour#2026-11-30T00');
+  it('reads the jobs’ last-run rows of the tables asked for', async () => {
+    const { fake, reader } = setup();
+    await fake.send(new PutItemCommand({ TableName: 'shop-status', Item: { pipeline: { S: 'shop/public.orders' }, table: { S: 'job#reconcile' }, mode: { S: 'window' } } }));
+    await fake.send(new PutItemCommand({ TableName: 'shop-status', Item: { pipeline: { S: 'shop/public.other' }, table: { S: 'job#snapshot' }, orphans: { N: '0' } } }));
+    const jobs = await reader.jobRows(['public.orders', 'public.none']);
+    assert.deepEqual(jobs, [{ pipeline: 'shop/public.orders', table: 'public.orders', job: 'reconcile', mode: 'window' }]);
   });
-
 });

@@ -13,7 +13,7 @@ import { identityGap, OUTCOMES } from '../../../../functions/telemetry/contract.
 import type { JsonObject } from '../../../../functions/core/json.js';
 import { processBatch } from '../../../../functions/ingest/process-batch.js';
 import { pgMessage } from '../../../helpers/debezium.js';
-import { mockedDeps, putObjects, records, statusCounters } from '../../../helpers/mocked-deps.js';
+import { mockedDeps, putObjects, records, rowPuts, statusCounters } from '../../../helpers/mocked-deps.js';
 
 const config = parseConfig({
   name: 'shop',
@@ -121,7 +121,7 @@ describe('processBatch', () => {
     const result = await processBatch(records([pg('customers', 'c', 1, 10)]), deps);
     assert.deepEqual(result.batchItemFailures, []);
     assert.equal(result.summary.applied, 1);
-    assert.equal(ddb.commandCalls(PutItemCommand).length, 1);
+    assert.equal(rowPuts(ddb, config.statusTable).length, 1);
     assert.deepEqual(
       log.lines.filter((l) => l.message === 'raw landing failed; retrying').map((l) => [l.extra?.attempt, l.extra?.retryInMs]),
       [
@@ -140,7 +140,7 @@ describe('processBatch', () => {
       landing: { budgetMs: 5_000, sleep: async (ms) => void slept.push(ms) },
     });
     assert.deepEqual(result.batchItemFailures, [{ itemIdentifier: '1000' }]);
-    assert.equal(ddb.commandCalls(PutItemCommand).length, 0, 'nothing applied');
+    assert.equal(rowPuts(ddb, statusTable).length, 0, 'nothing applied');
     assert.equal(result.summary.failed, 3);
     assert.equal(result.summary.quarantined, 0, 'the quarantine object did not land either');
     assert.equal(identityGap(result.summary), 0);
@@ -148,7 +148,7 @@ describe('processBatch', () => {
     assert.ok(slept.reduce((a, b) => a + b, 0) <= 5_000);
     const rows = statusCounters(ddb, statusTable);
     assert.equal(rows.get('public.customers')?.failed, 1);
-    const statusUpdate = ddb.commandCalls(UpdateItemCommand).find((c) => c.args[0].input.Key?.table?.S === 'public.customers');
+    const statusUpdate = ddb.commandCalls(UpdateItemCommand).find((c) => c.args[0].input.Key?.pipeline?.S === 'shop/public.customers');
     assert.match(JSON.stringify(statusUpdate?.args[0].input.ExpressionAttributeValues), /raw landing failed: S3 is down/);
   });
 

@@ -23,6 +23,7 @@ import type { ChangeEvent, ControlEvent } from '../../../../functions/core/types
 import { SchemaTracker } from '../../../../functions/ingest/schema.js';
 import { BatchTally } from '../../../../functions/ingest/tally.js';
 import type { Log } from '../../../../functions/telemetry/sinks.js';
+import { SCHEMA_ROW, tableOfPartition } from '../../../../functions/telemetry/status-layout.js';
 import { pgMessage, pgPosition } from '../../../helpers/debezium.js';
 import { decodeContext, inboundFrom } from '../../../helpers/messages.js';
 
@@ -83,8 +84,14 @@ function statusTableMock() {
     });
     return {};
   });
-  /** The rows as `tidemark status` reads them. */
-  const rows = () => [...items.values()].map((i) => unmarshall(i) as JsonObject);
+  /** The rows as `tidemark status` reads them (bin/cli/state.ts): a table's `schema` row shown as `schema#<table>`. */
+  const rows = () =>
+    [...items.values()].map((i) => {
+      const row = unmarshall(i) as JsonObject;
+      const table = tableOfPartition(config.name, String(row.pipeline));
+      assert.equal(row.table, SCHEMA_ROW, 'the schema row sits in its table\'s partition');
+      return { ...row, pipeline: config.name, table: `schema#${String(table)}` };
+    });
   return { client, items, calls, rows };
 }
 

@@ -98,7 +98,7 @@ describe('detect-anomalies', () => {
         for (const g of generated) {
           const hourStart = Math.floor(NOW / HOUR) * HOUR - g.back * HOUR;
           const k = g.quiet && g.back < TH.silentHours ? { c: 0, u: 0, d: 0, r: 0, partial: 0, beforeNull: 0, quarantined: 0 } : g.counters;
-          seen.set(`${g.table}|${hourStart}`, { hourStart, table: g.table, counters: { applied: 0, opC: k.c, opU: k.u, opD: k.d, opR: k.r, placeholders: k.partial, beforeNullUpdates: k.beforeNull, snapshotEvents: k.r, resnapshots: 0, quarantined: k.quarantined } });
+          seen.set(`${g.table}|${hourStart}`, { hourStart, table: g.table, counters: { received: 0, applied: 0, opC: k.c, opU: k.u, opD: k.d, opR: k.r, placeholders: k.partial, beforeNullUpdates: k.beforeNull, snapshotEvents: k.r, resnapshots: 0, quarantined: k.quarantined } });
         }
         const rows = [...seen.values()];
         await bench.insert('table_hours', rows.map((h) => ({ source_table: h.table, hour: h.hourStart, dt: new Date(h.hourStart).toISOString().slice(0, 10), events: 0, op_c: h.counters.opC, op_u: h.counters.opU, op_d: h.counters.opD, op_r: h.counters.opR, op_t: 0, snapshot_reads: 0, before_null_updates: h.counters.beforeNullUpdates, partial_events: h.counters.placeholders, quarantined: h.counters.quarantined, controls: 0 })));
@@ -115,7 +115,7 @@ describe('detect-anomalies', () => {
   it('words no-deletes and only-deletes as anomalies.ts does', async () => {
     const rows: HourRow[] = [];
     const add = (table: string, back: number, opC: number, opD: number) =>
-      rows.push({ table, hourStart: Math.floor(NOW / HOUR) * HOUR - back * HOUR, counters: { applied: 0, opC, opU: 0, opD, opR: 0, placeholders: 0, beforeNullUpdates: 0, snapshotEvents: 0, resnapshots: 0, quarantined: 0 } });
+      rows.push({ table, hourStart: Math.floor(NOW / HOUR) * HOUR - back * HOUR, counters: { received: 0, applied: 0, opC, opU: 0, opD, opR: 0, placeholders: 0, beforeNullUpdates: 0, snapshotEvents: 0, resnapshots: 0, quarantined: 0 } });
     for (let back = 3; back <= 8; back++) {
       add('public.del', back, 20, 5);
       add('public.nodel', back, 20, 5);

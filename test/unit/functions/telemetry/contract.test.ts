@@ -9,7 +9,8 @@ import {
   COUNTERS,
   DISTRIBUTION_DESCRIPTIONS,
   DISTRIBUTIONS,
-  hourRowKey,
+  HEALTH,
+  HEALTH_DESCRIPTIONS,
   identityGap,
   METRIC_NAMES,
   OUTCOMES,
@@ -19,6 +20,7 @@ import {
 function expectedDocsTable(): string {
   const rows = COUNTER_NAMES.map((c) => `| \`${c}\` | \`${COUNTERS[c].metric}\` | ${COUNTERS[c].unit} | ${COUNTERS[c].outcome ? 'yes' : ''} | ${COUNTER_DESCRIPTIONS[c]} |`);
   for (const [name, d] of Object.entries(DISTRIBUTIONS)) rows.push(`| - | \`${d.metric}\` | ${d.unit} |  | ${DISTRIBUTION_DESCRIPTIONS[name as keyof typeof DISTRIBUTIONS]} |`);
+  for (const [name, h] of Object.entries(HEALTH)) rows.push(`| - | \`${h.metric}\` | ${h.unit} |  | ${HEALTH_DESCRIPTIONS[name as keyof typeof HEALTH]} |`);
   return ['| counter (status attribute) | metric | unit | outcome | meaning |', '|---|---|---|---|---|', ...rows].join('\n');
 }
 
@@ -26,12 +28,13 @@ describe('telemetry contract', () => {
   it('describes exactly the counters and distributions, in their order (descriptions apart, so the Lambda bundle leaves them out)', () => {
     assert.deepEqual(Object.keys(COUNTER_DESCRIPTIONS), COUNTER_NAMES);
     assert.deepEqual(Object.keys(DISTRIBUTION_DESCRIPTIONS), Object.keys(DISTRIBUTIONS));
+    assert.deepEqual(Object.keys(HEALTH_DESCRIPTIONS), Object.keys(HEALTH));
     for (const text of [...Object.values(COUNTER_DESCRIPTIONS), ...Object.values(DISTRIBUTION_DESCRIPTIONS)]) assert.ok(text.length > 0);
   });
 
   it('names every metric once', () => {
     assert.equal(new Set(METRIC_NAMES).size, METRIC_NAMES.length);
-    assert.deepEqual(OUTCOMES, ['applied', 'stale', 'duplicates', 'conflicts', 'superseded', 'quarantined', 'controls', 'truncates', 'failed']);
+    assert.deepEqual(OUTCOMES, ['applied', 'stale', 'duplicates', 'conflicts', 'superseded', 'quarantined', 'controls', 'truncates', 'failed', 'held']);
   });
 
   it('measures the accounting identity on summaries and status rows', () => {
@@ -39,10 +42,6 @@ describe('telemetry contract', () => {
     assert.equal(identityGap({ received: 5, applied: 2 }), 3);
     assert.equal(identityGap({ received: '4', superseded: 4, note: 'x' } as never), 0, 'status rows may hold numbers as strings');
     assert.equal(identityGap({}), 0);
-  });
-
-  it('keys per-hour rows by UTC hour and table', () => {
-    assert.equal(hourRowKey(Date.UTC(2026, 10, 30, 6, 59, 59), 'public.orders'), 'hour#2026-11-30T06#public.orders');
   });
 
   it('shows received, the outcomes and placeholders as status columns', () => {

@@ -33,15 +33,16 @@ describe('config resolution', () => {
     assert.equal(c.statusTable, 'shop-status');
     assert.deepEqual(c.source, { type: 'kinesis', streamName: 'shop-cdc', create: true, shardCount: 0, retentionHours: 24 });
     assert.equal(c.ingest.maxRecordAgeSeconds, 12 * 3600, 'half of the 24 h retention');
-    assert.deepEqual(c.apply, { concurrency: 16, maxColumns: 5000, maxRetries: 6, maxItemBytes: 350_000 });
+    assert.deepEqual(c.apply, { concurrency: 16, maxInFlight: 48, maxColumns: 5000, maxRetries: 6, maxItemBytes: 350_000 });
     assert.deepEqual(c.dms, { beforeImageField: 'before-image' });
     assert.equal(c.alarms.offsetLag, 100_000);
     assert.equal(c.ingest.reservedConcurrency, undefined);
+    assert.equal(c.ingest.statusMaxAgeSeconds, 30, "a container re-reads a status row older than 30 s");
   });
 
   it('fills the nested defaults of a partly given section (no repeated default objects)', () => {
     const c = parseConfig({ ...valid, apply: { concurrency: 4 }, ingest: { batchSize: 10 }, alarms: { conflicts: 3 } });
-    assert.deepEqual(c.apply, { concurrency: 4, maxColumns: 5000, maxRetries: 6, maxItemBytes: 350_000 });
+    assert.deepEqual(c.apply, { concurrency: 4, maxInFlight: 48, maxColumns: 5000, maxRetries: 6, maxItemBytes: 350_000 });
     assert.equal(c.ingest.batchSize, 10);
     assert.equal(c.ingest.retryAttempts, 5);
     assert.equal(c.alarms.conflicts, 3);
