@@ -25,6 +25,7 @@ import { deleteObjectsUnder } from '../../adapters/s3-list.js';
 import { EraseLedger, type LedgerView, loadLedgerKeys } from '../../adapters/erase-ledger.js';
 import { compactedHourKey, encodeSegment, reportRunPrefix, tableReportKey, tableSideRunPrefix, unloadPrefix } from '../../adapters/raw-layout.js';
 import { MetricUnit } from '../../telemetry/sinks.js';
+import { jobRowKey, STATUS_KEY, tablePartition } from '../../telemetry/status-layout.js';
 import { ALL_TABLES, RECONCILE_METRICS, RECONCILE_WINDOW_FINDINGS_METRIC } from '../../telemetry/job-metrics.js';
 import { COUNTED_CLASSES, FINDING_CLASSES, HOUR_MS } from '../../sql/index.js';
 import { type JobDeps, JobInputError, tableConfig } from '../deps.js';
@@ -326,12 +327,15 @@ export function erasedByLedger(ledger: Pick<LedgerView, 'entry'> | null, row: Pi
   return row.expected_position === null || row.expected_position === undefined || entry.position === '' || row.expected_position <= entry.position;
 }
 
-/** The table's last-run row in the status table (`reconcile#<table>`), read by `tidemark status`. */
+/**
+ * The table's last-run row in the status table (`job#reconcile` in its partition), read by `tidemark status`:
+ * the findings found, and how many of them this run repaired, so a repaired run does not read as open.
+ */
 async function recordLastRun(deps: JobDeps, run: ReconcileRun, table: string, counts: Record<string, number>, report: string, repairs: TableRepairs): Promise<void> {
   await deps.dynamodb.send(
     new UpdateItemCommand({
       TableName: deps.config.statusTable,
-      Key: { pipeline: { S: deps.config.name }, table: { S: `reconcile#${table}` } },
+      Key: { [STATUS_KEY.partition]: { S: tablePartition(deps.config.name, table) }, [STATUS_KEY.row]: { S: jobRowKey('reconcile') } },
       UpdateExpression: 'SET #at = :at, #run = :run, #mode = :mode, #f = :f, #r = :r, #rp = :rp, #rf = :rf',
       ExpressionAttributeNames: { '#at': 'lastRunAt', '#run': 'runId', '#mode': 'mode', '#f': 'findings', '#r': 'report', '#rp': 'repaired', '#rf': 'repairFailed' },
       ExpressionAttributeValues: {

@@ -240,7 +240,7 @@ describe('reconcile run steps', () => {
     assert.deepEqual(json(`${run.prefix}report.json`), report);
     const status = ddb.commandCalls(UpdateItemCommand).map((c) => c.args[0].input);
     assert.equal(status.length, 1);
-    assert.equal(status[0]?.Key?.table?.S, 'reconcile#public.orders');
+    assert.deepEqual([status[0]?.Key?.pipeline?.S, status[0]?.Key?.table?.S], ['shop/public.orders', 'job#reconcile'], "the job row in the table's partition (layout 2)");
     assert.equal(status[0]?.ExpressionAttributeValues?.[':f']?.M?.missing?.N, '1');
     assert.deepEqual([status[0]?.ExpressionAttributeValues?.[':rp']?.N, status[0]?.ExpressionAttributeValues?.[':rf']?.N], ['1', '1'], 'key 1 repaired, key 2 not (stale)');
     assert.equal(metrics.totals.get('public.orders:ReconcileMissing'), 1);
