@@ -242,7 +242,7 @@ export class TidemarkJobs extends Construct {
       [SNAPSHOT_TASKS.report]: fn(
         'snapshot',
         'snapshotReport',
-        'read the findings back, tombstone orphans (apply), write the report, emit metrics, clear the scratch',
+        'read the findings back, tombstone orphans (apply), write the report, emit metrics, record open findings, clear the scratch',
         [
           list('ListResults', [p.unloadSnapshot]),
           objects('ReadResults', ['s3:GetObject'], [p.unloadSnapshot]),
@@ -250,6 +250,8 @@ export class TidemarkJobs extends Construct {
           objects('DeleteScratch', ['s3:DeleteObject'], [p.unloadSnapshot]),
           // Orphan tombstones go through the ingest's guarded writer (a conditional put or update, a read on a lost race).
           ...onTargets('TombstoneOrphans', ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem']),
+          // Each table's open findings (`job#snapshot` in its partition), read by `tidemark status`.
+          statement('RecordOpenFindings', ['dynamodb:UpdateItem'], [status]),
         ],
         [p.unloadSnapshot, p.snapshotReports],
       ),

@@ -12,6 +12,7 @@
  *            run's outputs deleted
  */
 import { randomBytes } from 'node:crypto';
+import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
@@ -19,6 +20,7 @@ import { createGunzip } from 'node:zlib';
 import { reportRunPrefix, unloadPrefix } from '../../adapters/raw-layout.js';
 import { deleteObjectsUnder } from '../../adapters/s3-list.js';
 import { MetricUnit } from '../../telemetry/sinks.js';
+import { jobRowKey, STATUS_KEY, tablePartition } from '../../telemetry/status-layout.js';
 import { ALL_TABLES, SNAPSHOT_FINDING_METRICS } from '../../telemetry/job-metrics.js';
 import { type AnomalyRow, anomalyOf, HOUR_MS } from '../../sql/index.js';
 import { type JobDeps, JobInputError, tableConfig } from '../deps.js';
@@ -111,6 +113,28 @@ interface ResnapshotRow {
   readonly first_read_at: number | string | null;
 }
 
+/** Each table's open findings in the status table (`job#snapshot` in its partition), read by `tidemark status`. */
+async function recordOpenFindings(deps: JobDeps, run: SnapshotRunContext, tables: readonly (TableSnapshotResult & { anomalies: Anomaly[] })[], report: string): Promise<void> {
+  for (const t of tables) {
+    const open = [...t.anomalies.map((a) => a.kind), ...(t.orphans.count > t.orphans.tombstoned ? ['orphan'] : [])];
+    await deps.dynamodb.send(
+      new UpdateItemCommand({
+        TableName: deps.config.statusTable,
+        Key: { [STATUS_KEY.partition]: { S: tablePartition(deps.config.name, t.table) }, [STATUS_KEY.row]: { S: jobRowKey('snapshot') } },
+        UpdateExpression: 'SET #at = :at, #run = :run, #open = :open, #o = :o, #r = :r',
+        ExpressionAttributeNames: { '#at': 'lastRunAt', '#run': 'runId', '#open': 'openFindings', '#o': 'orphans', '#r': 'report' },
+        ExpressionAttributeValues: {
+          ':at': { N: String(deps.now()) },
+          ':run': { S: run.runId },
+          ':open': { L: open.map((k) => ({ S: k })) },
+          ':o': { N: String(t.orphans.count - t.orphans.tombstoned) },
+          ':r': { S: report },
+        },
+      }),
+    );
+  }
+}
+
 export async function reportSnapshotRun(input: { run: SnapshotRunContext }, deps: JobDeps): Promise<SnapshotReport> {
   const { run } = input;
   const th = deps.config.jobs.snapshot.anomalies;
@@ -163,6 +187,7 @@ export async function reportSnapshotRun(input: { run: SnapshotRunContext }, deps
     report: s3Uri(run.bucket, reportKey),
   };
   await deps.s3.send(new PutObjectCommand({ Bucket: run.bucket, Key: reportKey, Body: JSON.stringify(report), ContentType: 'application/json' }));
+  await recordOpenFindings(deps, run, tables, report.report);
   // The orphans output holds keys, and the report holds what it found: the outputs do not outlive the run.
   for (const prefix of [run.outputs.anomalies, run.outputs.resnapshots, run.outputs.orphans]) await deleteObjectsUnder(deps.s3, run.bucket, prefix);
   deps.log.info('snapshot detection finished', { runId: run.runId, tables: tables.length, findings });

@@ -200,9 +200,13 @@ describe('jobs in the stack', () => {
     assert.deepEqual(taskActions(role('snapshotPlan')), ['s3:PutObject']);
     assert.deepEqual(taskActions(role('snapshotReport')), ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 's3:DeleteObject', 's3:GetObject', 's3:ListBucket', 's3:PutObject']);
     assert.deepEqual(resourcesOf(role('snapshotReport'), 's3:DeleteObject'), ['<PipelineRawBucket356BBD72.Arn>/history/unload/snapshot/*'], 'only its own outputs are deleted');
+    assert.ok(
+      resourcesOf(role('snapshotReport'), 'dynamodb:UpdateItem').some((r) => /StatusTable/.test(r)),
+      'open findings are recorded on the status table',
+    );
     for (const handler of ['reconcileWindowSide', 'snapshotReport', 'reconcilePlan']) {
       const tables = statementsOf(role(handler))
-        .filter((s) => list(s.Action).some((a) => a.startsWith('dynamodb:')))
+        .filter((s) => list(s.Action).some((a) => a.startsWith('dynamodb:')) && s.Sid !== 'RecordOpenFindings')
         .flatMap((s) => list(s.Resource as unknown).map(text));
       assert.deepEqual(tables.map((t) => t.replace(/^.*:table\//, '')).sort(), ['shop-customers', 'shop-order-lines', 'shop-shipments'], `${handler}: the target tables by name`);
     }

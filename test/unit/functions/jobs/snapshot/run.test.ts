@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { gzipSync } from 'node:zlib';
-import { DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { type AwsClientStub, mockClient } from 'aws-sdk-client-mock';
 import { parseConfig } from '../../../../../lib/config/config.js';
 import { jobDeps } from '../../../../../functions/composition.js';
@@ -125,6 +125,15 @@ describe('snapshot detection run steps', () => {
     assert.equal(metrics.totals.get('*:Resnapshots'), 1);
     assert.equal(metrics.totals.get('*:AnomalyNoDeletes'), 1);
     assert.deepEqual(JSON.parse(Buffer.from(s3.get('reports/snapshot/s-2/report.json') ?? []).toString('utf8')), report);
+    // Each table's open findings, in its partition of the status table (layout 2), for `tidemark status`.
+    const open = ddb.commandCalls(UpdateItemCommand).map((c) => c.args[0].input);
+    assert.deepEqual(
+      open.map((u) => [u.Key?.pipeline?.S, u.Key?.table?.S, u.ExpressionAttributeValues?.[':open']?.L?.map((k) => k.S), u.ExpressionAttributeValues?.[':o']?.N]),
+      [
+        ['shop/public.orders', 'job#snapshot', ['resnapshot', 'orphan'], '1'],
+        ['shop/public.items', 'job#snapshot', ['no-deletes'], '0'],
+      ],
+    );
     assert.deepEqual(
       s3.keys().filter((k) => k.startsWith('history/unload/')),
       [],
