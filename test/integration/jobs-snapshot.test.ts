@@ -9,7 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { getRow } from '../../bin/cli/state.js';
+import { getRow, statusRows } from '../../bin/cli/state.js';
 import { runSnapshotCheck, snapshotExitCode } from '../../bin/cli/snapshot-check.js';
 import { parseConfig, type TidemarkConfig } from '../../lib/config/config.js';
 import type { JsonObject } from '../../functions/core/json.js';
@@ -129,6 +129,10 @@ describe(`snapshot detection on the integration target (${process.env.TIDEMARK_T
     assert.equal((await getRow(target.clients.dynamodb, env.config.tables[0] as never, { id: 6 }))?.__deleted, false);
     const again = await check(env);
     assert.equal(again.tables[0]?.orphans.count, 0);
+    // `tidemark status` reads the last run's open findings from the table's partition (job#snapshot).
+    const open = (await statusRows(target.clients.dynamodb, env.config)).find((r) => r.table === 'snapshot#inventory.customers');
+    assert.equal(open?.runId, again.runId);
+    assert.equal(open?.orphans, 0);
   });
 
   it('tidemark snapshot-check --json prints a line per finding then the summary, exits 1 with findings and 2 on bad input; --apply tombstones the orphan', async () => {
