@@ -21,7 +21,7 @@ import type { TidemarkConfig } from '../config/config.js';
 import type { CurrentState } from '../current-state.js';
 import { METRIC_NAMESPACE, SERVICE_NAME } from '../defaults.js';
 import type { History, HistoryTableName } from '../history.js';
-import { KEY_ACTIONS, tableStatements } from '../ingest-function.js';
+import { arnChars, chunksBySize, KEY_ACTIONS, tableStatements } from '../ingest-function.js';
 import type { RawStore } from '../raw-store.js';
 import type { LedgerKeyAccess } from '../replay/jobs.js';
 import { ATHENA_WORKGROUP, COMPACTION_TASKS, compactionDefinition, QUERY_AT_FUNCTION, RECONCILE_TASKS, reconcileDefinition, SNAPSHOT_TASKS, snapshotDefinition } from './definitions.js';
@@ -312,15 +312,13 @@ export class TidemarkJobs extends Construct {
     const reconcileWrites = [p.unloadReconcile];
     const account = Token.isUnresolved(stack.account) ? '<AWS::AccountId>' : stack.account;
     const region = Token.isUnresolved(stack.region) ? '<AWS::Region>' : stack.region;
+    // `table/<target>/export/<id>`: per target while they fit one statement; past that, one pattern over
+    // the targets' common name prefix (exports of those tables only), so the role stays within IAM's
+    // limits at hundreds of tables. The exports themselves are started on the targets by name only.
+    const exportResources = describeExportResources(targetNames);
     const exportGrants = [
       ...onTargets('ExportTargets', ['dynamodb:ExportTableToPointInTime']),
-      // `table/<target>/export/<id>`: size-bounded statements, as for the tables themselves.
-      ...tableStatements(
-        this,
-        'DescribeExports',
-        ['dynamodb:DescribeExport'],
-        targetNames.map((name) => `${name}/export/*`),
-      ),
+      ...tableStatements(this, 'DescribeExports', ['dynamodb:DescribeExport'], exportResources),
       // DynamoDB writes the export with the caller's permissions.
       objects('WriteExports', ['s3:PutObjectAcl'], [p.unloadReconcile]),
     ];
@@ -331,10 +329,10 @@ export class TidemarkJobs extends Construct {
       functions: reconcileFunctions,
       grantStateMachine: (role) => {
         grantTo([...queryGrants('reconcile', reconcileReads, reconcileWrites), ...exportGrants], [p.athenaResults, ...reconcileReads, ...reconcileWrites])(role);
-        for (const name of targetNames) {
+        for (const resource of exportResources) {
           Validations.of(role).acknowledge({
-            id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:dynamodb:${region}:${account}:table/${name}/export/*]`,
-            reason: "Export ARNs are generated per export; only this target table's exports are reachable.",
+            id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:dynamodb:${region}:${account}:table/${resource}]`,
+            reason: exportResources.length === targetNames.length ? "Export ARNs are generated per export; only this target table's exports are reachable." : "Export ARNs are generated per export; only exports of tables named like the pipeline's targets are reachable.",
           });
         }
       },
@@ -399,4 +397,24 @@ export class TidemarkJobs extends Construct {
       ['snapshot', this.snapshot],
     ]);
   }
+}
+
+/** The longest prefix `names` all start with. */
+export function commonPrefix(names: readonly string[]): string {
+  if (names.length === 0) return '';
+  let prefix = names[0] ?? '';
+  for (const n of names) while (!n.startsWith(prefix)) prefix = prefix.slice(0, -1);
+  return prefix;
+}
+
+/**
+ * The `table/…` resources of the targets' exports for DescribeExport: `<target>/export/*` each while
+ * they fit one size-bounded statement, else `<common prefix>*` + `/export/*` when the targets share a
+ * name prefix (DescribeExport reads an export's metadata only; the tables exported stay named one by one).
+ */
+export function describeExportResources(targetNames: readonly string[]): string[] {
+  const each = targetNames.map((name) => `${name}/export/*`);
+  const prefix = commonPrefix(targetNames);
+  if (chunksBySize(each, arnChars).length <= 1 || prefix === '') return each;
+  return [`${prefix}*/export/*`];
 }

@@ -13,6 +13,7 @@ import { Match } from 'aws-cdk-lib/assertions';
 import { forEachState } from '../../../../bin/local/stepfunctions.js';
 import { ATHENA_WORKGROUP, JOB_DEFINITIONS, QUERY_AT_FUNCTION } from '../../../../lib/jobs/definitions.js';
 import { hasDistributedMap } from '../../../../lib/jobs/job.js';
+import { commonPrefix, describeExportResources } from '../../../../lib/jobs/jobs.js';
 import { PACKAGE_ROOT } from '../../../../lib/defaults.js';
 import { templateOf, testConfig } from '../fixtures/stack.js';
 import { validateAsl } from '../../../helpers/asl.js';
@@ -97,6 +98,18 @@ describe('job definitions', () => {
       assert.deepEqual([...substitutionsUsed(def)].sort(), [...Object.values(job.tasks), QUERY_AT_FUNCTION, ATHENA_WORKGROUP].sort());
     });
   }
+});
+
+describe("reconcile's DescribeExport resources", () => {
+  it('names each target while they fit one statement, then one pattern over their common prefix', () => {
+    assert.deepEqual(describeExportResources(['shop-a', 'shop-b']), ['shop-a/export/*', 'shop-b/export/*']);
+    const many = Array.from({ length: 200 }, (_, i) => `shop-table-${i}`);
+    assert.deepEqual(describeExportResources(many), ['shop-table-*/export/*']);
+    const unrelated = many.map((n, i) => (i === 0 ? 'other' : n));
+    assert.equal(describeExportResources(unrelated).length, 200, 'no common prefix: every target, never every table');
+    assert.equal(commonPrefix(['ab', 'abc', 'a']), 'a');
+    assert.equal(commonPrefix([]), '');
+  });
 });
 
 describe('jobs in the stack', () => {
