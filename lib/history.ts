@@ -1,91 +1,90 @@
 /**
- * History: a Glue database and tables over raw, so Athena can query every delivered change.
+ * History: the Glue database and tables the jobs' SQL reads and writes (functions/sql/schemas.ts
+ * declares every column once; this file only renders them for Glue), and the Athena workgroup the
+ * jobs' queries run in (docs/history.md, docs/deploy.md "What gets created").
  *
- * `raw_lines` reads the batch objects the runtime writes now (docs/history.md §1):
- * `<raw prefix>dt=YYYY-MM-DD/hr=HH/<shard>-<firstSeq>-<lastSeq>-<digest>.jsonl.gz`, one JSON object
- * per line, every table's lines in one object per batch. Its partitions `dt` and `hr` are projected
- * (no crawler, no MSCK REPAIR).
+ * JSON sources, gzip JSON Lines read by the OpenX JSON SerDe, with snake_case columns mapped to the
+ * lines' camelCase fields (`mapping.key_id` = `keyid`) and their path partitions projected (no
+ * crawler, no MSCK REPAIR):
  *
- * `raw_events` reads raw landed in the first layout, one object per table per batch:
- * `<raw prefix>table=<source table>/dt=…/hr=…/…`. Its `source_table` partition is injected, so its
- * queries must name it; the path holds the table name percent-encoded (letters, digits, `.`, `_`,
- * `-` unchanged), and so does the value: `public.café` is `source_table = 'public.caf%C3%A9'`.
+ * - `raw_lines`: the batch objects the runtime writes now,
+ *   `<raw prefix>dt=YYYY-MM-DD/hr=HH/<shard>-<firstSeq>-<lastSeq>-<digest>.jsonl.gz`, every table's
+ *   lines in one object per batch (docs/history.md §1);
+ * - `raw_events`: raw landed in the first layout, one object per table per batch,
+ *   `<raw prefix>table=<source table>/dt=…/hr=…/…`. Its `source_table` partition is injected, so
+ *   its queries must name it; the path holds the table name percent-encoded (letters, digits, `.`,
+ *   `_`, `-` unchanged), and so does the value: `public.café` is `source_table = 'public.caf%C3%A9'`;
+ * - `quarantine_lines`: `<quarantine prefix>dt=…/hr=…/…`;
+ * - `table_side`: what reconcile reads of DynamoDB, `<history>table_side/run_id=<run>/…` (`run_id`
+ *   injected: every query names its run).
+ *
+ * Iceberg tables (format version 2, Parquet) under `<history>warehouse/<table>/`: `history`
+ * (partitioned by `source_table` and `dt`), `expected_state` (`source_table`), `truncates`, and
+ * `table_hours` (`dt`). They are created through `AWS::Glue::Table` `OpenTableFormatInput`:
+ * `IcebergInput` with `MetadataOperation: CREATE` and an `IcebergTableInput` (location, schema,
+ * partition spec, properties); Glue then writes the first metadata file itself. With
+ * `OpenTableFormatInput` the resource names the table at its top level and carries no `TableInput`
+ * (CloudFormation User Guide, AWS::Glue::Table, properties `Name` and `OpenTableFormatInput`;
+ * AWS::Glue::Table IcebergInput, IcebergTableInput, IcebergSchema, IcebergStructField,
+ * IcebergPartitionSpec, IcebergPartitionField).
+ *
+ * The workgroup (unless `history.workGroup` names an existing one): Athena engine version 3 (Iceberg
+ * DML: INSERT, MERGE, DELETE, OPTIMIZE, VACUUM), its configuration enforced, results under
+ * `<history>athena/` encrypted with the pipeline key under `encryption: "kms"` (else SSE-S3), a
+ * per-query bytes-scanned cutoff when `history.bytesScannedCutoffMb` is set.
  */
-import { Stack } from 'aws-cdk-lib';
+import { RemovalPolicy, Stack } from 'aws-cdk-lib';
+import * as athena from 'aws-cdk-lib/aws-athena';
 import * as glue from 'aws-cdk-lib/aws-glue';
+import type * as kms from 'aws-cdk-lib/aws-kms';
 import type * as s3 from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
-import { rawBatchLocationTemplate, rawLocationTemplate } from '../functions/adapters/raw-layout.js';
+import { athenaResultsPrefix, historyWarehousePrefix, rawBatchLocationTemplate, rawLocationTemplate, tableSidePrefix } from '../functions/adapters/raw-layout.js';
+import { historyDatabase, historyWorkGroup } from '../functions/config/types.js';
+import {
+  EXPECTED_STATE,
+  HISTORY,
+  hiveType,
+  QUARANTINE_LINES,
+  RAW_EVENTS,
+  RAW_LINES,
+  serdeMappings,
+  TABLE_HOURS,
+  TABLE_SIDE,
+  type ColumnType,
+  type TableSchema,
+  TRUNCATES,
+} from '../functions/sql/schemas.js';
+import type { TidemarkConfig } from './config/config.js';
+
 export interface HistoryProps {
-  /** Pipeline name (`config.name`): names the database. */
-  readonly pipelineName: string;
-  /** The raw prefix (`config.raw.prefix`) the table reads. */
-  readonly rawPrefix: string;
+  /** The resolved config: `name`, `raw` (prefixes) and `history` (prefix, database, workgroup, cutoff). */
+  readonly config: Pick<TidemarkConfig, 'name' | 'raw' | 'history'>;
   readonly bucket: s3.IBucket;
-  /**
-   * Glue database name (lowercase, underscores).
-   * @default "tidemark_<pipeline name with - as _>"
-   */
-  readonly databaseName?: string;
+  /** Encrypts the workgroup's query results (SSE-KMS). @default - SSE-S3 */
+  readonly encryptionKey?: kms.IKey;
   /**
    * First day partition projection covers.
    * @default "2024-01-01"
    */
   readonly firstDay?: string;
+  /** Of the workgroup. @default RemovalPolicy.RETAIN */
+  readonly removalPolicy?: RemovalPolicy;
 }
 
-/**
- * Columns of one raw line, one per field the runtime writes (`RawLine` in
- * functions/adapters/raw-store.ts; a test checks both ways). `key` holds JSON text, `message` and
- * `messageKey` the delivered text untouched.
- */
-export const RAW_V1_COLUMNS: readonly glue.CfnTable.ColumnProperty[] = [
-  { name: 'kind', type: 'string', comment: 'change or control' },
-  { name: 'format', type: 'string', comment: 'wire format the message was decoded as' },
-  { name: 'op', type: 'string', comment: 'c, u, d, r or t (changes only)' },
-  { name: 'control', type: 'string', comment: 'kind of control message (control only)' },
-  { name: 'table', type: 'string', comment: 'source table' },
-  { name: 'key', type: 'string', comment: 'JSON: source primary-key columns' },
-  { name: 'position', type: 'string', comment: 'encoded ordered source log position (sorts as text)' },
-  { name: 'orderingStrength', type: 'string', comment: 'how strongly the position orders the change' },
-  { name: 'commitTs', type: 'bigint', comment: 'source commit time, epoch ms' },
-  { name: 'txid', type: 'string' },
-  { name: 'snapshot', type: 'boolean' },
-  {
-    name: 'transport',
-    type: 'struct<kind:string,stream:string,shard:string,sequence:string,partitionKey:string,arrivalTime:bigint>',
-    comment: 'stream or topic, shard or partition, sequence or offset, arrival time (epoch ms)',
-  },
-  { name: 'topic', type: 'string', comment: 'Kafka topic (MSK), else null' },
-  { name: 'headers', type: 'map<string,string>', comment: 'Kafka headers' },
-  { name: 'messageKey', type: 'string', comment: 'the delivered message key, untouched (null when not UTF-8)' },
-  { name: 'messageKeyBase64', type: 'string', comment: 'the original key bytes, base64, when they are not valid UTF-8' },
-  { name: 'message', type: 'string', comment: 'the delivered message, untouched (null when not UTF-8, or on a messageRef line)' },
-  { name: 'messageRef', type: 'boolean', comment: 'true: the message is on the first line of the same transport shard and sequence in this object' },
-  { name: 'messageBase64', type: 'string', comment: 'the original message bytes, base64, when they are not valid UTF-8' },
-];
+/** Glue columns of a JSON source's data columns (snake_case; the SerDe maps them to the fields). */
+export const glueColumns = (schema: TableSchema): glue.CfnTable.ColumnProperty[] => schema.columns.map((c) => ({ name: c.name, type: hiveType(c.type), comment: c.comment }));
 
-/** The fields the second layout (one object per batch) adds, for SQL to read without parsing messages. */
-const V2_FIELDS: readonly glue.CfnTable.ColumnProperty[] = [
-  { name: 'v', type: 'int', comment: 'layout version: 2' },
-  { name: 'keyId', type: 'string', comment: 'canonical key text, ["42"]: what the jobs group and join by' },
-  { name: 'hash', type: 'string', comment: 'content hash of the event (as __hash on items)' },
-  { name: 'arrivalTs', type: 'bigint', comment: 'arrival at the stream, epoch ms' },
-  { name: 'beforeNull', type: 'boolean', comment: 'an update delivered without a before image' },
-  { name: 'partial', type: 'boolean', comment: 'the event carries placeholders or is a patch' },
-];
-
-/**
- * Columns of one raw line as the runtime writes it (`RawLine` in functions/adapters/raw-store.ts;
- * docs/history.md §1; a test checks both ways).
- */
-export const RAW_COLUMNS: readonly glue.CfnTable.ColumnProperty[] = [...RAW_V1_COLUMNS, ...V2_FIELDS];
+/** Columns of one raw line as the runtime writes it (`RawLine` in functions/adapters/raw-store.ts; docs/history.md §1; a test checks both ways). */
+export const RAW_COLUMNS: readonly glue.CfnTable.ColumnProperty[] = glueColumns(RAW_LINES);
+/** Columns of a line of the first layout (`raw_events`). */
+export const RAW_V1_COLUMNS: readonly glue.CfnTable.ColumnProperty[] = glueColumns(RAW_EVENTS);
 
 /** The partition key names of the raw tables: the batch objects (`raw_lines`), and the first layout's (`raw_events`). */
 export const RAW_PARTITION_KEYS = ['dt', 'hr'] as const;
 export const RAW_V1_PARTITION_KEYS = ['source_table', 'dt', 'hr'] as const;
 
-/** The projection of `dt` (a day) and `hr` (an hour) both raw tables share. */
+/** The projection of `dt` (a day) and `hr` (an hour) the JSON sources share. */
 function hourProjection(firstDay: string): Record<string, string> {
   return {
     'projection.dt.type': 'date',
@@ -100,26 +99,69 @@ function hourProjection(firstDay: string): Record<string, string> {
 }
 
 /** A Glue table over gzip JSON Lines under `root`, with its partitions projected (no crawler, no MSCK REPAIR). */
-function jsonLinesTable(root: string, name: string, description: string, partitionKeys: glue.CfnTable.ColumnProperty[], projection: Record<string, string>, columns: readonly glue.CfnTable.ColumnProperty[]): glue.CfnTable.TableInputProperty {
+function jsonLinesTable(schema: TableSchema, root: string, description: string, projection: Record<string, string>): glue.CfnTable.TableInputProperty {
   return {
-    name,
+    name: schema.name,
     description,
     tableType: 'EXTERNAL_TABLE',
-    partitionKeys,
+    partitionKeys: (schema.partitionKeys ?? []).map((c) => ({ name: c.name, type: hiveType(c.type), comment: c.comment })),
     parameters: { classification: 'json', compressionType: 'gzip', EXTERNAL: 'TRUE', 'projection.enabled': 'true', ...projection },
     storageDescriptor: {
       location: root,
       inputFormat: 'org.apache.hadoop.mapred.TextInputFormat',
       outputFormat: 'org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat',
       compressed: true,
-      serdeInfo: { serializationLibrary: 'org.openx.data.jsonserde.JsonSerDe', parameters: { 'case.insensitive': 'TRUE', 'dots.in.keys': 'FALSE' } },
-      columns: [...columns],
+      serdeInfo: {
+        serializationLibrary: 'org.openx.data.jsonserde.JsonSerDe',
+        parameters: { 'case.insensitive': 'TRUE', 'dots.in.keys': 'FALSE', ...serdeMappings(schema) },
+      },
+      columns: glueColumns(schema),
     },
   };
 }
 
-const DT = { name: 'dt', type: 'string', comment: 'arrival date of the batch, yyyy-MM-dd (UTC)' };
-const HR = { name: 'hr', type: 'int', comment: 'arrival hour of the batch, 0-23 (UTC)' };
+/** Iceberg's name of a portable primitive type (Iceberg spec, "Primitive Types"). */
+const ICEBERG_PRIMITIVES = { string: 'string', bigint: 'long', int: 'int', boolean: 'boolean', double: 'double', date: 'date' } as const;
+
+/**
+ * The schema fields of an Iceberg table: ids 1…n in column order, every field optional. A map
+ * column (history's `headers`) is the JSON text of Iceberg's map type, its key and value ids after
+ * the columns' (Glue's API takes the type as a JSON value; CloudFormation types it as a string).
+ */
+export function icebergFields(schema: TableSchema): glue.CfnTable.IcebergStructFieldProperty[] {
+  let nextId = schema.columns.length + 1;
+  const typeOf = (t: ColumnType): string => {
+    if (typeof t === 'string') return ICEBERG_PRIMITIVES[t];
+    if ('map' in t) {
+      const keyId = nextId++;
+      const valueId = nextId++;
+      return JSON.stringify({ type: 'map', 'key-id': keyId, key: 'string', 'value-id': valueId, value: ICEBERG_PRIMITIVES[t.map], 'value-required': false });
+    }
+    throw new Error(`${schema.name}: struct columns are not stored in Iceberg tables (flatten them, as history does with transport)`);
+  };
+  return schema.columns.map((c, i) => ({ id: i + 1, name: c.name, type: typeOf(c.type), required: false, doc: c.comment.slice(0, 255) }));
+}
+
+/** Identity partition fields over `partitionedBy`, field ids from 1000 (Iceberg's first partition field id). */
+export function icebergPartitionSpec(schema: TableSchema): glue.CfnTable.IcebergPartitionSpecProperty {
+  return {
+    specId: 0,
+    fields: (schema.partitionedBy ?? []).map((name, i) => {
+      const sourceId = schema.columns.findIndex((c) => c.name === name) + 1;
+      if (sourceId === 0) throw new Error(`${schema.name}: partition column ${name} is not a column`);
+      return { name, sourceId, transform: 'identity', fieldId: 1000 + i };
+    }),
+  };
+}
+
+/** The Iceberg tables, in the order the stack creates them. */
+export const ICEBERG_TABLES = [HISTORY, EXPECTED_STATE, TRUNCATES, TABLE_HOURS] as const;
+/** The JSON sources. */
+export const JSON_TABLES = [RAW_LINES, RAW_EVENTS, QUARANTINE_LINES, TABLE_SIDE] as const;
+export type HistoryTableName = (typeof ICEBERG_TABLES)[number]['name'] | (typeof JSON_TABLES)[number]['name'];
+
+/** Athena's smallest per-query data usage control: 10 MB. */
+export const MIN_BYTES_SCANNED_CUTOFF_MB = 10;
 
 export class History extends Construct {
   readonly databaseName: string;
@@ -130,39 +172,120 @@ export class History extends Construct {
   readonly database: glue.CfnDatabase;
   readonly table: glue.CfnTable;
   readonly legacyTable: glue.CfnTable;
+  /** Every table by name: the JSON sources and the Iceberg tables. */
+  readonly tables: ReadonlyMap<HistoryTableName, glue.CfnTable>;
+  /** The Iceberg tables' names. */
+  readonly icebergTableNames: readonly string[] = ICEBERG_TABLES.map((t) => t.name);
+  /** The workgroup the jobs' queries run in: created here, or `history.workGroup`. */
+  readonly workGroupName: string;
+  /** The workgroup, when this stack creates it. */
+  readonly workGroup?: athena.CfnWorkGroup;
 
   constructor(scope: Construct, id: string, props: HistoryProps) {
     super(scope, id);
-    const { pipelineName, bucket } = props;
+    const { config, bucket } = props;
     const account = Stack.of(this).account;
-    this.databaseName = props.databaseName ?? `tidemark_${pipelineName.replace(/-/g, '_')}`;
-    const root = `s3://${bucket.bucketName}/${props.rawPrefix}`;
+    this.databaseName = historyDatabase(config);
+    const s3Root = (prefix: string) => `s3://${bucket.bucketName}/${prefix}`;
+    const rawRoot = s3Root(config.raw.prefix);
     const firstDay = props.firstDay ?? '2024-01-01';
+    const history = config.history.prefix;
 
     this.database = new glue.CfnDatabase(this, 'Database', {
       catalogId: account,
-      databaseInput: { name: this.databaseName, description: `tidemark ${pipelineName}: raw change history` },
+      databaseInput: { name: this.databaseName, description: `tidemark ${config.name}: raw change history, the compacted history and the jobs' tables` },
+    });
+    const tables = new Map<HistoryTableName, glue.CfnTable>();
+    const jsonTable = (constructId: string, schema: TableSchema & { name: HistoryTableName }, root: string, description: string, projection: Record<string, string>) => {
+      const table = new glue.CfnTable(this, constructId, { catalogId: account, databaseName: this.databaseName, tableInput: jsonLinesTable(schema, root, description, projection) });
+      table.addResourceDependency(this.database);
+      tables.set(schema.name, table);
+      return table;
+    };
+
+    this.table = jsonTable('RawLines', RAW_LINES, rawRoot, 'Every delivered change, as landed in raw: one object per batch (gzip JSON Lines)', {
+      ...hourProjection(firstDay),
+      'storage.location.template': rawBatchLocationTemplate(rawRoot),
+    });
+    this.legacyTable = jsonTable('RawEvents', RAW_EVENTS, rawRoot, 'Changes landed in the first layout, one object per table per batch (gzip JSON Lines)', {
+      ...hourProjection(firstDay),
+      'projection.source_table.type': 'injected',
+      'storage.location.template': rawLocationTemplate(rawRoot),
+    });
+    const quarantineRoot = s3Root(config.raw.quarantinePrefix);
+    jsonTable('QuarantineLines', QUARANTINE_LINES, quarantineRoot, 'Records the ingest could not parse, with the reason (gzip JSON Lines)', {
+      ...hourProjection(firstDay),
+      'storage.location.template': rawBatchLocationTemplate(quarantineRoot),
+    });
+    const sideRoot = s3Root(tableSidePrefix(history));
+    jsonTable('TableSide', TABLE_SIDE, sideRoot, "Reconcile's table side: the items of a DynamoDB export or of a window's keys, per run (gzip JSON Lines)", {
+      'projection.run_id.type': 'injected',
+      'storage.location.template': `${sideRoot}run_id=\${run_id}/`,
     });
 
-    this.table = new glue.CfnTable(this, 'RawLines', {
-      catalogId: account,
-      databaseName: this.databaseName,
-      tableInput: jsonLinesTable(root, this.tableName, 'Every delivered change, as landed in raw: one object per batch (gzip JSON Lines)', [DT, HR], { ...hourProjection(firstDay), 'storage.location.template': rawBatchLocationTemplate(root) }, RAW_COLUMNS),
-    });
-    this.table.addResourceDependency(this.database);
+    const warehouse = historyWarehousePrefix(history);
+    const icebergIds = { history: 'HistoryTable', expected_state: 'ExpectedState', truncates: 'Truncates', table_hours: 'TableHours' } as const;
+    for (const schema of ICEBERG_TABLES) {
+      const table = new glue.CfnTable(this, icebergIds[schema.name], {
+        catalogId: account,
+        databaseName: this.databaseName,
+        name: schema.name,
+        openTableFormatInput: {
+          icebergInput: {
+            metadataOperation: 'CREATE',
+            version: '2',
+            icebergTableInput: {
+              location: s3Root(`${warehouse}${schema.name}/`),
+              schema: { schemaId: 0, type: 'struct', fields: icebergFields(schema) },
+              partitionSpec: icebergPartitionSpec(schema),
+              properties: { 'write.format.default': 'parquet', 'write.parquet.compression-codec': 'zstd' },
+            },
+          },
+        },
+      });
+      table.addResourceDependency(this.database);
+      tables.set(schema.name, table);
+    }
+    this.tables = tables;
 
-    this.legacyTable = new glue.CfnTable(this, 'RawEvents', {
-      catalogId: account,
-      databaseName: this.databaseName,
-      tableInput: jsonLinesTable(
-        root,
-        this.legacyTableName,
-        'Changes landed in the first layout, one object per table per batch (gzip JSON Lines)',
-        [{ name: 'source_table', type: 'string', comment: 'source table, e.g. public.orders' }, DT, HR],
-        { ...hourProjection(firstDay), 'projection.source_table.type': 'injected', 'storage.location.template': rawLocationTemplate(root) },
-        RAW_V1_COLUMNS,
-      ),
-    });
-    this.legacyTable.addResourceDependency(this.database);
+    this.workGroupName = historyWorkGroup(config);
+    if (config.history.workGroup === undefined) {
+      const cutoff = config.history.bytesScannedCutoffMb;
+      this.workGroup = new athena.CfnWorkGroup(this, 'WorkGroup', {
+        name: this.workGroupName,
+        description: `tidemark ${config.name}: the jobs' queries (compaction, reconcile, snapshot detection)`,
+        state: 'ENABLED',
+        // Query history blocks the deletion of a workgroup unless this is set; it is set only
+        // where the stack is disposable (the removal policy is DESTROY).
+        recursiveDeleteOption: props.removalPolicy === RemovalPolicy.DESTROY,
+        workGroupConfiguration: {
+          enforceWorkGroupConfiguration: true,
+          publishCloudWatchMetricsEnabled: true,
+          engineVersion: { selectedEngineVersion: 'Athena engine version 3' },
+          ...(cutoff !== undefined ? { bytesScannedCutoffPerQuery: cutoff * 1_000_000 } : {}),
+          resultConfiguration: {
+            outputLocation: s3Root(athenaResultsPrefix(history)),
+            expectedBucketOwner: account,
+            encryptionConfiguration: props.encryptionKey ? { encryptionOption: 'SSE_KMS', kmsKey: props.encryptionKey.keyArn } : { encryptionOption: 'SSE_S3' },
+          },
+        },
+      });
+      this.workGroup.applyRemovalPolicy(props.removalPolicy ?? RemovalPolicy.RETAIN);
+    }
+  }
+
+  /** ARNs of the catalog, the database and the named tables, for a role's Glue statement. */
+  glueArns(tables: readonly HistoryTableName[]): string[] {
+    const stack = Stack.of(this);
+    return [
+      stack.formatArn({ service: 'glue', resource: 'catalog' }),
+      stack.formatArn({ service: 'glue', resource: 'database', resourceName: this.databaseName }),
+      ...tables.map((t) => stack.formatArn({ service: 'glue', resource: 'table', resourceName: `${this.databaseName}/${t}` })),
+    ];
+  }
+
+  /** ARN of the jobs' workgroup. */
+  get workGroupArn(): string {
+    return Stack.of(this).formatArn({ service: 'athena', resource: 'workgroup', resourceName: this.workGroupName });
   }
 }

@@ -39,7 +39,7 @@ export {
 } from './defaults.js';
 export { allowServiceUse, createPipelineKey } from './encryption.js';
 export { BUNDLE_FILE, type HandlerCode, type HandlerCodeProps, handlerCode } from './handler-asset.js';
-export { History, type HistoryProps, RAW_COLUMNS, RAW_PARTITION_KEYS, RAW_V1_COLUMNS, RAW_V1_PARTITION_KEYS } from './history.js';
+export { History, type HistoryProps, ICEBERG_TABLES, JSON_TABLES, RAW_COLUMNS, RAW_PARTITION_KEYS, RAW_V1_COLUMNS, RAW_V1_PARTITION_KEYS } from './history.js';
 export { IngestFunction, type IngestFunctionProps, KEY_ACTIONS, STATUS_TABLE_ACTIONS, TARGET_TABLE_ACTIONS } from './ingest-function.js';
 export type { MetricName as TidemarkMetricName } from '../functions/telemetry/contract.js';
 export { type MetricFactoryProps, TidemarkMetricFactory } from './metrics.js';

@@ -177,7 +177,7 @@ export class TidemarkPipeline extends Construct {
   kafkaAccessByPrefix?: { readonly topics: string; readonly groups: string };
   /** The replay and erase state machines (docs/replay.md). */
   readonly replay: ReplayJobs;
-  /** Reconcile and snapshot detection: one state machine each, on EventBridge Scheduler schedules (docs/jobs.md). */
+  /** Compaction, reconcile and snapshot detection: one state machine each over Athena, on EventBridge Scheduler schedules (docs/jobs.md). */
   readonly jobs: TidemarkJobs;
 
   constructor(scope: Construct, id: string, props: TidemarkPipelineProps) {
@@ -195,7 +195,14 @@ export class TidemarkPipeline extends Construct {
     const withKey = key ? { encryptionKey: key } : {};
 
     const jobs = { jobsPrefix: config.replay.jobsPrefix, jobsRetentionDays: config.replay.jobsRetentionDays, reportPrefix: config.jobs.reportPrefix, reportRetentionDays: config.jobs.reportRetentionDays };
-    this.rawStore = new RawStore(this, 'Raw', { raw: config.raw, jobs, removalPolicy, ...withKey, ...(props.bucketName ? { bucketName: props.bucketName } : {}) });
+    this.rawStore = new RawStore(this, 'Raw', {
+      raw: config.raw,
+      jobs,
+      historyPrefix: config.history.prefix,
+      removalPolicy,
+      ...withKey,
+      ...(props.bucketName ? { bucketName: props.bucketName } : {}),
+    });
     this.currentState = new CurrentState(this, 'CurrentState', { tables: config.tables, statusTable: config.statusTable, removalPolicy, ...withKey });
     this.deadLetterQueue = new sqs.Queue(this, 'DeadLetterQueue', {
       queueName: `${config.name}-ingest-failures`,
@@ -225,12 +232,21 @@ export class TidemarkPipeline extends Construct {
     // A mapping starts reading as soon as it exists: let the tables exist first.
     for (const mapping of this.eventSourceMappings) mapping.node.addDependency(this.currentState);
 
-    this.history = new History(this, 'History', { pipelineName: config.name, rawPrefix: config.raw.prefix, bucket: this.rawStore.bucket });
+    this.history = new History(this, 'History', { config, bucket: this.rawStore.bucket, removalPolicy, ...withKey });
 
     this.metrics = new TidemarkMetricFactory({ pipeline: config.name });
     if (props.monitoring ?? true) this.monitoring = this.createMonitoring(config, key);
     const alarmTopic = this.monitoring ? { alarmTopic: this.monitoring.alarmTopic } : {};
-    this.jobs = new TidemarkJobs(this, 'Jobs', { config, rawStore: this.rawStore, currentState: this.currentState, removalPolicy, ledgerKey: this.replay.ledgerKey, ...alarmTopic, ...withKey });
+    this.jobs = new TidemarkJobs(this, 'Jobs', {
+      config,
+      rawStore: this.rawStore,
+      currentState: this.currentState,
+      history: this.history,
+      removalPolicy,
+      ledgerKey: this.replay.ledgerKey,
+      ...alarmTopic,
+      ...withKey,
+    });
     this.addOutputs(config);
   }
 
@@ -362,10 +378,17 @@ export class TidemarkPipeline extends Construct {
       out('AlarmTopicArn', this.monitoring.alarmTopic.topicArn, 'subscribe to receive alarms');
     }
     out('HistoryTable', `${this.history.databaseName}.${this.history.tableName}`, 'Glue/Athena table over raw');
+    out('HistoryIcebergTable', `${this.history.databaseName}.history`, 'the compacted history (Iceberg), partitioned by source_table and dt');
+    out('AthenaWorkGroup', this.history.workGroupName, "the Athena workgroup the jobs' queries run in");
     // Every state machine is deployed whatever config.jobs says (`enabled: false` only disables its
     // schedules), so each gets its ARN: an operator or a test starts it with the input named here.
     const schedule = (enabled: boolean) => (enabled ? 'scheduled' : 'schedule disabled');
     const { reconcile, snapshot } = config.jobs;
+    out(
+      'CompactionStateMachineArn',
+      this.jobs.compaction.stateMachine.stateMachineArn,
+      `hourly compaction of raw into ${this.history.databaseName}.history; input a CompactionRequest, {} or {"hours":[<hour start, epoch ms>]} (${schedule(config.history.compaction.enabled)})`,
+    );
     out(
       'ReconcileStateMachineArn',
       this.jobs.reconcile.stateMachine.stateMachineArn,

@@ -7,7 +7,13 @@
  * Lifecycle: raw moves to STANDARD_IA after `infrequentAccessAfterDays` and is never expired (it is
  * the replay source); quarantine expires after `quarantineRetentionDays`; job runs and reports
  * expire after `replay.jobsRetentionDays` and `jobs.reportRetentionDays`; failed batches are kept
- * until replayed and removed by hand; noncurrent versions go after 30 days.
+ * until replayed and removed by hand; noncurrent versions go after 30 days. Under the history prefix,
+ * the jobs' scratch expires: the Athena workgroup's results (`<history>athena/`) after
+ * `ATHENA_RESULTS_RETENTION_DAYS`, query outputs and DynamoDB exports (`<history>unload/`) and the
+ * table side (`<history>table_side/`) after `JOB_SCRATCH_RETENTION_DAYS` (query outputs never past
+ * `jobs.reportRetentionDays`; a finished run deletes its own; these rules take what a failed run
+ * leaves). Raw past its grace is not expired by a rule: the
+ * compaction job deletes it once its hour is in the history table (docs/history.md §2).
  */
 import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -16,7 +22,7 @@ import * as s3 from 'aws-cdk-lib/aws-s3';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { ON_FAILURE_PREFIX, type TidemarkConfig } from './config/config.js';
-import { splitPartsPrefix } from '../functions/adapters/raw-layout.js';
+import { athenaResultsPrefix, jobOutputsPrefix, splitPartsPrefix, tableSidePrefix } from '../functions/adapters/raw-layout.js';
 import { SPLIT_RETENTION_DAYS } from '../functions/adapters/split-parts-store.js';
 
 /** Days the parts of split Aurora DSQL records stay: the longest wait (7 days), the items' TTL after it, and a day. */
@@ -32,6 +38,11 @@ export interface RawStoreProps {
    * @default - no expiry of either prefix
    */
   readonly jobs?: { readonly jobsPrefix: string; readonly jobsRetentionDays: number; readonly reportPrefix: string; readonly reportRetentionDays: number };
+  /**
+   * The history prefix (`history.prefix`): its query results, unloaded outputs and table side expire.
+   * @default - no expiry under it
+   */
+  readonly historyPrefix?: string;
   /**
    * Name of the raw bucket.
    * @default raw.bucket
@@ -54,6 +65,14 @@ export interface RawStoreProps {
    */
   readonly accessLogRetentionDays?: number;
 }
+
+/** Days the Athena workgroup's query results are kept (the jobs read none: their queries unload or write tables). */
+export const ATHENA_RESULTS_RETENTION_DAYS = 3;
+/** Days query outputs, DynamoDB exports and table-side files are kept (a reconcile report's findings objects among them). */
+export const JOB_SCRATCH_RETENTION_DAYS = 7;
+
+/** Days query outputs (`<history>unload/`) are kept: `JOB_SCRATCH_RETENTION_DAYS`, or the reports' retention when shorter. */
+export const jobOutputsRetentionDays = (reportRetentionDays?: number): number => Math.min(JOB_SCRATCH_RETENTION_DAYS, reportRetentionDays ?? JOB_SCRATCH_RETENTION_DAYS);
 
 /** S3 allows a transition to STANDARD_IA only after an object is 30 days old. */
 export const MIN_INFREQUENT_ACCESS_DAYS = 30;
@@ -126,6 +145,14 @@ export class RawStore extends Construct {
           ? [
               { id: 'expire-job-runs', prefix: props.jobs.jobsPrefix, expiration: Duration.days(props.jobs.jobsRetentionDays) },
               { id: 'expire-reports', prefix: props.jobs.reportPrefix, expiration: Duration.days(props.jobs.reportRetentionDays) },
+            ]
+          : []),
+        ...(props.historyPrefix !== undefined
+          ? [
+              { id: 'expire-athena-results', prefix: athenaResultsPrefix(props.historyPrefix), expiration: Duration.days(ATHENA_RESULTS_RETENTION_DAYS) },
+              // Query outputs hold what the reports hold (findings, orphan keys): never kept past the reports.
+              { id: 'expire-job-outputs', prefix: jobOutputsPrefix(props.historyPrefix), expiration: Duration.days(jobOutputsRetentionDays(props.jobs?.reportRetentionDays)) },
+              { id: 'expire-table-side', prefix: tableSidePrefix(props.historyPrefix), expiration: Duration.days(JOB_SCRATCH_RETENTION_DAYS) },
             ]
           : []),
         {

@@ -13,8 +13,8 @@ import type { TidemarkConfig } from '../lib/config/config.js';
 import { type JsonObject, stringifyJson } from '../functions/core/json.js';
 import { normalizeKey } from '../functions/core/keys.js';
 import { submitErase } from '../functions/erase/erase.js';
-import type { ReconcileReport } from '../functions/jobs/reconcile/report.js';
-import type { SnapshotReport } from '../functions/jobs/snapshot/tasks.js';
+import type { ReconcileReport } from '../functions/jobs/reconcile/types.js';
+import type { SnapshotReport } from '../functions/jobs/snapshot/types.js';
 import type { ReplaySummary } from '../functions/replay/job.js';
 import { type DeployedJob, eraseInput, replayTestWindow, settledReconcile } from './jobs.js';
 

@@ -18,6 +18,7 @@ import type { ReplayRequest } from '../functions/replay/job.js';
 
 /** Output id (in lib/pipeline.ts `addOutputs`) of each job's state machine ARN. */
 export const JOB_OUTPUT_IDS = {
+  compaction: 'CompactionStateMachineArn',
   reconcile: 'ReconcileStateMachineArn',
   snapshot: 'SnapshotStateMachineArn',
   replay: 'ReplayStateMachineArn',

@@ -23,7 +23,7 @@ import { runSnapshotCheck } from '../bin/cli/snapshot-check.js';
 import { loadConfigFile } from '../lib/config/config.js';
 import type { RawRecord } from '../functions/core/normalize.js';
 import type { ReconcileRequest } from '../functions/jobs/reconcile/types.js';
-import type { SnapshotRequest } from '../functions/jobs/snapshot/tasks.js';
+import type { SnapshotRequest } from '../functions/jobs/snapshot/types.js';
 import { processBatch } from '../functions/ingest/process-batch.js';
 import type { ReplayRequest } from '../functions/replay/job.js';
 import { TidemarkStack } from '../lib/stack.js';

@@ -14,6 +14,8 @@ import { CliError } from './errors.js';
 /** The packages of the local engine and of the emulators. */
 export const ENGINE_PACKAGES = ['aws-local-stepfunctions'] as const;
 export const EMULATOR_PACKAGES = ['amplify-dynamodb-simulator', 'kinesalite', 's3rver'] as const;
+/** The embedded SQL engine the local jobs run their Athena queries on. */
+export const SQL_PACKAGES = ['@duckdb/node-api'] as const;
 
 /** `name@version` as tidemark's own package.json pins it (this file sits two levels below it, built or not). */
 export function pinned(name: string): string {
@@ -55,4 +57,9 @@ export function requirePackages(names: readonly string[], what: string, otherwis
 export async function localEngine(job: string): Promise<typeof import('../local/stepfunctions.js')> {
   requirePackages(ENGINE_PACKAGES, `the local run of the ${job} state machine`, 'run the deployed one with --on aws');
   return import('../local/stepfunctions.js');
+}
+
+/** Throws the install hint unless the embedded SQL engine (DuckDB) is installed, for a local run of `job`. */
+export function requireSqlEngine(job: string): void {
+  requirePackages(SQL_PACKAGES, `the local run of the ${job} state machine (its queries on DuckDB)`, 'run the deployed one with --on aws');
 }

@@ -1,5 +1,5 @@
 /**
- * The job commands' options and help: replay, erase, reconcile and snapshot-check. Like program.ts,
+ * The job commands' options and help: replay, erase, reconcile, snapshot-check and history compact. Like program.ts,
  * nothing behind them loads until one runs. Each runs the job's state machine definition in this
  * process (`--on local`, the default; needs the dev dependency aws-local-stepfunctions) or starts the
  * deployed one and waits for it (`--on aws`).
@@ -7,7 +7,7 @@
  *   tidemark reconcile --cutoff-seconds abc
  *   → error: option '--cutoff-seconds <n>' argument 'abc' is invalid. must be an integer from 0 to 31536000
  */
-import { type Command, Option } from 'commander';
+import { type Command, InvalidArgumentError, Option } from 'commander';
 import { configOption, intIn, jsonOption, lazy } from './options.js';
 
 const onOption = (job: string) =>
@@ -85,6 +85,26 @@ function registerSnapshotCheck(p: Command): void {
     .action(lazy(() => import('./snapshot-check.js'), (m) => m.snapshotCheckCommand));
 }
 
+/** A commander parser collecting `--hour` values as epoch ms. */
+export function hourOption(value: string, previous: number[] = []): number[] {
+  const ms = Date.parse(value);
+  if (Number.isNaN(ms)) throw new InvalidArgumentError(`must be an ISO 8601 time (2026-11-30T06:00:00Z), got "${value}"`);
+  return [...previous, ms];
+}
+
+function registerHistory(p: Command): void {
+  const history = p.command('history').description('the compacted history table (docs/history.md)');
+  history
+    .command('compact')
+    .description('compact raw into the history table, fold it into expected state, count it per table and hour; delete raw past its grace')
+    .addOption(configOption())
+    .option('--closed-only', 'only hours closed for 80 minutes, as the deployed schedule does (default: up to now)')
+    .option('--hour <iso...>', 'compact these hours again, whatever the frontier says', hourOption)
+    .addOption(jsonOption())
+    .action(lazy(() => import('./history.js'), (m) => m.historyCompactCommand));
+}
+
+
 function registerLifecycle(p: Command): void {
   p.command('suspend')
     .description('stop applying tables (their records still land in raw), or with --pipeline disable the deployed event source mappings')
@@ -118,4 +138,5 @@ export function registerJobCommands(p: Command): void {
   registerErase(p);
   registerReconcile(p);
   registerSnapshotCheck(p);
+  registerHistory(p);
 }

@@ -18,65 +18,38 @@ import { gunzipSync } from 'node:zlib';
 import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import type { RuntimeClients as Clients } from '../../functions/adapters/clients.js';
 import type { TidemarkConfig } from '../../lib/config/config.js';
-import type { JsonValue } from '../../functions/core/json.js';
-import { CollectingMetricSink, type Log, type MetricSink } from '../../functions/telemetry/sinks.js';
-import type { JobDeps } from '../../functions/jobs/deps.js';
-import { jobDeps } from '../../functions/composition.js';
-import { planReconcile } from '../../functions/jobs/reconcile/plan.js';
-import { reducePartition } from '../../functions/jobs/reconcile/reduce.js';
-import { type ReconcileReport, reportReconcile } from '../../functions/jobs/reconcile/report.js';
-import { scanTable } from '../../functions/jobs/reconcile/scan-table.js';
-import { shuffleRaw } from '../../functions/jobs/reconcile/shuffle-raw.js';
+import type { ReconcileReport } from '../../functions/jobs/reconcile/run.js';
 import type { Finding, ReconcileRequest } from '../../functions/jobs/reconcile/types.js';
-import { RECONCILE_TASKS, reconcileDefinition } from '../../lib/jobs/definitions.js';
-import type { LocalProgressEvent, LocalTaskHandler } from '../local/stepfunctions.js';
 import { validateReconcileRequest } from '../../functions/jobs/inputs.js';
-import { clients, cliLog, config } from './context.js';
+import { clients, config } from './context.js';
 import { CliError } from './errors.js';
 import { jobProgress, runOnAws, sfnClient, stateMachineArnByName } from './job-run.js';
+import { type LocalJobOptions, runLocalJob } from './jobs-local.js';
 import { humanDuration, out, summaryLine } from './output.js';
-import { localEngine } from './dev-packages.js';
 import { manifestUploadKey } from '../../functions/adapters/raw-layout.js';
 
-type Body = (input: never, deps: JobDeps) => Promise<unknown>;
-const handler =
-  (body: Body, deps: JobDeps): LocalTaskHandler =>
-  async (input) =>
-    (await body(input as never, deps)) as JsonValue;
+export type { LocalJobOptions } from './jobs-local.js';
 
-/** The in-process handler of every reconcile task. */
-export function reconcileHandlers(deps: JobDeps): Record<string, LocalTaskHandler> {
-  return {
-    [RECONCILE_TASKS.plan]: handler(planReconcile as Body, deps),
-    [RECONCILE_TASKS.shuffleRaw]: handler(shuffleRaw as Body, deps),
-    [RECONCILE_TASKS.scanTable]: handler(scanTable as Body, deps),
-    [RECONCILE_TASKS.reduce]: handler(reducePartition as Body, deps),
-    [RECONCILE_TASKS.report]: handler(reportReconcile as Body, deps),
-  };
-}
-
-export interface LocalJobOptions {
-  readonly onProgress?: (event: LocalProgressEvent) => void;
-  readonly log?: Log;
-  readonly metrics?: MetricSink;
-  readonly now?: () => number;
-}
-
-/** Runs reconcile through the state machine locally and returns its report. */
+/** Runs reconcile through the state machine locally (compacting raw up to now first) and returns its report. */
 export async function runReconcile(cfg: TidemarkConfig, c: Pick<Clients, 's3' | 'dynamodb'>, request: ReconcileRequest, options: LocalJobOptions = {}): Promise<ReconcileReport> {
-  const deps = jobDeps(cfg, c, { metrics: options.metrics ?? new CollectingMetricSink(), log: options.log ?? cliLog(), ...(options.now ? { now: options.now } : {}) });
-  const { runLocalStateMachine } = await localEngine('reconcile');
-  const output = await runLocalStateMachine(reconcileDefinition(), request as JsonValue, {
-    handlers: reconcileHandlers(deps),
-    ...(options.onProgress ? { onProgress: options.onProgress } : {}),
-  });
-  return output as unknown as ReconcileReport;
+  return (await runLocalJob(cfg, c, 'reconcile', request, options)) as unknown as ReconcileReport;
 }
 
 /** 0 clean (or every finding repaired), 1 findings remain. */
 export function reconcileExitCode(report: ReconcileReport): number {
   const remaining = report.findings.total - (report.repair ? report.counts.repaired : 0);
   return remaining > 0 ? 1 : 0;
+}
+
+/** The findings of one object: JSON Lines, gzip-compressed or not (by its magic bytes). */
+export function findingsOfBytes(bytes: Uint8Array): Finding[] {
+  if (bytes.length === 0) return [];
+  const gz = bytes[0] === 0x1f && bytes[1] === 0x8b;
+  const text = (gz ? gunzipSync(bytes) : Buffer.from(bytes)).toString('utf8');
+  return text
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => JSON.parse(line) as Finding);
 }
 
 /** Every finding of a run, read back from its finding objects. */
@@ -87,7 +60,7 @@ export async function readFindings(c: Pick<Clients, 's3'>, report: ReconcileRepo
     if (!m?.[1] || !m[2]) continue;
     const got = await c.s3.send(new GetObjectCommand({ Bucket: m[1], Key: m[2] }));
     const bytes = got.Body ? await got.Body.transformToByteArray() : new Uint8Array();
-    for (const line of gunzipSync(bytes).toString('utf8').split('\n')) if (line !== '') out.push(JSON.parse(line) as Finding);
+    out.push(...findingsOfBytes(bytes));
   }
   return out;
 }

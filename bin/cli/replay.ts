@@ -15,7 +15,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { PutObjectCommand } from '@aws-sdk/client-s3';
+import { PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import type { TidemarkConfig } from '../../lib/config/config.js';
 import type { JsonValue } from '../../functions/core/json.js';
 import { replayContext } from '../../functions/composition.js';
@@ -25,10 +25,14 @@ import { validateReplayRequest } from '../../functions/replay/inputs.js';
 import { type JobContext, type ReplayRequest, runPrefix } from '../../functions/replay/job.js';
 import { parseTarget } from '../../functions/replay/safety.js';
 import { parseKeysFile, parsePosition, parseTime, SelectionError } from '../../functions/replay/selection.js';
-import { REPLAY_FUNCTION, replayDefinition } from '../../lib/replay/definitions.js';
+import { REPLAY_FUNCTION, replaySqlDefinition } from '../../lib/replay/definitions.js';
+import { QUERY_AT_FUNCTION } from '../../lib/jobs/asl.js';
+import { queryAt } from '../../functions/jobs/queries.js';
+import { eraseKeysPrefix, historyWarehousePrefix, tableSidePrefix } from '../../functions/adapters/raw-layout.js';
+import type { DuckDbEngine } from '../local/duckdb-engine.js';
 import type { LocalProgressEvent } from '../local/stepfunctions.js';
 import { cliLog, clients, config as loadConfig } from './context.js';
-import { localEngine } from './dev-packages.js';
+import { localEngine, requireSqlEngine } from './dev-packages.js';
 import { CliError } from './errors.js';
 import { runOnAws, sfnClient, stateMachineArnByName } from './job-run.js';
 import { withLedgerKeyHint } from './ledger-key.js';
@@ -130,28 +134,58 @@ async function jobContext(cfg: TidemarkConfig): Promise<JobContext> {
   return replayContext(cfg, await clients(cfg), cliLog());
 }
 
-/** Runs the replay state machine's definition in-process, reporting its batches as they finish. */
+/** The embedded SQL engine over the config's bucket: the history layout's prefixes (raw-layout.ts). */
+export async function localSqlEngine(config: TidemarkConfig, s3: S3Client): Promise<DuckDbEngine> {
+  const history = config.history.prefix;
+  // Loaded when a replay runs: the CLI's other commands start without the DuckDB package.
+  requireSqlEngine('replay');
+  const { DuckDbEngine } = await import('../local/duckdb-engine.js');
+  return new DuckDbEngine({
+    s3,
+    bucket: config.raw.bucket,
+    rawPrefix: config.raw.prefix,
+    quarantinePrefix: config.raw.quarantinePrefix,
+    warehousePrefix: historyWarehousePrefix(history),
+    tableSidePrefix: tableSidePrefix(history),
+    eraseKeysPrefix: eraseKeysPrefix(history),
+  });
+}
+
+/**
+ * Runs the replay state machine on SQL (replaySqlDefinition) in-process: its query loop's Athena
+ * task runs the selection on DuckDB over the emulator's objects, its Map reads the buckets with the
+ * ItemReader, reporting the key buckets as they finish.
+ */
 export async function runReplayLocally(ctx: JobContext, request: ReplayRequest, onProgress?: (done: number, total: number) => void): Promise<Record<string, JsonValue>> {
   let total = 0;
   let done = 0;
-  const definition = replayDefinition({ maxConcurrency: ctx.config.replay.maxConcurrency, toleratedFailurePercentage: ctx.config.replay.toleratedFailurePercentage });
+  const definition = replaySqlDefinition({ maxConcurrency: ctx.config.replay.maxConcurrency, toleratedFailurePercentage: ctx.config.replay.toleratedFailurePercentage });
   const { runLocalStateMachine } = await localEngine('replay');
-  const output = await runLocalStateMachine(definition, request as unknown as JsonValue, {
-    handlers: {
-      [REPLAY_FUNCTION]: async (input) => {
-        const res = await replayStep(input as never, ctx);
-        if ((input as { step?: string }).step === 'plan') {
-          total = ((res as { batches?: unknown[] }).batches ?? []).length;
-          onProgress?.(0, total);
-        }
-        return res;
+  const engine = await localSqlEngine(ctx.config, ctx.clients.s3);
+  const { duckdbAthenaHandler } = await import('../local/athena-local.js');
+  try {
+    const output = await runLocalStateMachine(definition, request as unknown as JsonValue, {
+      s3: ctx.clients.s3,
+      athena: duckdbAthenaHandler(engine),
+      handlers: {
+        [QUERY_AT_FUNCTION]: async (input) => JSON.parse(JSON.stringify(await queryAt(input as never, { s3: ctx.clients.s3, config: ctx.config }))) as JsonValue,
+        [REPLAY_FUNCTION]: async (input) => {
+          const res = await replayStep(input as never, ctx);
+          if ((input as { step?: string }).step === 'buckets') {
+            total = (res as { buckets?: number }).buckets ?? 0;
+            onProgress?.(0, total);
+          }
+          return res;
+        },
       },
-    },
-    onProgress: (e: LocalProgressEvent) => {
-      if (e.type === 'MapIterationSucceeded' || e.type === 'MapIterationFailed') onProgress?.(++done, total);
-    },
-  });
-  return output as Record<string, JsonValue>;
+      onProgress: (e: LocalProgressEvent) => {
+        if (e.type === 'MapIterationSucceeded' || e.type === 'MapIterationFailed') onProgress?.(++done, total);
+      },
+    });
+    return output as Record<string, JsonValue>;
+  } finally {
+    await engine.close();
+  }
 }
 
 /** The summary of a run, for `--json` and for people. */
@@ -161,7 +195,7 @@ function printRun(o: ReplayCliOptions, summary: Record<string, unknown>, tally: 
     return;
   }
   const n = (k: string) => tally[k] ?? 0;
-  out(`replay ${String(summary.runId)} into ${o.into}: ${String(summary.objects ?? '?')} raw objects in ${String(summary.batches ?? '?')} batches, ${humanDuration(elapsedMs)}`);
+  out(`replay ${String(summary.runId)} into ${o.into}: ${String(summary.batches ?? '?')} key buckets, ${humanDuration(elapsedMs)}`);
   out(`  records ${n('records')}, events ${n('events')}, selected ${n('selected')}: applied ${n('applied')}, stale ${n('stale')}, duplicates ${n('duplicates')}, superseded ${n('superseded')}, erased ${n('erased')}, failed ${n('failed')}`);
   out(`  cost: ${n('readUnits')} read units, ${n('writeRequests')} write requests, ${n('writeUnits')} write units (${n('skippedByPreRead')} writes skipped by the pre-read)`);
   for (const line of extra) out(line);
@@ -182,7 +216,7 @@ async function local(cfg: TidemarkConfig, o: ReplayCliOptions, s: CheckedSelecti
   const t0 = Date.now();
   try {
     const output = await runReplayLocally(ctx, request, (done, total) => {
-      bar ??= progress('replay', total, 'batches', { quiet: o.json === true });
+      bar ??= progress('replay', total, 'key buckets', { quiet: o.json === true });
       bar.update(done);
     });
     (bar as ReturnType<typeof progress> | null)?.stop();

@@ -9,40 +9,18 @@
  */
 import type { RuntimeClients as Clients } from '../../functions/adapters/clients.js';
 import type { TidemarkConfig } from '../../lib/config/config.js';
-import type { JsonValue } from '../../functions/core/json.js';
-import { CollectingMetricSink } from '../../functions/telemetry/sinks.js';
-import type { JobDeps } from '../../functions/jobs/deps.js';
-import { jobDeps } from '../../functions/composition.js';
-import { detectTable, planSnapshot, reportSnapshot, type SnapshotReport, type SnapshotRequest } from '../../functions/jobs/snapshot/tasks.js';
-import { SNAPSHOT_TASKS, snapshotDefinition } from '../../lib/jobs/definitions.js';
-import type { LocalTaskHandler } from '../local/stepfunctions.js';
+import type { SnapshotReport, SnapshotRequest } from '../../functions/jobs/snapshot/run.js';
 import { validateSnapshotRequest } from '../../functions/jobs/inputs.js';
-import { clients, cliLog, config } from './context.js';
-import { localEngine } from './dev-packages.js';
+import { clients, config } from './context.js';
 import { CliError } from './errors.js';
 import { jobProgress, runOnAws, sfnClient, stateMachineArnByName } from './job-run.js';
+import { type LocalJobOptions, runLocalJob } from './jobs-local.js';
 import { positionText } from './notation.js';
 import { out, summaryLine } from './output.js';
-import type { LocalJobOptions } from './reconcile.js';
 
-/** The in-process handler of every snapshot-detection task. */
-export function snapshotHandlers(deps: JobDeps): Record<string, LocalTaskHandler> {
-  const as = (body: (input: never, d: JobDeps) => Promise<unknown>): LocalTaskHandler => async (input) => (await body(input as never, deps)) as JsonValue;
-  return {
-    [SNAPSHOT_TASKS.plan]: as(planSnapshot),
-    [SNAPSHOT_TASKS.detect]: as(detectTable),
-    [SNAPSHOT_TASKS.report]: as(reportSnapshot),
-  };
-}
-
+/** Runs snapshot detection through the state machine locally (compacting raw up to now first). */
 export async function runSnapshotCheck(cfg: TidemarkConfig, c: Pick<Clients, 's3' | 'dynamodb'>, request: SnapshotRequest, options: LocalJobOptions = {}): Promise<SnapshotReport> {
-  const deps = jobDeps(cfg, c, { metrics: options.metrics ?? new CollectingMetricSink(), log: options.log ?? cliLog(), ...(options.now ? { now: options.now } : {}) });
-  const { runLocalStateMachine } = await localEngine('snapshot');
-  const output = await runLocalStateMachine(snapshotDefinition(), request as JsonValue, {
-    handlers: snapshotHandlers(deps),
-    ...(options.onProgress ? { onProgress: options.onProgress } : {}),
-  });
-  return output as unknown as SnapshotReport;
+  return (await runLocalJob(cfg, c, 'snapshot', request, options)) as unknown as SnapshotReport;
 }
 
 export const snapshotExitCode = (report: SnapshotReport): number => (report.findings > 0 ? 1 : 0);

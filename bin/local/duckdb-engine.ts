@@ -3,8 +3,9 @@
  * in the S3 emulator standing in for the Iceberg tables, as Athena runs it on AWS.
  *
  * DuckDB cannot read S3 here (httpfs is a download), so each statement gets a session: a temporary
- * directory and a disk-backed DuckDB database (`memory_limit`, `temp_directory`: larger data spills
- * to disk, never to the heap). The objects it reads (only the partitions its `reads` name) are
+ * directory and its own schema in the engine's one disk-backed DuckDB database (`memory_limit`,
+ * `temp_directory`: larger data spills to disk, never to the heap), opened on first use and kept
+ * until `close()` (a database costs far more to open than a schema). The objects it reads (only the partitions its `reads` name) are
  * fetched into the directory and exposed as views named as the Glue tables (functions/sql/duckdb-views.ts);
  * the statement runs as rendered for the `duckdb` dialect; what it wrote goes back to S3
  * (duckdb-store.ts): an INSERT as new Parquet files of the partitions it touched, a MERGE or DELETE
@@ -14,6 +15,7 @@
  *   const engine = new DuckDbEngine({ s3, bucket, rawPrefix: 'raw/', quarantinePrefix: 'quarantine/', warehousePrefix: 'warehouse/', tableSidePrefix: 'reports/table_side/' });
  *   await engine.runAll(buildStatements('fold-expected', { hour }));
  *   for await (const row of engine.query(reconcileFull({ …, part: 'findings' }))) …
+ *   engine.close();
  */
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -61,21 +63,67 @@ const isIceberg = (t: string): t is IcebergTable => (ICEBERG_TABLES as readonly 
 const fileId = (): string => `${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`;
 const gen = (n: number): string => `g${String(n).padStart(8, '0')}`;
 
-/** One statement's DuckDB database and local copies; removed when the statement is done. */
+/** The engine's DuckDB database: one disk-backed file, each statement in a schema of its own. */
+class Database {
+  private schemas = 0;
+  private readonly cleanup = () => this.close();
+  private closed = false;
+  private constructor(
+    private readonly dir: string,
+    private readonly instance: DuckDBInstance,
+  ) {
+    // A caller that never closes the engine still leaves no directory behind.
+    process.once('exit', this.cleanup);
+  }
+
+  static async open(o: DuckDbEngineOptions): Promise<Database> {
+    const dir = mkdtempSync(join(o.tempRoot ?? tmpdir(), 'tidemark-duckdb-db-'));
+    try {
+      return new Database(dir, await DuckDBInstance.create(join(dir, 'engine.duckdb'), { memory_limit: o.memoryLimit ?? '512MB', threads: String(o.threads ?? 2), temp_directory: join(dir, 'spill') }));
+    } catch (err) {
+      rmSync(dir, { recursive: true, force: true });
+      throw err;
+    }
+  }
+
+  /** A connection whose unqualified names resolve in a new, empty schema. */
+  async connect(): Promise<{ db: DuckDBConnection; schema: string }> {
+    const db = await this.instance.connect();
+    const schema = `s${++this.schemas}`;
+    try {
+      await db.run(`CREATE SCHEMA "${schema}"`);
+      await db.run(`SET schema = '${schema}'`);
+      return { db, schema };
+    } catch (err) {
+      db.closeSync();
+      throw err;
+    }
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    process.removeListener('exit', this.cleanup);
+    this.instance.closeSync();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** One statement's schema and local copies; removed when the statement is done. */
 class Session {
   private files = 0;
   private constructor(
     readonly dir: string,
-    private readonly instance: DuckDBInstance,
+    private readonly schema: string,
     readonly db: DuckDBConnection,
     readonly o: DuckDbEngineOptions,
   ) {}
 
-  static async open(o: DuckDbEngineOptions): Promise<Session> {
+  static async open(o: DuckDbEngineOptions, database: Database): Promise<Session> {
     const dir = mkdtempSync(join(o.tempRoot ?? tmpdir(), 'tidemark-duckdb-'));
     try {
-      const instance = await DuckDBInstance.create(join(dir, 'engine.duckdb'), { memory_limit: o.memoryLimit ?? '512MB', threads: String(o.threads ?? 2), temp_directory: join(dir, 'spill') });
-      return new Session(dir, instance, await instance.connect(), o);
+      const { db, schema } = await database.connect();
+      return new Session(dir, schema, db, o);
     } catch (err) {
       rmSync(dir, { recursive: true, force: true });
       throw err;
@@ -116,10 +164,17 @@ class Session {
     await upload(this.o.s3, this.o.bucket, key, file, 'application/vnd.apache.parquet');
   }
 
-  close(): void {
-    this.db.closeSync();
-    this.instance.closeSync();
-    rmSync(this.dir, { recursive: true, force: true });
+  /** Drops the schema (what the statement created) and the local copies. */
+  async close(): Promise<void> {
+    try {
+      await this.db.run("SET schema = 'main'");
+      await this.db.run(`DROP SCHEMA "${this.schema}" CASCADE`);
+    } catch {
+      // Left in the database file, which close() removes: never hides the statement's own error.
+    } finally {
+      this.db.closeSync();
+      rmSync(this.dir, { recursive: true, force: true });
+    }
   }
 }
 
@@ -207,7 +262,23 @@ async function writeUnloaded(s: Session, statement: Statement): Promise<string[]
 }
 
 export class DuckDbEngine {
+  private database: Promise<Database> | null = null;
   constructor(private readonly o: DuckDbEngineOptions) {}
+
+  private session(): Promise<Session> {
+    this.database ??= Database.open(this.o).catch((err: unknown) => {
+      this.database = null;
+      throw err;
+    });
+    return this.database.then((d) => Session.open(this.o, d));
+  }
+
+  /** Closes the engine's database and removes its files; a later statement opens a new one. */
+  async close(): Promise<void> {
+    const database = this.database;
+    this.database = null;
+    if (database) (await database.catch(() => null))?.close();
+  }
 
   /** Runs statements in order (a statement file's steps, e.g. fold-expected's three MERGEs). */
   async runAll(statements: readonly Statement[]): Promise<RunReport[]> {
@@ -226,12 +297,12 @@ export class DuckDbEngine {
     }
     const r = render(statement, duckdb);
     if (r.sql === null) return { ...base, rows: 0 };
-    const s = await Session.open(this.o);
+    const s = await this.session();
     try {
       for (const read of statement.reads) await s.read(read);
       return await this.execute(s, statement, r.sql, r.params);
     } finally {
-      s.close();
+      await s.close();
     }
   }
 
@@ -265,12 +336,12 @@ export class DuckDbEngine {
     const query = statement.queries[0];
     if ((statement.kind !== 'select' && statement.kind !== 'unload') || !query) throw new EngineError(`${statement.name} is a ${statement.kind}, not a query`);
     const r = renderSql(query, duckdb);
-    const s = await Session.open(this.o);
+    const s = await this.session();
     try {
       for (const read of statement.reads) await s.read(read);
       yield* plainRows(await s.db.stream(r.text, bindable(r.params)));
     } finally {
-      s.close();
+      await s.close();
     }
   }
 }

@@ -34,6 +34,8 @@ export interface StoreLayout {
   readonly warehousePrefix: string;
   /** The table side files reconcile reads: `<tableSide>run_id=<run>/…`. */
   readonly tableSidePrefix: string;
+  /** The erase runs' keys: `<eraseKeys>run_id=<run>/…` (raw-layout.ts eraseKeysPrefix). Needed by the erase statements only. */
+  readonly eraseKeysPrefix?: string;
 }
 
 export type IcebergTable = Extract<TableName, 'history' | 'expected_state' | 'truncates' | 'table_hours'>;
@@ -67,7 +69,7 @@ function keyOfUri(layout: StoreLayout, uri: string): string {
   return uri.slice(root.length);
 }
 
-/** The keys of a JSON source (raw_lines, raw_events, quarantine_lines, table_side) a statement reads. */
+/** The keys of a JSON source (raw_lines, raw_events, quarantine_lines, table_side, erase_keys) a statement reads. */
 export async function sourceKeys(s3: S3Client, layout: StoreLayout, table: TableName, f: PartitionFilter): Promise<string[]> {
   const gz = (k: string) => k.endsWith('.jsonl.gz');
   switch (table) {
@@ -80,6 +82,9 @@ export async function sourceKeys(s3: S3Client, layout: StoreLayout, table: Table
       return collect(s3, layout.bucket, hoursOf(f).map((h) => `${layout.quarantinePrefix}${hourPath(h)}/`), gz);
     case 'table_side':
       return collect(s3, layout.bucket, [`${layout.tableSidePrefix}run_id=${encodeSegment(f.runId ?? '')}/`]);
+    case 'erase_keys':
+      if (layout.eraseKeysPrefix === undefined) throw new Error('the engine was built without eraseKeysPrefix, which the erase statements read');
+      return collect(s3, layout.bucket, [`${layout.eraseKeysPrefix}run_id=${encodeSegment(f.runId ?? '')}/`]);
     default:
       throw new Error(`${table} is not a JSON source`);
   }

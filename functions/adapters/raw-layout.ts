@@ -258,6 +258,7 @@ export const manifestUploadKey = (reportPrefix: string, name: string, at: number
 //
 //   <history>warehouse/<table>/…           the Iceberg tables (Parquet stand-ins locally): history, expected_state, truncates, table_hours
 //   <history>table_side/run_id=<run>/…     reconcile's table side (the DynamoDB export, keyed as the jobs key)
+//   <history>erase_keys/run_id=<run>/…     the keys of one erase run (deleted, with every version, when the run ends)
 //   <history>state/compaction.json         compaction's frontier; <history>state/hours/<dt>/<hr>.json one marker per compacted hour
 //   <history>unload/<job>/<run>/<part>/    the jobs' query outputs (UNLOAD needs an empty prefix: one per run and part)
 //   <history>athena/                       the Athena workgroup's query results
@@ -271,13 +272,38 @@ export const tableSidePrefix = (historyPrefix: string): string => `${historyPref
 /** The table side files of one reconcile run. */
 export const tableSideRunPrefix = (historyPrefix: string, runId: string): string => `${tableSidePrefix(historyPrefix)}run_id=${encodeSegment(runId)}/`;
 
+/** Where the erase runs' keys tables go: `<prefix>run_id=<run>/keys.jsonl.gz` (the Glue table `erase_keys`). */
+export const eraseKeysPrefix = (historyPrefix: string): string => `${historyPrefix}erase_keys/`;
+
+/** The keys of one erase run: the only place besides the requests that holds the keys themselves. */
+export const eraseKeysRunPrefix = (historyPrefix: string, runId: string): string => `${eraseKeysPrefix(historyPrefix)}run_id=${encodeSegment(runId)}/`;
+
 /** Compaction's state: its frontier, and one marker per compacted hour. */
 export const compactionFrontierKey = (historyPrefix: string): string => `${historyPrefix}state/compaction.json`;
 export const compactedHourKey = (historyPrefix: string, hourStart: number): string => `${historyPrefix}state/hours/${hourPath(hourStart)}.json`;
 
-/** An empty prefix for one query output of one job run. */
+/** Every job's SQL outputs (UNLOAD files), under `<history>unload/`. */
+export const jobOutputsPrefix = (historyPrefix: string): string => `${historyPrefix}unload/`;
+
+/** The prefix of one query output of one job run: `<history>unload/<job>/<run>/<part>/`. */
 export const unloadPrefix = (historyPrefix: string, job: string, runId: string, part: string): string =>
   `${historyPrefix}unload/${encodeSegment(job)}/${encodeSegment(runId)}/${encodeSegment(part)}/`;
+
+/**
+ * The job outputs whose rows can hold keys or row values: reconcile's findings, window keys, export
+ * and repair selection, and snapshot detection's orphans. The others (reconcile's counts, snapshot
+ * detection's anomalies and re-snapshot counts) hold only tables, classes and numbers.
+ */
+export const KEYED_OUTPUT_PARTS: readonly string[] = ['findings', 'window-keys', 'export', 'repair', 'orphans'];
+
+/** Whether an object under `<history>unload/` belongs to an output that can hold keys (`KEYED_OUTPUT_PARTS`); true for a key of another shape. */
+export function mayHoldKeys(historyPrefix: string, key: string): boolean {
+  const root = jobOutputsPrefix(historyPrefix);
+  if (!key.startsWith(root)) return true;
+  const segments = key.slice(root.length).split('/');
+  if (segments.length < 4) return true;
+  return KEYED_OUTPUT_PARTS.some((p) => encodeSegment(p) === segments[2]);
+}
 
 /** The Athena workgroup's result location. */
 export const athenaResultsPrefix = (historyPrefix: string): string => `${historyPrefix}athena/`;

@@ -166,6 +166,8 @@ export interface HistoryConfig {
   compaction: ScheduleConfig & { maxHoursPerRun: number; lateScanHours?: number | undefined };
   replayBuckets: number;
   workGroup?: string | undefined;
+  /** Per-query bytes-scanned cutoff of the workgroup tidemark creates, in MB (lib/config/history.ts). */
+  bytesScannedCutoffMb?: number | undefined;
 }
 
 /** The Glue database of the history tables: `history.database`, else `tidemark_<name with - as _>`. */

@@ -19,7 +19,7 @@ import { keyId, normalizeKey } from '../core/keys.js';
 import { Normalizer, type RawRecord } from '../core/normalize.js';
 import { rewriteIfUnchanged } from '../adapters/conditional-rewrite.js';
 import { withoutRecords } from '../adapters/on-failure.js';
-import { spillPrefixes } from '../adapters/raw-layout.js';
+import { jobOutputsPrefix, mayHoldKeys, spillPrefixes } from '../adapters/raw-layout.js';
 import { listObjectKeys } from '../adapters/s3-list.js';
 
 const gzipAsync = promisify(gzip);
@@ -194,6 +194,15 @@ function sameKey(k: ErasedKey, text: unknown): boolean {
   }
 }
 
+/**
+ * Whether an object names the erased key: a finding (`table`, `key` as JSON text) or a row of a
+ * job's SQL output (`source_table`, with `key_id` the canonical key or `key_json`).
+ */
+function namesKey(v: JsonObject, k: ErasedKey): boolean {
+  if (v.table === k.table.source && sameKey(k, v.key)) return true;
+  return v.source_table === k.table.source && (v.key_id === k.canonical || sameKey(k, v.key_json));
+}
+
 /** Whether a report line stays: false when it is a finding of the erased key (dropped whole). */
 function keepReportLine(line: string, k: ErasedKey): boolean {
   if (line === '') return true;
@@ -203,14 +212,21 @@ function keepReportLine(line: string, k: ErasedKey): boolean {
   } catch {
     return true;
   }
-  return !(isJsonObject(parsed) && parsed.table === k.table.source && sameKey(k, parsed.key));
+  return !(isJsonObject(parsed) && namesKey(parsed, k));
 }
 
-/** A JSON report without the erased key in its per-table key lists (the snapshot report's `orphans.keys`). */
+/**
+ * A JSON report without the erased key: gone from its per-table key lists (the snapshot report's
+ * `orphans.keys`) and from its lists of findings (a reconcile table report's `firstFindings`).
+ */
 function scrubReport(value: JsonValue, k: ErasedKey): { value: JsonValue; removed: number } {
   let removed = 0;
   const walk = (v: JsonValue, table: string | null): JsonValue => {
-    if (Array.isArray(v)) return v.map((x) => walk(x, table));
+    if (Array.isArray(v)) {
+      const kept = v.filter((x) => !(isJsonObject(x) && namesKey(x, k)));
+      removed += v.length - kept.length;
+      return kept.map((x) => walk(x, table));
+    }
     if (!isJsonObject(v)) return v;
     const here = typeof v.table === 'string' ? v.table : table;
     const out: JsonObject = {};
@@ -245,20 +261,33 @@ function scrubReportText(text: string, lines: boolean, k: ErasedKey): { next: st
   return { next: stringifyJson(scrubbed.value), changed: scrubbed.removed };
 }
 
+/** The objects erase reads as reports: the reports' own (by extension), and every job SQL output (JSON Lines). */
+async function* reportObjects(s3: S3Client, config: TidemarkConfig): AsyncGenerator<{ key: string; lines: boolean }> {
+  for await (const key of listObjectKeys(s3, config.raw.bucket, config.jobs.reportPrefix)) {
+    const lines = key.endsWith('.jsonl.gz') || key.endsWith('.jsonl');
+    if (lines || key.endsWith('.json')) yield { key, lines };
+  }
+  // UNLOAD outputs (findings, orphans, window keys of a run that did not get to delete them): JSON Lines, gzip by content.
+  // Only the outputs that can hold keys are read; counts and anomalies are never fetched. The
+  // `expire-job-outputs` lifecycle rule bounds what is left here to the runs of its last days.
+  for await (const key of listObjectKeys(s3, config.raw.bucket, jobOutputsPrefix(config.history.prefix))) if (mayHoldKeys(config.history.prefix, key)) yield { key, lines: true };
+}
+
+const isGzip = (body: Uint8Array): boolean => body.length >= 2 && body[0] === 0x1f && body[1] === 0x8b;
+
 /**
- * Erases the key from the jobs' reports under `jobs.reportPrefix`: reconcile's findings (JSON Lines,
- * one finding a line, gzipped or not) lose the key's lines, and JSON reports (the snapshot report's
- * orphan key lists) lose the key from their per-table `keys`. Rewrites are conditional, as every
- * erase rewrite is. Returns the lines and list entries removed.
+ * Erases the key from the jobs' reports under `jobs.reportPrefix` and their SQL outputs under
+ * `<history>unload/`: reconcile's findings (JSON Lines, one finding a line, gzipped or not) and the
+ * outputs' rows lose the key's lines, and JSON reports lose the key from their per-table `keys` (the
+ * snapshot report's orphans) and their finding lists (reconcile's first findings per table).
+ * Rewrites are conditional, as every erase rewrite is. Returns the lines and list entries removed.
  */
 export async function eraseFromReports(s3: S3Client, config: TidemarkConfig, k: ErasedKey, deleteVersions: DeleteVersions): Promise<number> {
   const bucket = config.raw.bucket;
   let removed = 0;
-  for await (const objectKey of listObjectKeys(s3, bucket, config.jobs.reportPrefix)) {
-    const lines = objectKey.endsWith('.jsonl.gz') || objectKey.endsWith('.jsonl');
-    if (!lines && !objectKey.endsWith('.json')) continue;
-    const gz = objectKey.endsWith('.gz');
+  for await (const { key: objectKey, lines } of reportObjects(s3, config)) {
     const out = await rewriteIfUnchanged<number>(s3, bucket, objectKey, async (body) => {
+      const gz = isGzip(body);
       const text = (gz ? await gunzipAsync(body) : Buffer.from(body)).toString('utf8');
       const scrubbed = scrubReportText(text, lines, k);
       if (scrubbed === null) return { decision: { kind: 'keep' } };

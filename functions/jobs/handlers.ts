@@ -9,13 +9,13 @@ import { loadRuntimeConfig } from '../config/runtime.js';
 import { logFromPowertools, PowertoolsMetricSink } from '../telemetry/sinks.js';
 import type { JobDeps } from './deps.js';
 import { jobDeps, ledgerKeyRef } from '../composition.js';
-import { planReconcile } from './reconcile/plan.js';
-import { reducePartition } from './reconcile/reduce.js';
-import { reportReconcile } from './reconcile/report.js';
-import { scanTable } from './reconcile/scan-table.js';
-import { shuffleRaw } from './reconcile/shuffle-raw.js';
-import type { PlanOutput, RawItem, ReconcileRequest, TableItem, ManifestItem, TaskInput } from './reconcile/types.js';
-import { detectTable, planSnapshot, reportSnapshot, type SnapshotRequest, type SnapshotTableInput, type SnapshotRunInput } from './snapshot/tasks.js';
+import { type CompactionPlan, type CompactionRequest, finishCompaction, planCompaction } from './history/compaction.js';
+import { queryAt } from './queries.js';
+import { type ExportItem, exportFiles, planReconcileRepair, planReconcileRun, type ReconcileRun, reconcileRepair as repairKeys, reportReconcileRun } from './reconcile/run.js';
+import type { RepairOutcome, RepairPlan } from './reconcile/repair.js';
+import { exportToTableSide, windowToTableSide } from './reconcile/table-side.js';
+import type { ReconcileRequest } from './reconcile/types.js';
+import { planSnapshotRun, reportSnapshotRun, type SnapshotRequest, type SnapshotRunContext } from './snapshot/run.js';
 
 const logger = new Logger({ serviceName: 'tidemark-jobs' });
 let deps: Promise<JobDeps> | undefined;
@@ -28,7 +28,7 @@ async function coldStart(): Promise<JobDeps> {
 }
 
 const withDeps =
-  <I, O>(body: (input: I, deps: JobDeps) => Promise<O>) =>
+  <I, O>(body: (input: I, deps: JobDeps) => Promise<O> | O) =>
   async (input: I): Promise<O> => {
     deps ??= coldStart().catch((err: unknown) => {
       deps = undefined;
@@ -37,11 +37,15 @@ const withDeps =
     return body(input, await deps);
   };
 
-export const reconcilePlan = withDeps<ReconcileRequest, PlanOutput>(planReconcile);
-export const reconcileShuffleRaw = withDeps((input: TaskInput<RawItem>, d) => shuffleRaw(input, d));
-export const reconcileScanTable = withDeps((input: TaskInput<TableItem | ManifestItem>, d) => scanTable(input, d));
-export const reconcileReduce = withDeps((input: TaskInput<number>, d) => reducePartition(input, d));
-export const reconcileReport = withDeps(reportReconcile);
-export const snapshotPlan = withDeps((input: SnapshotRequest, d) => planSnapshot(input, d));
-export const snapshotDetect = withDeps((input: SnapshotTableInput, d) => detectTable(input, d));
-export const snapshotReport = withDeps((input: SnapshotRunInput, d) => reportSnapshot(input, d));
+export const jobQueryAt = withDeps((input: { queriesKey: string; index: number; count: number }, d) => queryAt(input, d));
+export const compactionPlan = withDeps((input: CompactionRequest, d) => planCompaction(input, d));
+export const compactionFinish = withDeps((input: { plan: CompactionPlan }, d) => finishCompaction(input, d));
+export const reconcilePlan = withDeps((input: ReconcileRequest, d) => planReconcileRun(input, d));
+export const reconcileExportFiles = withDeps((input: { item: ExportItem; export: { manifest: string } }) => exportFiles(input));
+export const reconcileTableSide = withDeps((input: { runId: string; table: string; bucket: string; file: string }, d) => exportToTableSide(input, d));
+export const reconcileWindowSide = withDeps((input: { runId: string; bucket: string; file: string }, d) => windowToTableSide(input, d));
+export const reconcileRepairPlan = withDeps((input: { run: ReconcileRun }, d) => planReconcileRepair(input, d));
+export const reconcileRepair = withDeps((input: { run: ReconcileRun; repairPlan: RepairPlan }, d) => repairKeys(input, d));
+export const reconcileReport = withDeps((input: { run: ReconcileRun; repaired?: RepairOutcome }, d) => reportReconcileRun(input, d));
+export const snapshotPlan = withDeps((input: SnapshotRequest, d) => planSnapshotRun(input, d));
+export const snapshotReport = withDeps((input: { run: SnapshotRunContext }, d) => reportSnapshotRun(input, d));

@@ -12,7 +12,7 @@
 import type { TidemarkConfig } from '../config/types.js';
 import { JobInputError } from './deps.js';
 import type { ReconcileRequest } from './reconcile/types.js';
-import type { SnapshotRequest } from './snapshot/tasks.js';
+import type { SnapshotRequest } from './snapshot/types.js';
 
 const RUN_ID = /^[A-Za-z0-9._-]{1,80}$/;
 /** A year: the longest window, look-back or cutoff that makes sense for a job. */

@@ -11,6 +11,7 @@ import { TidemarkError } from '../core/errors.js';
 import { type Log, logFromPowertools } from '../telemetry/sinks.js';
 import { type JobContext, planReplay, type ReplayRequest, replayBatch, summarizeReplay, verifyFresh } from './job.js';
 import { ledgerKeyRef, replayContext } from '../composition.js';
+import { listReplayBuckets, planReplaySql, replayBucket } from './sql-job.js';
 
 export class UnknownStepError extends TidemarkError {
   constructor(step: unknown) {
@@ -19,7 +20,7 @@ export class UnknownStepError extends TidemarkError {
   }
 }
 
-type StepInput = { step?: unknown; request?: ReplayRequest; manifestKey?: string; batch?: number };
+type StepInput = { step?: unknown; request?: ReplayRequest; manifestKey?: string; batch?: number; bucket?: number };
 
 /** Runs one step of the replay state machine. */
 export async function replayStep(input: StepInput, ctx: JobContext): Promise<JsonValue> {
@@ -30,6 +31,15 @@ export async function replayStep(input: StepInput, ctx: JobContext): Promise<Jso
       return JSON.parse(JSON.stringify(await planReplay(ctx, input.request))) as JsonValue;
     case 'batch': {
       const { result: _result, ...out } = await replayBatch(ctx, { manifestKey, batch: input.batch ?? -1 });
+      return JSON.parse(JSON.stringify(out)) as JsonValue;
+    }
+    case 'plan-sql':
+      if (!input.request) throw new UnknownStepError('plan-sql without a request');
+      return JSON.parse(JSON.stringify(await planReplaySql(ctx, input.request))) as JsonValue;
+    case 'buckets':
+      return JSON.parse(JSON.stringify(await listReplayBuckets(ctx, { manifestKey }))) as JsonValue;
+    case 'bucket': {
+      const { result: _result, ...out } = await replayBucket(ctx, { manifestKey, bucket: input.bucket ?? -1 });
       return JSON.parse(JSON.stringify(out)) as JsonValue;
     }
     case 'summarize':

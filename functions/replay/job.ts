@@ -53,6 +53,8 @@ export interface ReplayManifest {
   readonly bytes: number;
   readonly oldestLanding: number | null;
   readonly batches: readonly (readonly string[])[];
+  /** A replay on SQL (sql-job.ts): where the selection's rows are, by key bucket; batches is empty. */
+  readonly sql?: { readonly eventsPrefix: string; readonly buckets: number; readonly uncompactedFrom: number };
 }
 
 export interface PlanOutput {
@@ -238,7 +240,8 @@ export async function summarizeReplay(ctx: JobContext, input: { manifestKey: str
     target: m.request.into,
     tables: m.tables,
     objects: m.objects,
-    batches: m.batches.length,
+    // On SQL a batch is a key bucket the selection wrote to: one result each.
+    batches: m.sql ? done : m.batches.length,
     batchesDone: done,
     tally,
     summaryKey,

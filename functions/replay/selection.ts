@@ -16,6 +16,9 @@ import { keyId, normalizeKey } from '../core/keys.js';
 import { decodePosition, encodePosition } from '../core/position.js';
 import type { ChangeEvent } from '../core/types.js';
 
+/** The name of one event of a selection's rows: table, key id ('' for a truncate) and position. */
+export const eventName = (table: string, keyId: string | null, position: string): string => `${table}\0${keyId ?? ''}\0${position}`;
+
 export interface ReplaySelection {
   readonly tables: readonly string[];
   /** Landing (arrival) time, epoch ms, inclusive. */
@@ -27,6 +30,12 @@ export interface ReplaySelection {
   readonly toPosition?: string;
   /** Per table, the canonical keys to replay; absent means every key. */
   readonly keys?: ReadonlyMap<string, ReadonlySet<string>>;
+  /**
+   * The events a chunk of replay-select's rows names (bucket-merge.ts `eventName`: table, key id,
+   * position); absent means every event. A record rebuilt from one row may hold other rows' events
+   * (a multi-row message): those are applied with their own rows, in their own key's order.
+   */
+  readonly events?: ReadonlySet<string>;
 }
 
 export class SelectionError extends TidemarkError {
@@ -125,6 +134,7 @@ export const inArrivalRange = (selection: ReplaySelection, at: number): boolean 
 /** Whether a normalized change event is part of the selection (landing time is checked per record). */
 export function selects(selection: ReplaySelection, event: ChangeEvent, canonical: string, encodedPosition: string): boolean {
   if (!selection.tables.includes(event.table)) return false;
+  if (selection.events !== undefined && !selection.events.has(eventName(event.table, event.op === 't' ? null : canonical, encodedPosition))) return false;
   if (event.op === 't') return selection.keys === undefined && inPositionRange(selection, encodedPosition);
   if (!inPositionRange(selection, encodedPosition)) return false;
   const keys = selection.keys?.get(event.table);

@@ -11,7 +11,7 @@
  * the WHERE clauses of SELECT, INSERT and UNLOAD; DuckDB binds the same values to the same `?`.
  */
 import type { TableName } from './schemas.js';
-import { join, literal, raw, renderSql, type Sql, SqlArgumentError, type SqlValue, sql } from './sql.js';
+import { join, literal, litList, raw, renderSql, type Sql, SqlArgumentError, type SqlValue, sql } from './sql.js';
 import type { Statement, StatementKind } from './statement.js';
 
 /** Where an UNLOAD writes: an `s3://` prefix (Athena), and the columns it partitions the files by. */
@@ -32,10 +32,12 @@ export interface Dialect {
   hourStart(dt: Sql, hr: Sql): Sql;
   /** A first-layout key's canonical key id (`["7","A"]`) from its JSON text and key columns. */
   keyIdOfJson(json: Sql, columns: readonly string[]): Sql;
+  /** The text at a dotted path (`$.source.snapshot`) of JSON text; null when absent or not a scalar. */
+  jsonText(json: Sql, path: string): Sql;
   /** A query's rows written as gzip JSON Lines. */
   unload(query: Sql, output: Output): Sql;
-  /** Table maintenance; null when the engine has nothing to do. */
-  optimize(name: TableName): Sql | null;
+  /** Table maintenance; null when the engine has nothing to do. `tables` narrows OPTIMIZE to those `source_table` partitions. */
+  optimize(name: TableName, tables?: readonly string[]): Sql | null;
   vacuum(name: TableName): Sql | null;
 }
 
@@ -66,6 +68,11 @@ export const DIALECT_ENTRIES = {
     athena: 'json_format(CAST(ARRAY[json_extract_scalar("key", \'$["id"]\')] AS JSON))',
     duckdb: 'json_array(json_extract_string("key", \'$."id"\'))',
   },
+  jsonText: {
+    reason: "a scalar at a JSON path of a delivered message (Debezium's source.snapshot marker): Trino's json_extract_scalar, DuckDB's json_extract_string; the same dotted path syntax in both",
+    athena: "json_extract_scalar(message, '$.source.snapshot')",
+    duckdb: "json_extract_string(message, '$.source.snapshot')",
+  },
   insert: {
     reason: 'an Iceberg INSERT commits new data files; DuckDB inserts into a staging table the engine then writes as new Parquet files of the partitions it touched',
     athena: 'INSERT INTO "tidemark_shop"."history" …',
@@ -87,7 +94,7 @@ export const DIALECT_ENTRIES = {
     duckdb: 'CREATE TABLE unload_result AS SELECT …  then  COPY (SELECT … WHERE bucket = 3) TO \'…\' (FORMAT JSON, COMPRESSION GZIP)',
   },
   optimize: {
-    reason: 'Iceberg OPTIMIZE rewrites small files into large ones (not parsed by node-sql-parser); the Parquet stand-in writes one file per partition per statement and has nothing to optimize',
+    reason: 'Iceberg OPTIMIZE rewrites small files into large ones, and files with delete files without the deleted rows (not parsed by node-sql-parser); the Parquet stand-in writes one file per partition per statement, rows already deleted, and has nothing to optimize',
     athena: 'OPTIMIZE "tidemark_shop"."history" REWRITE DATA USING BIN_PACK',
     duckdb: '(nothing)',
   },
@@ -112,6 +119,12 @@ function keyColumns(columns: readonly string[]): readonly string[] {
 
 const quoted = (name: string): Sql => raw(`"${name}"`);
 
+/** A dotted JSON path of plain names (`$.source.snapshot`): the form both engines read alike. */
+function jsonPath(path: string): string {
+  if (!/^\$(\.[A-Za-z_][A-Za-z0-9_]{0,63}){1,8}$/.test(path)) throw new SqlArgumentError(`JSON path "${path.slice(0, 80)}" must be $ followed by 1-8 .name parts`);
+  return path;
+}
+
 /** Athena: Glue tables of `database`, Iceberg DML, UNLOAD to S3. */
 export function athena(database: string): Dialect {
   if (database.length > 255 || !/^[a-z0-9_]{1,255}$/.test(database)) throw new SqlArgumentError(`Glue database "${database}" must be lowercase letters, digits and _`);
@@ -123,11 +136,12 @@ export function athena(database: string): Dialect {
     bucket: (keyId, buckets) => sql`CAST(from_base(substr(to_hex(md5(to_utf8(${keyId}))), 1, 8), 16) % ${raw(String(bucketCount(buckets)))} AS INTEGER)`,
     hourStart: (dt, hr) => sql`CAST(to_unixtime(CAST(${dt} AS TIMESTAMP)) * 1000 AS BIGINT) + ${hr} * 3600000`,
     keyIdOfJson: (json, columns) => sql`json_format(CAST(ARRAY[${join(keyColumns(columns).map((c) => sql`json_extract_scalar(${json}, ${raw(literal(`$["${c}"]`))})`))}] AS JSON))`,
+    jsonText: (json, path) => sql`json_extract_scalar(${json}, ${raw(literal(jsonPath(path)))})`,
     unload: (query, output) => {
       const partitioned = output.partitionedBy.length > 0 ? `, partitioned_by = ARRAY[${output.partitionedBy.map(literal).join(', ')}]` : '';
       return sql`UNLOAD (${query}) TO ${raw(literal(output.location))} WITH (format = 'JSON', compression = 'GZIP'${raw(partitioned)})`;
     },
-    optimize: (name) => sql`OPTIMIZE ${table(name)} REWRITE DATA USING BIN_PACK`,
+    optimize: (name, tables) => (tables && tables.length > 0 ? sql`OPTIMIZE ${table(name)} REWRITE DATA USING BIN_PACK WHERE source_table IN ${litList(tables, 'tables')}` : sql`OPTIMIZE ${table(name)} REWRITE DATA USING BIN_PACK`),
     vacuum: (name) => sql`VACUUM ${table(name)}`,
   };
 }
@@ -144,6 +158,7 @@ export const duckdb: Dialect = {
   bucket: (keyId, buckets) => sql`CAST(CAST('0x' || substr(md5(${keyId}), 1, 8) AS BIGINT) % ${raw(String(bucketCount(buckets)))} AS INTEGER)`,
   hourStart: (dt, hr) => sql`epoch_ms(CAST(${dt} AS TIMESTAMP)) + ${hr} * 3600000`,
   keyIdOfJson: (json, columns) => sql`json_array(${join(keyColumns(columns).map((c) => sql`json_extract_string(${json}, ${raw(literal(`$."${c}"`))})`))})`,
+  jsonText: (json, path) => sql`json_extract_string(${json}, ${raw(literal(jsonPath(path)))})`,
   unload: (query) => sql`CREATE TABLE ${quoted(DUCKDB_UNLOAD_TABLE)} AS ${query}`,
   optimize: () => null,
   vacuum: () => null,

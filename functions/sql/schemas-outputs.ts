@@ -46,8 +46,8 @@ export const REPLAY_EVENTS = {
   format: 'output',
   columns: [
     col('source_table', 'string', 'source table'),
-    col('key_id', 'string', 'canonical key text'),
-    col('key_json', 'string', 'the normalized key, JSON'),
+    col('key_id', 'string', 'canonical key text; null for a truncate'),
+    col('key_json', 'string', 'the normalized key, JSON; null for a truncate'),
     col('position', 'string', 'encoded position'),
     col('op', 'string', 'c, u, d, r or t'),
     col('format', 'string', 'the decoder'),
@@ -69,15 +69,27 @@ export const REPLAY_EVENTS = {
     col('message', 'string', "the record's message as text (a messageRef line's resolved from its record's first line)"),
     col('message_base64', 'string', "the record's message, base64"),
     col('raw_object', 'string', 'the raw object the line came from'),
-    col('bucket', 'int', 'key bucket: first 32 bits of md5(key_id) mod buckets'),
+    col('bucket', 'int', 'key bucket: first 32 bits of md5(key_id) mod buckets; 0 for a truncate'),
   ],
 } as const satisfies TableSchema;
 
-/** A raw object inside the grace holding lines of a key to erase. */
+/** A raw object still in S3 (either layout) holding lines of a key to erase. */
 export const ERASE_OBJECTS = {
   name: 'erase_objects',
   format: 'output',
   columns: [col('raw_object', 'string', 's3://bucket/key of the raw object')],
+} as const satisfies TableSchema;
+
+/** What history holds of each key of an erase run, by request: found or not, and up to which position. */
+export const ERASE_FOUND = {
+  name: 'erase_found',
+  format: 'output',
+  columns: [
+    col('request', 'string', 'the erase request (erase_keys.request)'),
+    col('key_hash', 'string', "the key's keyed hash (erase_keys.key_hash)"),
+    col('lines', 'bigint', "history lines of the request's key"),
+    col('max_position', 'string', 'the highest position among them'),
+  ],
 } as const satisfies TableSchema;
 
 /** A key whose events arrived in a window of hours. */
@@ -96,6 +108,24 @@ export const ANOMALIES = {
     col('kind', 'string', 'no-deletes, only-deletes, update-storm, quarantine-spike, before-null-rate, placeholder-rate or silent'),
     col('recent', 'double', 'the recent measure (see detect-anomalies.ts)'),
     col('history', 'double', 'the historical measure'),
+  ],
+} as const satisfies TableSchema;
+
+/**
+ * A live key of expected state that the table's latest complete snapshot did not read, and that
+ * last changed before the snapshot began: deleted upstream while nothing captured the delete.
+ */
+export const ORPHANS = {
+  name: 'orphans',
+  format: 'output',
+  columns: [
+    col('source_table', 'string', 'source table'),
+    col('key_id', 'string', 'canonical key text'),
+    col('key_json', 'string', 'the key, JSON'),
+    col('position', 'string', "expected state's winning position of the key"),
+    col('snapshot_start', 'bigint', 'arrival of the snapshot\'s first read, epoch ms'),
+    col('snapshot_end_position', 'string', "the position of the snapshot's last read: a tombstone goes there"),
+    col('snapshot_keys', 'bigint', 'keys the snapshot read'),
   ],
 } as const satisfies TableSchema;
 

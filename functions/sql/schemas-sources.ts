@@ -1,6 +1,7 @@
 /**
  * The JSON sources the statements read: raw lines (the batch layout of docs/history.md §1), the
- * first layout's raw events, quarantine lines, and the table side reconcile reads from DynamoDB.
+ * first layout's raw events, quarantine lines, the table side reconcile reads from DynamoDB, and the
+ * keys of an erase run.
  * Each column names the JSON field it maps (`field`) when that is not its own name.
  *
  *   RAW_LINES.columns.find((c) => c.name === 'key_id')   // { name: 'key_id', field: 'keyId', type: 'string', … }
@@ -145,4 +146,22 @@ export const TABLE_SIDE = {
     col('applied_at', 'bigint', '__appliedAt, epoch ms'),
   ],
   partitionKeys: [col('run_id', 'string', 'the reconcile run that wrote the lines')],
+} as const satisfies TableSchema;
+
+/**
+ * The keys one erase run erases, one line per key (written by the run's Collect step, gzip JSON
+ * Lines, deleted with every version when the run ends): `<prefix>run_id=<run>/keys.jsonl.gz`. The
+ * statements join it rather than carry key values in their text, which Athena keeps in its query
+ * history for 45 days; they name only the run.
+ */
+export const ERASE_KEYS = {
+  name: 'erase_keys',
+  format: 'json',
+  columns: [
+    col('source_table', 'string', 'source table'),
+    col('key_id', 'string', 'canonical key text of a key to erase (functions/core/keys.ts keyId)'),
+    col('key_hash', 'string', "the ledger's keyed hash of the key (functions/core/key-hash.ts): what outputs name it by"),
+    col('request', 'string', 'the erase request the key came from (its object key, no key material)'),
+  ],
+  partitionKeys: [col('run_id', 'string', 'the erase run that wrote the lines')],
 } as const satisfies TableSchema;

@@ -10,13 +10,13 @@
  *
  * docs/history.md §1 (raw lines), §2 (history), §3 (expected state), "SQL" (the rest).
  */
-import { RAW_LINES, RAW_EVENTS, QUARANTINE_LINES, TABLE_SIDE } from './schemas-sources.js';
-import { ANOMALIES, ERASE_OBJECTS, RECONCILE_COUNTS, RECONCILE_FINDINGS, REPLAY_EVENTS, RESNAPSHOTS, WINDOW_KEYS } from './schemas-outputs.js';
+import { ERASE_KEYS, RAW_LINES, RAW_EVENTS, QUARANTINE_LINES, TABLE_SIDE } from './schemas-sources.js';
+import { ANOMALIES, ERASE_FOUND, ERASE_OBJECTS, RECONCILE_COUNTS, RECONCILE_FINDINGS, REPLAY_EVENTS, RESNAPSHOTS, ORPHANS, WINDOW_KEYS } from './schemas-outputs.js';
 import type { ColumnType, TableSchema } from './schema-types.js';
 
 export type { Column, ColumnType, Field, TableSchema, TableFormat } from './schema-types.js';
-export { RAW_LINES, RAW_EVENTS, QUARANTINE_LINES, TABLE_SIDE } from './schemas-sources.js';
-export { ANOMALIES, ERASE_OBJECTS, RECONCILE_COUNTS, RECONCILE_FINDINGS, REPLAY_EVENTS, RESNAPSHOTS, WINDOW_KEYS } from './schemas-outputs.js';
+export { ERASE_KEYS, RAW_LINES, RAW_EVENTS, QUARANTINE_LINES, TABLE_SIDE } from './schemas-sources.js';
+export { ANOMALIES, ERASE_FOUND, ERASE_OBJECTS, RECONCILE_COUNTS, RECONCILE_FINDINGS, REPLAY_EVENTS, RESNAPSHOTS, ORPHANS, WINDOW_KEYS } from './schemas-outputs.js';
 
 const col = <N extends string>(name: N, type: ColumnType, comment: string) => ({ name, type, comment }) as const;
 
@@ -120,6 +120,7 @@ export const TABLES = {
   truncates: TRUNCATES,
   table_hours: TABLE_HOURS,
   table_side: TABLE_SIDE,
+  erase_keys: ERASE_KEYS,
 } as const;
 export type TableName = keyof typeof TABLES;
 
@@ -129,9 +130,11 @@ export const OUTPUTS = {
   reconcile_counts: RECONCILE_COUNTS,
   replay_events: REPLAY_EVENTS,
   erase_objects: ERASE_OBJECTS,
+  erase_found: ERASE_FOUND,
   window_keys: WINDOW_KEYS,
   anomalies: ANOMALIES,
   resnapshots: RESNAPSHOTS,
+  orphans: ORPHANS,
 } as const;
 
 export type ColumnName<S extends { readonly columns: readonly { readonly name: string }[] }> = S['columns'][number]['name'];

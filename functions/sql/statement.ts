@@ -134,8 +134,8 @@ export function deleteStatement(name: string, o: Common & { readonly from: Table
   };
 }
 
-/** `OPTIMIZE` or `VACUUM` of an Iceberg table (nothing on DuckDB). */
-export function maintenanceStatement(kind: 'optimize' | 'vacuum', table: TableName): Statement {
-  return { name: `${kind}-${table}`, kind, body: (d) => (kind === 'optimize' ? d.optimize(table) : d.vacuum(table)), queries: [], reads: [], writes: null, output: null, columns: null };
+/** `OPTIMIZE` (optionally of some `source_table` partitions) or `VACUUM` of an Iceberg table (nothing on DuckDB). */
+export function maintenanceStatement(kind: 'optimize' | 'vacuum', table: TableName, tables?: readonly string[]): Statement {
+  return { name: `${kind}-${table}`, kind, body: (d) => (kind === 'optimize' ? d.optimize(table, tables) : d.vacuum(table)), queries: [], reads: [], writes: null, output: null, columns: null };
 }
 

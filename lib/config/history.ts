@@ -44,5 +44,11 @@ export const HistoryConfigSchema = z
       .string()
       .regex(/^[A-Za-z0-9._-]{1,128}$/, 'letters, digits, . _ - (an Athena workgroup name)')
       .optional(),
+    /**
+     * Data one query may scan in the workgroup tidemark creates, in MB (Athena's per-query data
+     * usage control, at least 10): a query past it is cancelled and its job run fails. Ignored with
+     * `workGroup`, whose own settings apply. @default - no cutoff
+     */
+    bytesScannedCutoffMb: z.number().int().min(10).optional(),
   })
   .prefault({});

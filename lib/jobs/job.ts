@@ -1,9 +1,11 @@
 /**
- * `TidemarkJob`: one Step Functions state machine for one job (reconcile, snapshot detection),
- * deployed from the shared ASL definition (`definitions.ts`): a Lambda function and a role per task
- * holding only that task's grants, a state-machine role that may invoke exactly those functions
- * (and start its own Distributed Map child executions), execution logging, X-Ray tracing, an
- * alarm on failed executions, and EventBridge Scheduler schedules with retries and a dead-letter queue.
+ * `JobFunction`: one task's Lambda function, with a role holding only that task's grants.
+ * `TidemarkJob`: one Step Functions state machine for one job (compaction, reconcile, snapshot
+ * detection), deployed from the shared ASL definition (`definitions.ts`) with its substitutions (the
+ * task functions, the Athena workgroup): a state-machine role that may invoke exactly its functions,
+ * do what its service tasks do (granted by the job), and, with a Distributed Map, start its own child
+ * executions; execution logging, X-Ray tracing, an alarm on failed executions, and EventBridge
+ * Scheduler schedules with retries and a dead-letter queue.
  */
 import { Arn, ArnFormat, Duration, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
@@ -48,13 +50,75 @@ export function jobsCode(config: TidemarkConfig, entry?: string): lambda.Code {
   return lambda.Code.fromAsset(directory);
 }
 
-/** One task of a job: the handler export it runs and what its role may do. */
-export interface JobTaskProps {
+/** One task function: the handler export it runs and what its role may do. */
+export interface JobFunctionProps {
+  readonly config: TidemarkConfig;
+  /** Names the function `<pipeline>-<job>-<handler>` and its role's description. */
+  readonly job: string;
   /** Export of the jobs entry, e.g. `reconcilePlan`. */
   readonly handler: string;
   readonly description: string;
   /** Adds exactly this task's permissions to its role. */
-  readonly grant: (role: iam.IRole) => void;
+  readonly grant: (role: iam.Role) => void;
+  /**
+   * Source file of the handlers; it must export `handler`.
+   * @default `functions/jobs.ts`, or the prebuilt handlers of the installed package
+   */
+  readonly entry?: string;
+  /** @default - AWS-managed encryption */
+  readonly encryptionKey?: kms.IKey;
+  /** @default RemovalPolicy.RETAIN */
+  readonly removalPolicy?: RemovalPolicy;
+  /** @default 1024 */
+  readonly memoryMb?: number;
+  /** @default Duration.minutes(15) */
+  readonly timeout?: Duration;
+}
+
+/** A job task's Lambda function, with its own log group and a role holding only its task's grants. */
+export class JobFunction extends Construct {
+  readonly function: lambda.Function;
+  readonly role: iam.Role;
+
+  constructor(scope: Construct, id: string, props: JobFunctionProps) {
+    super(scope, id);
+    const { config, job } = props;
+    const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
+    const functionName = `${config.name}-${job}-${props.handler}`.slice(0, 64);
+    const logGroup = new logs.LogGroup(this, 'Logs', {
+      logGroupName: `/aws/lambda/${functionName}`,
+      retention: config.logRetentionDays as logs.RetentionDays,
+      removalPolicy,
+      ...(props.encryptionKey ? { encryptionKey: props.encryptionKey } : {}),
+    });
+    this.role = new iam.Role(this, 'Role', { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'), description: `tidemark ${config.name} ${job}: ${props.description}` });
+    logGroup.grantWrite(this.role);
+    props.grant(this.role);
+    if (props.encryptionKey) {
+      // The ingest's key actions and no more: GenerateDataKey to put reports, queries and table-side
+      // files (SSE-KMS), Decrypt to read them, the unloaded results and the ledger key secret. S3,
+      // DynamoDB and Secrets Manager encrypt with data keys, so no task calls kms:Encrypt, and none
+      // creates a resource under the key, which is what would need kms:DescribeKey.
+      this.role.addToPrincipalPolicy(new iam.PolicyStatement({ sid: 'UsePipelineKey', actions: [...KEY_ACTIONS], resources: [props.encryptionKey.keyArn] }));
+    }
+    this.function = new lambda.Function(this, 'Function', {
+      functionName,
+      description: `tidemark ${config.name} ${job}: ${props.description}`,
+      code: jobsCode(config, props.entry),
+      handler: `index.${props.handler}`,
+      runtime: INGEST_RUNTIME,
+      architecture: lambda.Architecture.ARM_64,
+      memorySize: props.memoryMb ?? 1024,
+      timeout: props.timeout ?? Duration.minutes(15),
+      role: this.role,
+      logGroup,
+      environment: {
+        POWERTOOLS_SERVICE_NAME: `tidemark-${job}`,
+        POWERTOOLS_METRICS_NAMESPACE: METRIC_NAMESPACE,
+      },
+    });
+    Validations.of(this.function).acknowledge({ id: 'AwsSolutions-L1', reason: 'The jobs runtime is pinned to nodejs22.x, like the ingest function.' });
+  }
 }
 
 export interface JobScheduleProps {
@@ -73,29 +137,35 @@ export interface TidemarkJobProps {
   readonly job: string;
   /** The ASL definition, with `${Name}` task resources. */
   readonly definition: Record<string, unknown>;
-  /** Substitution name → task. */
-  readonly tasks: Readonly<Record<string, JobTaskProps>>;
+  /** Substitution name → the task function it names (a function may serve several jobs). */
+  readonly functions: Readonly<Record<string, lambda.IFunction>>;
+  /** Further definition substitutions (the Athena workgroup). @default - none */
+  readonly substitutions?: Readonly<Record<string, string>>;
+  /** Adds what the state machine's own service tasks need (Athena, Glue, S3, DynamoDB exports) to its role. */
+  readonly grantStateMachine?: (role: iam.Role) => void;
   readonly schedules: readonly JobScheduleProps[];
-  /**
-   * Source file of the handlers; it must export every task's handler.
-   * @default `functions/jobs.ts`, or the prebuilt handlers of the installed package
-   */
-  readonly entry?: string;
   /** @default - AWS-managed encryption */
   readonly encryptionKey?: kms.IKey;
   /** Where the failed-executions alarm notifies. @default - no action */
   readonly alarmTopic?: sns.ITopic;
   /** @default RemovalPolicy.RETAIN */
   readonly removalPolicy?: RemovalPolicy;
-  /** @default 1024 */
-  readonly memoryMb?: number;
-  /** @default Duration.minutes(15) */
-  readonly taskTimeout?: Duration;
+}
+
+/** Whether a definition holds a Distributed Map (at any depth). */
+export function hasDistributedMap(definition: unknown): boolean {
+  if (Array.isArray(definition)) return definition.some(hasDistributedMap);
+  if (definition === null || typeof definition !== 'object') return false;
+  const o = definition as Record<string, unknown>;
+  if ((o.ProcessorConfig as { Mode?: unknown } | undefined)?.Mode === 'DISTRIBUTED') return true;
+  return Object.values(o).some(hasDistributedMap);
 }
 
 export class TidemarkJob extends Construct {
   readonly stateMachine: sfn.StateMachine;
-  readonly functions: ReadonlyMap<string, lambda.Function>;
+  /** Substitution name → task function. */
+  readonly functions: ReadonlyMap<string, lambda.IFunction>;
+  readonly role: iam.Role;
   readonly deadLetterQueue: sqs.Queue;
   readonly failedAlarm: cloudwatch.Alarm;
 
@@ -105,47 +175,8 @@ export class TidemarkJob extends Construct {
     const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
     const withKey = props.encryptionKey ? { encryptionKey: props.encryptionKey } : {};
     const stateMachineName = `${config.name}-${job}`;
-    const timeout = props.taskTimeout ?? Duration.minutes(15);
 
-    const functions = new Map<string, lambda.Function>();
-    const code = jobsCode(config, props.entry);
-    for (const [name, task] of Object.entries(props.tasks)) {
-      const functionName = `${config.name}-${job}-${task.handler}`.slice(0, 64);
-      const logGroup = new logs.LogGroup(this, `${name}Logs`, {
-        logGroupName: `/aws/lambda/${functionName}`,
-        retention: config.logRetentionDays as logs.RetentionDays,
-        removalPolicy,
-        ...withKey,
-      });
-      const role = new iam.Role(this, `${name}Role`, { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'), description: `tidemark ${config.name} ${job}: ${task.description}` });
-      logGroup.grantWrite(role);
-      task.grant(role);
-      if (props.encryptionKey) {
-        // The ingest's key actions and no more: GenerateDataKey to put reports and spilled rows
-        // (SSE-KMS), Decrypt to read raw, reports and the ledger key secret. S3, DynamoDB and Secrets
-        // Manager encrypt with data keys, so no task calls kms:Encrypt, and none creates a resource
-        // under the key, which is what would need kms:DescribeKey.
-        role.addToPrincipalPolicy(new iam.PolicyStatement({ sid: 'UsePipelineKey', actions: [...KEY_ACTIONS], resources: [props.encryptionKey.keyArn] }));
-      }
-      const fn = new lambda.Function(this, name, {
-        functionName,
-        description: `tidemark ${config.name} ${job}: ${task.description}`,
-        code,
-        handler: `index.${task.handler}`,
-        runtime: INGEST_RUNTIME,
-        architecture: lambda.Architecture.ARM_64,
-        memorySize: props.memoryMb ?? 1024,
-        timeout,
-        role,
-        logGroup,
-        environment: {
-          POWERTOOLS_SERVICE_NAME: `tidemark-${job}`,
-          POWERTOOLS_METRICS_NAMESPACE: METRIC_NAMESPACE,
-        },
-      });
-      Validations.of(fn).acknowledge({ id: 'AwsSolutions-L1', reason: 'The jobs runtime is pinned to nodejs22.x, like the ingest function.' });
-      functions.set(name, fn);
-    }
+    const functions = new Map<string, lambda.IFunction>(Object.entries(props.functions));
     this.functions = functions;
 
     const logGroup = new logs.LogGroup(this, 'ExecutionLogs', {
@@ -158,21 +189,26 @@ export class TidemarkJob extends Construct {
     const stack = Stack.of(this);
     const ownArn = Arn.format({ service: 'states', resource: 'stateMachine', resourceName: stateMachineName, arnFormat: ArnFormat.COLON_RESOURCE_NAME }, stack);
     const executionsArn = Arn.format({ service: 'states', resource: 'execution', resourceName: `${stateMachineName}/*`, arnFormat: ArnFormat.COLON_RESOURCE_NAME }, stack);
-    role.addToPrincipalPolicy(new iam.PolicyStatement({ sid: 'InvokeTasks', actions: ['lambda:InvokeFunction'], resources: [...functions.values()].map((f) => f.functionArn) }));
-    // Distributed Map runs each item as a child execution of this state machine.
-    role.addToPrincipalPolicy(new iam.PolicyStatement({ sid: 'DistributedMapChildren', actions: ['states:StartExecution'], resources: [ownArn] }));
-    role.addToPrincipalPolicy(new iam.PolicyStatement({ sid: 'DistributedMapChildStatus', actions: ['states:DescribeExecution', 'states:StopExecution'], resources: [executionsArn] }));
-    const region = Token.isUnresolved(stack.region) ? '<AWS::Region>' : stack.region;
-    const account = Token.isUnresolved(stack.account) ? '<AWS::AccountId>' : stack.account;
-    Validations.of(role).acknowledge({
-      id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:${region}:${account}:execution:${stateMachineName}/*]`,
-      reason: 'Distributed Map child executions get generated names; only executions of this state machine are reachable.',
-    });
+    this.role = role;
+    role.addToPrincipalPolicy(new iam.PolicyStatement({ sid: 'InvokeTasks', actions: ['lambda:InvokeFunction'], resources: [...new Set([...functions.values()])].map((f) => f.functionArn) }));
+    props.grantStateMachine?.(role);
+    // Distributed Map runs each item as a child execution of this state machine: only a definition
+    // holding one may start, describe and stop its own executions.
+    if (hasDistributedMap(props.definition)) {
+      role.addToPrincipalPolicy(new iam.PolicyStatement({ sid: 'DistributedMapChildren', actions: ['states:StartExecution'], resources: [ownArn] }));
+      role.addToPrincipalPolicy(new iam.PolicyStatement({ sid: 'DistributedMapChildStatus', actions: ['states:DescribeExecution', 'states:StopExecution'], resources: [executionsArn] }));
+      const region = Token.isUnresolved(stack.region) ? '<AWS::Region>' : stack.region;
+      const account = Token.isUnresolved(stack.account) ? '<AWS::AccountId>' : stack.account;
+      Validations.of(role).acknowledge({
+        id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:${region}:${account}:execution:${stateMachineName}/*]`,
+        reason: 'Distributed Map child executions get generated names; only executions of this state machine are reachable.',
+      });
+    }
 
     this.stateMachine = new sfn.StateMachine(this, 'StateMachine', {
       stateMachineName,
       definitionBody: sfn.DefinitionBody.fromString(JSON.stringify(props.definition)),
-      definitionSubstitutions: Object.fromEntries([...functions].map(([name, fn]) => [name, fn.functionArn])),
+      definitionSubstitutions: { ...Object.fromEntries([...functions].map(([name, fn]) => [name, fn.functionArn])), ...props.substitutions },
       role,
       logs: { destination: logGroup, level: sfn.LogLevel.ALL, includeExecutionData: false },
       tracingEnabled: true,

@@ -1,29 +1,38 @@
 /**
- * `TidemarkJobs`: the scheduled jobs of a pipeline, each its own state machine (docs/contract.md, "Jobs"; docs/jobs.md):
- * reconcile (a window schedule and a full schedule) and snapshot detection. Each task function is
- * granted exactly what its step does; schedules come from `config.jobs`.
+ * `TidemarkJobs`: the scheduled jobs of a pipeline, each its own state machine over Athena
+ * (docs/contract.md, "Jobs"; docs/jobs.md; docs/history.md §4): hourly compaction of raw into the
+ * Iceberg history (`history.compaction.schedule`), reconcile (a window schedule and a full
+ * schedule) and snapshot detection. One Lambda function per handler of functions/jobs/handlers.ts,
+ * each granted exactly what its step does; the state machines' roles hold what their service tasks
+ * do: Athena queries in the jobs' workgroup, the Glue tables those queries read and write, the S3
+ * prefixes under them, and, for reconcile, DynamoDB point-in-time exports of the target tables.
  */
-import { Duration, type RemovalPolicy, Stack, Validations, type CfnResource } from 'aws-cdk-lib';
+import { Duration, type RemovalPolicy, Stack, Token, Validations, type CfnResource } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as kms from 'aws-cdk-lib/aws-kms';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
+import { athenaResultsPrefix, encodeSegment, historyWarehousePrefix, rawBatchesPrefix, tableSidePrefix } from '../../functions/adapters/raw-layout.js';
+import { ALL_TABLES, RECONCILE_METRICS, RECONCILE_WINDOW_FINDINGS_METRIC, SNAPSHOT_FINDING_METRICS } from '../../functions/telemetry/job-metrics.js';
 import type { TidemarkConfig } from '../config/config.js';
 import type { CurrentState } from '../current-state.js';
-import type { RawStore } from '../raw-store.js';
-import { ALL_TABLES, RECONCILE_METRICS, RECONCILE_WINDOW_FINDINGS_METRIC, SNAPSHOT_FINDING_METRICS } from '../../functions/telemetry/job-metrics.js';
 import { METRIC_NAMESPACE, SERVICE_NAME } from '../defaults.js';
-import { tableStatements } from '../ingest-function.js';
-import { RECONCILE_TASKS, reconcileDefinition, SNAPSHOT_TASKS, snapshotDefinition } from './definitions.js';
-import { type JobTaskProps, TidemarkJob } from './job.js';
+import type { History, HistoryTableName } from '../history.js';
+import { arnChars, chunksBySize, KEY_ACTIONS, tableStatements } from '../ingest-function.js';
+import type { RawStore } from '../raw-store.js';
 import type { LedgerKeyAccess } from '../replay/jobs.js';
+import { ATHENA_WORKGROUP, COMPACTION_TASKS, compactionDefinition, QUERY_AT_FUNCTION, RECONCILE_TASKS, reconcileDefinition, SNAPSHOT_TASKS, snapshotDefinition } from './definitions.js';
+import { JobFunction, TidemarkJob } from './job.js';
 
 export interface TidemarkJobsProps {
   readonly config: TidemarkConfig;
   readonly rawStore: RawStore;
   readonly currentState: CurrentState;
+  /** The Glue tables and the Athena workgroup the jobs' queries use. */
+  readonly history: History;
   /** @default - AWS-managed encryption */
   readonly encryptionKey?: kms.IKey;
   /** Where job alarms notify. @default - no action */
@@ -39,117 +48,317 @@ export interface TidemarkJobsProps {
   readonly ledgerKey?: LedgerKeyAccess;
 }
 
+/** The key prefixes the jobs read and write, from the config (functions/adapters/raw-layout.ts). */
+export function jobPrefixes(config: Pick<TidemarkConfig, 'raw' | 'history' | 'jobs' | 'replay'>) {
+  const h = config.history.prefix;
+  return {
+    raw: config.raw.prefix,
+    /** The batch objects (compaction lists them by hour). */
+    rawBatches: rawBatchesPrefix(config.raw.prefix),
+    quarantine: config.raw.quarantinePrefix,
+    /** Compaction's frontier and hour markers. */
+    state: `${h}state/`,
+    warehouse: historyWarehousePrefix(h),
+    tableSide: tableSidePrefix(h),
+    unloadReconcile: `${h}unload/${encodeSegment('reconcile')}/`,
+    unloadSnapshot: `${h}unload/${encodeSegment('snapshot')}/`,
+    athenaResults: athenaResultsPrefix(h),
+    /** Compaction's stored queries (`<jobs prefix>compaction/<run>/`). */
+    compactionRuns: `${config.replay.jobsPrefix}compaction/`,
+    /** Reconcile's and snapshot detection's runs and reports. */
+    reconcileReports: `${config.jobs.reportPrefix}reconcile/`,
+    snapshotReports: `${config.jobs.reportPrefix}snapshot/`,
+  };
+}
+
+/** What the tables of each job's queries are (functions/sql/statements: compact, fold, count; classify, window keys; anomalies, re-snapshots, orphans). */
+export const JOB_TABLES = {
+  compaction: { reads: ['raw_lines', 'raw_events', 'quarantine_lines', 'history', 'expected_state', 'truncates', 'table_hours'], writes: ['history', 'expected_state', 'truncates', 'table_hours'] },
+  reconcile: { reads: ['raw_lines', 'history', 'expected_state', 'truncates', 'table_side'], writes: [] },
+  snapshot: { reads: ['history', 'expected_state', 'table_hours'], writes: [] },
+} as const satisfies Record<string, { reads: readonly HistoryTableName[]; writes: readonly HistoryTableName[] }>;
+
+/** Athena actions of the `.sync` integration (Step Functions developer guide, "Run Athena queries with Step Functions", IAM policies). */
+export const ATHENA_QUERY_ACTIONS = ['athena:StartQueryExecution', 'athena:GetQueryExecution', 'athena:StopQueryExecution'] as const;
+/** What Athena reads of the Glue catalog for a query. */
+export const GLUE_READ_ACTIONS = ['glue:GetDatabase', 'glue:GetTable', 'glue:GetPartition', 'glue:GetPartitions'] as const;
+
 export class TidemarkJobs extends Construct {
+  readonly compaction: TidemarkJob;
   readonly reconcile: TidemarkJob;
   readonly snapshot: TidemarkJob;
+  /** Every task function, by handler export name (`jobQueryAt`, `compactionPlan`, …). */
+  readonly functions: ReadonlyMap<string, lambda.Function>;
   /** Finding alarms: `reconcile-ahead`, `reconcile-window-findings`, and one per snapshot finding kind. */
   readonly findingAlarms: ReadonlyMap<string, cloudwatch.Alarm>;
 
   constructor(scope: Construct, id: string, props: TidemarkJobsProps) {
     super(scope, id);
-    const { config, rawStore, currentState } = props;
+    const { config, rawStore, currentState, history } = props;
+    const stack = Stack.of(this);
     const bucket = rawStore.bucket;
-    const reports = rawStore.objectsUnder(config.jobs.reportPrefix);
-    const raw = rawStore.objectsUnder(config.raw.prefix);
-    // Target tables by name in size-bounded statements: 500 tables stay within IAM's policy limits.
+    const p = jobPrefixes(config);
     const targetNames = config.tables.map((t) => t.target);
-    const onTargets = (sid: string, actions: string[]) => tableStatements(this, sid, actions, targetNames);
     const status = currentState.statusTable.tableArn;
-    const statement = (sid: string, actions: string[], resources: string[], conditions?: Record<string, unknown>) =>
-      new iam.PolicyStatement({ sid, actions, resources, ...(conditions ? { conditions } : {}) });
-    const list = statement('ListRawAndReports', ['s3:ListBucket'], [bucket.bucketArn], { StringLike: { 's3:prefix': [`${config.raw.prefix}*`, `${config.jobs.reportPrefix}*`] } });
-    const readRaw = statement('ReadRaw', ['s3:GetObject'], [raw]);
-    const readReports = statement('ReadReports', ['s3:GetObject'], [reports]);
-    const writeReports = statement('WriteReports', ['s3:PutObject'], [reports]);
-    const grant =
-      (...statements: iam.PolicyStatement[]) =>
-      (role: iam.IRole) => {
-        for (const s of statements) role.addToPrincipalPolicy(s);
-        if (props.ledgerKey && role instanceof iam.Role) props.ledgerKey.grantRead(role);
-      };
+    const statement = (sid: string, acts: readonly string[], resources: string[], conditions?: Record<string, unknown>) =>
+      new iam.PolicyStatement({ sid, actions: [...acts], resources, ...(conditions ? { conditions } : {}) });
+    const objects = (sid: string, acts: readonly string[], prefixes: readonly string[]) => statement(sid, acts, prefixes.map((x) => rawStore.objectsUnder(x)));
+    const list = (sid: string, prefixes: readonly string[]) => statement(sid, ['s3:ListBucket'], [bucket.bucketArn], { StringLike: { 's3:prefix': prefixes.map((x) => `${x}*`) } });
+    // S3 answers a GET of a missing key with 404 only to a caller that may list the bucket (else 403):
+    // the steps that read an object which may not exist yet (compaction's frontier and hour markers)
+    // may list it, so "absent" is told apart from "denied". Keys name tables and runs, never rows.
+    const listForNotFound = statement('ListBucketForNotFound', ['s3:ListBucket'], [bucket.bucketArn]);
+    const ackPrefixes = new Map<iam.Role, Set<string>>();
+    const acknowledge = (role: iam.Role, prefixes: readonly string[]) => {
+      const set = ackPrefixes.get(role) ?? new Set<string>();
+      for (const x of prefixes) set.add(x);
+      ackPrefixes.set(role, set);
+    };
+
+    const functions = new Map<string, lambda.Function>();
+    const fn = (job: string, handler: string, description: string, grants: readonly iam.PolicyStatement[], prefixes: readonly string[]): lambda.Function => {
+      const made = new JobFunction(this, handler.charAt(0).toUpperCase() + handler.slice(1), {
+        config: props.ledgerKey ? props.ledgerKey.runtimeConfig(config) : config,
+        job,
+        handler,
+        description,
+        grant: (role) => {
+          for (const s of grants) role.addToPrincipalPolicy(s);
+          if (props.ledgerKey) props.ledgerKey.grantRead(role);
+        },
+        ...(props.entry ? { entry: props.entry } : {}),
+        ...(props.encryptionKey ? { encryptionKey: props.encryptionKey } : {}),
+        ...(props.removalPolicy ? { removalPolicy: props.removalPolicy } : {}),
+      });
+      acknowledge(made.role, prefixes);
+      functions.set(handler, made.function);
+      return made.function;
+    };
+    const onTargets = (sid: string, acts: string[]) => tableStatements(this, sid, acts, targetNames);
+
+    // One query fetcher for every job's query loop: it reads the queries a planning step stored.
+    const queryAt = fn('jobs', 'jobQueryAt', 'fetch the next stored query of a query loop', [objects('ReadStoredQueries', ['s3:GetObject'], [p.compactionRuns, p.reconcileReports, p.snapshotReports])], [
+      p.compactionRuns,
+      p.reconcileReports,
+      p.snapshotReports,
+    ]);
+
+    // Compaction: plan (frontier, hours, late objects) → queries → finish (markers, frontier, raw past the grace).
+    const compactionFunctions = {
+      [COMPACTION_TASKS.plan]: fn(
+        'compaction',
+        'compactionPlan',
+        'find the closed hours and late objects, store their queries',
+        [listForNotFound, objects('ReadFrontierAndMarkers', ['s3:GetObject'], [p.state]), objects('StoreQueries', ['s3:PutObject'], [p.compactionRuns])],
+        [p.state, p.compactionRuns],
+      ),
+      [COMPACTION_TASKS.finish]: fn(
+        'compaction',
+        'compactionFinish',
+        'mark the compacted hours, move the frontier, delete raw past the grace',
+        [
+          listForNotFound,
+          objects('ReadAndWriteFrontierAndMarkers', ['s3:GetObject', 's3:PutObject'], [p.state]),
+          // Raw past its grace, once its hour is compacted: raw's expiry is this deletion, not a lifecycle rule.
+          objects('DeleteCompactedRaw', ['s3:DeleteObject'], [p.rawBatches]),
+        ],
+        [p.state, p.rawBatches],
+      ),
+      [QUERY_AT_FUNCTION]: queryAt,
+    };
+
+    const reconcileFunctions = {
+      [RECONCILE_TASKS.plan]: fn(
+        'reconcile',
+        'reconcilePlan',
+        'fix the run, store its queries and export items',
+        [
+          listForNotFound,
+          objects('ReadFrontier', ['s3:GetObject'], [p.state]),
+          objects('WriteRun', ['s3:PutObject'], [p.reconcileReports]),
+          ...onTargets('DescribeTargets', ['dynamodb:DescribeTable']),
+        ],
+        [p.state, p.reconcileReports],
+      ),
+      [RECONCILE_TASKS.exportFiles]: fn('reconcile', 'reconcileExportFiles', "name a finished export's data-file list", [], []),
+      [RECONCILE_TASKS.tableSide]: fn(
+        'reconcile',
+        'reconcileTableSide',
+        "write one export data file's items as the table side",
+        [objects('ReadExportFiles', ['s3:GetObject'], [p.unloadReconcile]), objects('WriteTableSide', ['s3:PutObject'], [p.tableSide])],
+        [p.unloadReconcile, p.tableSide],
+      ),
+      [RECONCILE_TASKS.windowSide]: fn(
+        'reconcile',
+        'reconcileWindowSide',
+        "read a window's keys from their tables as the table side",
+        [objects('ReadWindowKeys', ['s3:GetObject'], [p.unloadReconcile]), objects('WriteTableSide', ['s3:PutObject'], [p.tableSide]), ...onTargets('ReadTargets', ['dynamodb:BatchGetItem'])],
+        [p.unloadReconcile, p.tableSide],
+      ),
+      [RECONCILE_TASKS.repairPlan]: fn(
+        'reconcile',
+        'reconcileRepairPlan',
+        "--repair: the repairable findings' keys, and the replay-select query of their events",
+        [
+          listForNotFound,
+          objects('ReadFindingsAndFrontier', ['s3:GetObject'], [p.unloadReconcile, p.state]),
+          objects('StoreRepairQueries', ['s3:PutObject'], [p.reconcileReports]),
+          statement('ReadLedger', ['dynamodb:Query'], [status]),
+        ],
+        [p.unloadReconcile, p.state, p.reconcileReports],
+      ),
+      [RECONCILE_TASKS.repair]: fn(
+        'reconcile',
+        'reconcileRepair',
+        "--repair: the selected events of each key folded and written through the guarded writer",
+        [
+          list('ListRepairEvents', [p.unloadReconcile]),
+          objects('ReadRepairEvents', ['s3:GetObject'], [p.unloadReconcile, p.reconcileReports]),
+          objects('WriteOutcomes', ['s3:PutObject'], [p.reconcileReports]),
+          ...onTargets('GuardedRepairWrites', ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:GetItem']),
+        ],
+        [p.unloadReconcile, p.reconcileReports],
+      ),
+      [RECONCILE_TASKS.report]: fn(
+        'reconcile',
+        'reconcileReport',
+        'read the classes back, write the reports, emit metrics, record the last run, clear the scratch',
+        [
+          list('ListResults', [p.unloadReconcile, p.tableSide]),
+          // The findings and counts, the table side (a manifest's diff), repair outcomes and an uploaded manifest.
+          objects('ReadResults', ['s3:GetObject'], [p.unloadReconcile, p.tableSide, p.reconcileReports, `${config.jobs.reportPrefix}manifests/`]),
+          ...onTargets('ReadManifestKeys', ['dynamodb:BatchGetItem']),
+          objects('WriteReports', ['s3:PutObject'], [p.reconcileReports]),
+          objects('DeleteScratch', ['s3:DeleteObject'], [p.unloadReconcile, p.tableSide]),
+          statement('RecordLastRun', ['dynamodb:UpdateItem'], [status]),
+        ],
+        [p.unloadReconcile, p.tableSide, p.reconcileReports, `${config.jobs.reportPrefix}manifests/`],
+      ),
+      [QUERY_AT_FUNCTION]: queryAt,
+    };
+
+    const snapshotFunctions = {
+      [SNAPSHOT_TASKS.plan]: fn('snapshot', 'snapshotPlan', 'fix the run and its tables, store its queries', [objects('StoreQueries', ['s3:PutObject'], [p.snapshotReports])], [p.snapshotReports]),
+      [SNAPSHOT_TASKS.report]: fn(
+        'snapshot',
+        'snapshotReport',
+        'read the findings back, tombstone orphans (apply), write the report, emit metrics, record open findings, clear the scratch',
+        [
+          list('ListResults', [p.unloadSnapshot]),
+          objects('ReadResults', ['s3:GetObject'], [p.unloadSnapshot]),
+          objects('WriteReport', ['s3:PutObject'], [p.snapshotReports]),
+          objects('DeleteScratch', ['s3:DeleteObject'], [p.unloadSnapshot]),
+          // Orphan tombstones go through the ingest's guarded writer (a conditional put or update, a read on a lost race).
+          ...onTargets('TombstoneOrphans', ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem']),
+          // Each table's open findings (`job#snapshot` in its partition), read by `tidemark status`.
+          statement('RecordOpenFindings', ['dynamodb:UpdateItem'], [status]),
+        ],
+        [p.unloadSnapshot, p.snapshotReports],
+      ),
+      [QUERY_AT_FUNCTION]: queryAt,
+    };
+    this.functions = functions;
+
+    // ---- the state machines' own service tasks ------------------------------------------------
+    const glueArns = (tables: readonly HistoryTableName[]) => history.glueArns(tables);
+    /** What every query loop needs: the workgroup, the catalog, the results location, the key. */
+    const queryGrants = (job: keyof typeof JOB_TABLES, reads: readonly string[], writes: readonly string[]) => {
+      const tables = JOB_TABLES[job];
+      const out = [
+        statement('RunQueries', ATHENA_QUERY_ACTIONS, [history.workGroupArn]),
+        statement('ReadCatalog', GLUE_READ_ACTIONS, glueArns(tables.reads)),
+        ...(tables.writes.length > 0 ? [statement('CommitIcebergTables', ['glue:UpdateTable'], glueArns(tables.writes).slice(2))] : []),
+        statement('LocateBucket', ['s3:GetBucketLocation'], [bucket.bucketArn]),
+        list('ListQueryData', [p.athenaResults, ...reads, ...writes]),
+        objects('QueryResults', ['s3:GetObject', 's3:PutObject', 's3:AbortMultipartUpload', 's3:ListMultipartUploadParts'], [p.athenaResults]),
+        objects('ReadQueryData', ['s3:GetObject'], reads),
+        ...(writes.length > 0 ? [objects('WriteQueryData', ['s3:PutObject', 's3:AbortMultipartUpload', 's3:ListMultipartUploadParts'], writes)] : []),
+      ];
+      // Athena reads and writes SSE-KMS objects and encrypts its results (SSE_KMS) with the caller's
+      // key grants: S3 makes those key calls, so the grant holds only through S3.
+      if (props.encryptionKey) out.push(statement('QueryDataUnderPipelineKey', KEY_ACTIONS, [props.encryptionKey.keyArn], { StringEquals: { 'kms:ViaService': `s3.${stack.region}.amazonaws.com` } }));
+      return out;
+    };
+    const grantTo = (statements: readonly iam.PolicyStatement[], prefixes: readonly string[]) => (role: iam.Role) => {
+      for (const s of statements) role.addToPrincipalPolicy(s);
+      acknowledge(role, prefixes);
+    };
+    const workGroup = { [ATHENA_WORKGROUP]: history.workGroupName };
     const common = {
-      config: props.ledgerKey ? props.ledgerKey.runtimeConfig(config) : config,
+      config,
+      substitutions: workGroup,
       ...(props.encryptionKey ? { encryptionKey: props.encryptionKey } : {}),
       ...(props.alarmTopic ? { alarmTopic: props.alarmTopic } : {}),
       ...(props.removalPolicy ? { removalPolicy: props.removalPolicy } : {}),
-      ...(props.entry ? { entry: props.entry } : {}),
     };
 
-    const reconcileTasks: Record<string, JobTaskProps> = {
-      [RECONCILE_TASKS.plan]: { handler: 'reconcilePlan', description: 'list raw, cut the work into items', grant: grant(list, writeReports) },
-      [RECONCILE_TASKS.shuffleRaw]: { handler: 'reconcileShuffleRaw', description: 'fold raw per key into shuffle partitions', grant: grant(readRaw, readReports, writeReports) },
-      [RECONCILE_TASKS.scanTable]: {
-        handler: 'reconcileScanTable',
-        description: 'scan a table segment (keys and metadata) into shuffle partitions',
-        grant: grant(readReports, writeReports, ...onTargets('ScanTargets', ['dynamodb:Scan'])),
-      },
-      [RECONCILE_TASKS.reduce]: {
-        handler: 'reconcileReduce',
-        description: 'classify one partition, repair through the guarded writer',
-        grant: grant(
-          list,
-          readRaw,
-          readReports,
-          writeReports,
-          statement('SpillRepairedRows', ['s3:PutObject'], [rawStore.objectsUnder(`${config.raw.prefix}spill/`)]),
-          ...onTargets('ReadAndRepairTargets', ['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem']),
-          statement('ReadTruncateWatermarks', ['dynamodb:BatchGetItem'], [status]),
-        ),
-      },
-      [RECONCILE_TASKS.report]: {
-        handler: 'reconcileReport',
-        description: 'sum partitions, write the reports, emit metrics, record the last run',
-        grant: grant(list, readReports, writeReports, statement('RecordLastRun', ['dynamodb:UpdateItem'], [status])),
-      },
-    };
+    // Compaction reads raw, quarantine and the warehouse, and writes the Iceberg tables' data and metadata.
+    const compactionReads = [p.raw, p.quarantine, p.warehouse];
+    const compactionWrites = [p.warehouse];
+    this.compaction = new TidemarkJob(this, 'Compaction', {
+      ...common,
+      job: 'compaction',
+      definition: compactionDefinition(),
+      functions: compactionFunctions,
+      grantStateMachine: grantTo(queryGrants('compaction', compactionReads, compactionWrites), [p.athenaResults, ...compactionReads, ...compactionWrites]),
+      schedules: [{ id: 'Hourly', expression: config.history.compaction.schedule, enabled: config.history.compaction.enabled, input: {} }],
+    });
+
+    // Reconcile: the queries read the warehouse, raw (hours not compacted yet) and the table side, and
+    // unload their results; each target table is exported point in time (PITR is on for every target,
+    // lib/current-state.ts) into the run's unload prefix, and the Distributed Maps read their items
+    // (the export list, each export's data-file list, the window's key files) from S3.
+    const reconcileReads = [p.warehouse, p.raw, p.tableSide, p.unloadReconcile, p.reconcileReports];
+    const reconcileWrites = [p.unloadReconcile];
+    const account = Token.isUnresolved(stack.account) ? '<AWS::AccountId>' : stack.account;
+    const region = Token.isUnresolved(stack.region) ? '<AWS::Region>' : stack.region;
+    // `table/<target>/export/<id>`: per target while they fit one statement; past that, one pattern over
+    // the targets' common name prefix (exports of those tables only), so the role stays within IAM's
+    // limits at hundreds of tables. The exports themselves are started on the targets by name only.
+    const exportResources = describeExportResources(targetNames);
+    const exportGrants = [
+      ...onTargets('ExportTargets', ['dynamodb:ExportTableToPointInTime']),
+      ...tableStatements(this, 'DescribeExports', ['dynamodb:DescribeExport'], exportResources),
+      // DynamoDB writes the export with the caller's permissions.
+      objects('WriteExports', ['s3:PutObjectAcl'], [p.unloadReconcile]),
+    ];
     this.reconcile = new TidemarkJob(this, 'Reconcile', {
       ...common,
       job: 'reconcile',
       definition: reconcileDefinition(),
-      tasks: reconcileTasks,
+      functions: reconcileFunctions,
+      grantStateMachine: (role) => {
+        grantTo([...queryGrants('reconcile', reconcileReads, reconcileWrites), ...exportGrants], [p.athenaResults, ...reconcileReads, ...reconcileWrites])(role);
+        for (const resource of exportResources) {
+          Validations.of(role).acknowledge({
+            id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:dynamodb:${region}:${account}:table/${resource}]`,
+            reason: exportResources.length === targetNames.length ? "Export ARNs are generated per export; only this target table's exports are reachable." : "Export ARNs are generated per export; only exports of tables named like the pipeline's targets are reachable.",
+          });
+        }
+      },
       schedules: [
         { id: 'Window', expression: config.jobs.reconcile.window.schedule, enabled: config.jobs.reconcile.window.enabled, input: { mode: 'window' } },
         { id: 'Full', expression: config.jobs.reconcile.full.schedule, enabled: config.jobs.reconcile.full.enabled, input: { mode: 'full' } },
       ],
     });
 
-    const snapshotTasks: Record<string, JobTaskProps> = {
-      [SNAPSHOT_TASKS.plan]: {
-        handler: 'snapshotPlan',
-        description: 'fix the run and its tables, and find which tables flow lately (their recent hours)',
-        // No ledger key: the plan names no keys.
-        grant: (role) => role.addToPrincipalPolicy(statement('ReadRecentHours', ['dynamodb:BatchGetItem', 'dynamodb:Query'], [status])),
-      },
-      [SNAPSHOT_TASKS.detect]: {
-        handler: 'snapshotDetect',
-        description: 'find re-snapshots, orphans and anomalies of one table',
-        grant: grant(
-          list,
-          readRaw,
-          writeReports,
-          ...onTargets('ScanAndTombstoneTargets', ['dynamodb:Scan', 'dynamodb:PutItem', 'dynamodb:UpdateItem']),
-          statement('ReadStatusAndHours', ['dynamodb:BatchGetItem', 'dynamodb:Query'], [status]),
-        ),
-      },
-      [SNAPSHOT_TASKS.report]: {
-        handler: 'snapshotReport',
-        description: 'write the report, emit metrics, record open findings',
-        grant: grant(list, readReports, writeReports, statement('RecordOpenFindings', ['dynamodb:UpdateItem'], [status])),
-      },
-    };
+    // Snapshot detection reads the warehouse (table_hours, history, expected_state) and unloads its findings.
+    const snapshotReads = [p.warehouse, p.unloadSnapshot];
+    const snapshotWrites = [p.unloadSnapshot];
     this.snapshot = new TidemarkJob(this, 'Snapshot', {
       ...common,
       job: 'snapshot',
       definition: snapshotDefinition(),
-      tasks: snapshotTasks,
+      functions: snapshotFunctions,
+      grantStateMachine: grantTo(queryGrants('snapshot', snapshotReads, snapshotWrites), [p.athenaResults, ...snapshotReads, ...snapshotWrites]),
       schedules: [{ id: 'Detect', expression: config.jobs.snapshot.schedule, enabled: config.jobs.snapshot.enabled, input: {} }],
     });
 
     // Finding alarms read the all-tables totals the report steps emit (table = "*").
     const alarms = new Map<string, cloudwatch.Alarm>();
-    const findingAlarm = (id: string, metricName: string, description: string) => {
-      const alarm = new cloudwatch.Alarm(this, `${id}Alarm`, {
-        alarmName: `${config.name}-${id}`,
+    const findingAlarm = (alarmId: string, metricName: string, description: string) => {
+      const alarm = new cloudwatch.Alarm(this, `${alarmId}Alarm`, {
+        alarmName: `${config.name}-${alarmId}`,
         alarmDescription: description,
         metric: new cloudwatch.Metric({
           namespace: METRIC_NAMESPACE,
@@ -164,23 +373,48 @@ export class TidemarkJobs extends Construct {
         treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
       });
       if (props.alarmTopic) alarm.addAlarmAction(new actions.SnsAction(props.alarmTopic));
-      alarms.set(id, alarm);
+      alarms.set(alarmId, alarm);
     };
     findingAlarm('reconcile-ahead', RECONCILE_METRICS.ahead, 'Reconcile found rows ahead of raw: raw lost data (critical)');
     findingAlarm('reconcile-window-findings', RECONCILE_WINDOW_FINDINGS_METRIC, 'The scheduled window reconcile found rows that disagree with raw');
     for (const [kind, metric] of Object.entries(SNAPSHOT_FINDING_METRICS)) findingAlarm(`snapshot-${kind}`, metric, `Snapshot detection: ${kind}`);
     this.findingAlarms = alarms;
 
-    // Object keys are per run and per batch: the grants name prefixes, not objects.
-    const stack = Stack.of(this);
+    // Object keys are per run, per hour and per batch: the grants name prefixes, not objects.
     const bucketId = stack.resolve(stack.getLogicalId(bucket.node.defaultChild as CfnResource)) as string;
-    for (const job of [this.reconcile, this.snapshot]) {
-      for (const fn of job.functions.values()) {
-        if (!fn.role) continue;
-        for (const prefix of [config.raw.prefix, config.jobs.reportPrefix, `${config.raw.prefix}spill/`]) {
-          Validations.of(fn.role).acknowledge({ id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/${prefix}*]`, reason: `Objects under "${prefix}" only; their keys are per run or per batch.` });
-        }
+    for (const [role, prefixes] of ackPrefixes) {
+      for (const prefix of prefixes) {
+        Validations.of(role).acknowledge({ id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/${prefix}*]`, reason: `Objects under "${prefix}" only; their keys are per run, hour or batch.` });
       }
     }
   }
+
+  /** Every job's state machine, by job name. */
+  get jobs(): ReadonlyMap<'compaction' | 'reconcile' | 'snapshot', TidemarkJob> {
+    return new Map([
+      ['compaction', this.compaction],
+      ['reconcile', this.reconcile],
+      ['snapshot', this.snapshot],
+    ]);
+  }
+}
+
+/** The longest prefix `names` all start with. */
+export function commonPrefix(names: readonly string[]): string {
+  if (names.length === 0) return '';
+  let prefix = names[0] ?? '';
+  for (const n of names) while (!n.startsWith(prefix)) prefix = prefix.slice(0, -1);
+  return prefix;
+}
+
+/**
+ * The `table/…` resources of the targets' exports for DescribeExport: `<target>/export/*` each while
+ * they fit one size-bounded statement, else `<common prefix>*` + `/export/*` when the targets share a
+ * name prefix (DescribeExport reads an export's metadata only; the tables exported stay named one by one).
+ */
+export function describeExportResources(targetNames: readonly string[]): string[] {
+  const each = targetNames.map((name) => `${name}/export/*`);
+  const prefix = commonPrefix(targetNames);
+  if (chunksBySize(each, arnChars).length <= 1 || prefix === '') return each;
+  return [`${prefix}*/export/*`];
 }

@@ -13,6 +13,7 @@
  * Map items are batch numbers: the object keys stay in the manifest in S3, so no state carries
  * more than a few kilobytes, whatever the size of raw.
  */
+import { distributedMap as mapOverItems, queryLoop } from '../jobs/asl.js';
 
 export interface JobMachineOptions {
   readonly maxConcurrency: number;
@@ -103,6 +104,65 @@ export function replayDefinition(opts: JobMachineOptions): Record<string, unknow
       CheckFailures: incompleteIfMapFailed('Done'),
       Done: { Type: 'Succeed' },
       Incomplete: { Type: 'Fail', Error: 'ReplayIncomplete', Cause: 'batches failed past the tolerated percentage; their results are in S3 next to the summary' },
+      Failed: failed,
+    },
+  };
+}
+
+/**
+ * The replay state machine on SQL (functions/replay/sql-job.ts). Input: a ReplayRequest.
+ *
+ *   Plan → Select (query loop: replay-select UNLOADs the events by key bucket; Athena on AWS, DuckDB
+ *   locally) → Buckets (the buckets written, as a JSON array in S3) → Replay (Distributed Map, its
+ *   items read by an ItemReader: one child per bucket, which merges the bucket's files by key and
+ *   position and applies them) → Summarize → Verify (fresh only) → done, or Incomplete.
+ *
+ * Needs the definition substitutions `${ReplayFunction}`, `${JobQueryAtFunction}` (the query loop's
+ * fetch) and `${AthenaWorkGroup}`.
+ */
+export function replaySqlDefinition(opts: JobMachineOptions): Record<string, unknown> {
+  const manifest = { 'manifestKey.$': '$.plan.manifestKey' };
+  const onError = 'Failed';
+  return {
+    Comment: 'tidemark replay: one selection query over history and raw, each key bucket applied in key and position order through the guarded writer',
+    StartAt: 'Plan',
+    States: {
+      Plan: { ...task(REPLAY_FUNCTION, 'plan-sql', { 'request.$': '$' }, '$.plan', 'SelectStart'), Catch: catchAll },
+      ...queryLoop({ from: '$.plan.queries', name: 'Select', next: 'Buckets', onError, timeoutSeconds: 60 }),
+      Buckets: { ...task(REPLAY_FUNCTION, 'buckets', manifest, '$.buckets', 'Replay'), Catch: catchAll },
+      Replay: {
+        ...mapOverItems({
+          items: { bucketPath: '$.plan.bucket', keyPath: '$.buckets.itemsKey', kind: 'json' },
+          itemSelector: { 'bucket.$': '$$.Map.Item.Value.bucket', 'manifestKey.$': '$.plan.manifestKey' },
+          processor: {
+            StartAt: 'Bucket',
+            States: {
+              Bucket: {
+                Type: 'Task',
+                Resource: substitution(REPLAY_FUNCTION),
+                Parameters: { step: 'bucket', 'bucket.$': '$.bucket', 'manifestKey.$': '$.manifestKey' },
+                TimeoutSeconds: 900,
+                // The bucket's full result is in S3; the Map keeps only its number.
+                ResultSelector: { 'batch.$': '$.batch' },
+                Retry: batchRetry,
+                End: true,
+              },
+            },
+          },
+          maxConcurrency: opts.maxConcurrency,
+          toleratedFailurePercentage: opts.toleratedFailurePercentage,
+          label: 'bucket',
+          next: 'Summarize',
+          onError: 'Summarize',
+        }),
+        Catch: [{ ErrorEquals: ['States.ALL'], ResultPath: '$.mapError', Next: 'Summarize' }],
+      },
+      Summarize: { ...task(REPLAY_FUNCTION, 'summarize', manifest, '$.summary', 'IsFresh'), Catch: catchAll },
+      IsFresh: { Type: 'Choice', Choices: [{ Variable: '$.plan.freshTable', IsNull: true, Next: 'CheckFailures' }], Default: 'Verify' },
+      Verify: { ...task(REPLAY_FUNCTION, 'verify', manifest, '$.verify', 'CheckFailures'), Catch: catchAll },
+      CheckFailures: incompleteIfMapFailed('Done'),
+      Done: { Type: 'Succeed' },
+      Incomplete: { Type: 'Fail', Error: 'ReplayIncomplete', Cause: 'buckets failed past the tolerated percentage; their results are in S3 next to the summary' },
       Failed: failed,
     },
   };

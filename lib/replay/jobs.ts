@@ -40,6 +40,7 @@ import { handlerCode } from '../handler-asset.js';
 import { encryptStateMachine, freshTableKeyStatement } from '../encryption.js';
 import { KEY_ACTIONS, tableStatements } from '../ingest-function.js';
 import type { RawStore } from '../raw-store.js';
+import { jobOutputsPrefix } from '../../functions/adapters/raw-layout.js';
 import { ERASE_FUNCTION, eraseDefinition, REPLAY_FUNCTION, replayDefinition } from './definitions.js';
 
 /** What replay does to the items of a live or fresh table: guarded writes (with their pre-reads) and the diff's scan. */
@@ -176,6 +177,8 @@ export class ReplayJobs extends Construct {
           rawStore.objectsUnder(raw.quarantinePrefix),
           rawStore.objectsUnder(jobs),
           rawStore.objectsUnder(config.jobs.reportPrefix),
+          // The jobs' SQL outputs (reconcile findings, snapshot orphans) name keys too.
+          rawStore.objectsUnder(jobOutputsPrefix(config.history.prefix)),
           rawStore.objectsUnder(config.replay.onFailurePrefix),
         ],
       ),
@@ -291,7 +294,7 @@ export class ReplayJobs extends Construct {
     const { raw, replay, name } = props.config;
     const prefixes: [lambda.Function, string[]][] = [
       [this.replayFunction, [raw.prefix, replay.jobsPrefix, `${raw.prefix}spill/`]],
-      [this.eraseFunction, [raw.prefix, raw.quarantinePrefix, replay.jobsPrefix, props.config.jobs.reportPrefix, replay.onFailurePrefix]],
+      [this.eraseFunction, [raw.prefix, raw.quarantinePrefix, replay.jobsPrefix, props.config.jobs.reportPrefix, jobOutputsPrefix(props.config.history.prefix), replay.onFailurePrefix]],
     ];
     for (const [fn, list] of prefixes) {
       const role = fn.role;

@@ -30,7 +30,6 @@ import { ingestDeps } from '../../functions/composition.js';
 import { emptySummary, processBatch } from '../../functions/ingest/process-batch.js';
 import { openTarget, type Target, uniqueConfig } from '../helpers/target.js';
 import { runBaseline } from './baseline.js';
-import { benchReconcile } from './reconcile.js';
 import { replayBench } from './replay.js';
 import { reportGoals } from './goals.js';
 import { reportWallTime } from './wall.js';
@@ -77,8 +76,7 @@ async function main(): Promise<number> {
     .option('--quick', 'a quick run: 5,000 events over 500 keys, fewer rounds')
     .option('--cpu-only', 'only the CPU goals (no emulator)')
     .option('--cpu-records <n>', 'records in the CPU measurements (default: all 22,000 of the workload, the size the issue profiled)', positiveInt, 22_000)
-    .option('--reconcile-keys <n>', 'keys loaded for the reconcile line (100,000 takes about 10 minutes on 2 cores)', positiveInt, 10_000)
-    .option('--no-jobs', 'skip the replay and reconcile lines')
+    .option('--no-jobs', 'skip the replay lines')
     .option('--no-rate', 'skip the fixed-rate runs of the local runner (goal 4)')
     .option('--rate-only', 'only the fixed-rate runs of the local runner (goal 4)')
     .option('--rate-seconds <n>', 'how long the producer runs at each rate', positiveInt, 20)
@@ -94,7 +92,6 @@ async function main(): Promise<number> {
     quick?: boolean;
     cpuOnly?: boolean;
     cpuRecords: number;
-    reconcileKeys: number;
     jobs: boolean;
     rate: boolean;
     rateOnly?: boolean;
@@ -107,7 +104,6 @@ async function main(): Promise<number> {
     if (program.getOptionValueSource('events') === 'default') opts.events = 5_000;
     if (program.getOptionValueSource('keys') === 'default') opts.keys = 500;
     if (program.getOptionValueSource('cpuRecords') === 'default') opts.cpuRecords = 4_000;
-    if (program.getOptionValueSource('reconcileKeys') === 'default') opts.reconcileKeys = 2_000;
     if (program.getOptionValueSource('rateSeconds') === 'default') opts.rateSeconds = 8;
   }
   if (opts.rateOnly) return rateSection(opts);
@@ -230,11 +226,6 @@ async function main(): Promise<number> {
       console.log('');
       console.log('== replay from raw (cold: into a fresh table; warm: the live table, already applied) ==');
       for (const l of (await replayBench(target, workload, base)).lines) console.log(l);
-      console.log('');
-      console.log(`== reconcile (${opts.reconcileKeys.toLocaleString('en-US')} keys loaded through ingest; window and full mode) ==`);
-      const rec = await benchReconcile(target, { keys: opts.reconcileKeys, batch: opts.batch });
-      console.log(`load: ${rec.rawEvents} raw events in ${rec.loadSeconds.toFixed(1)} s`);
-      for (const l of rec.lines) console.log(l);
     }
     if (opts.rate) failed = !(await printRate(target, opts)) || failed;
   } finally {

@@ -17,7 +17,7 @@ import { type DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { bindable, type PlainRow, plainRows } from '../../bin/local/duckdb-values.js';
 import { DUCKDB_INSERT_SUFFIX, DUCKDB_UNLOAD_TABLE, duckdb, render } from '../../functions/sql/dialect.js';
 import { emptyTable, jsonView } from '../../functions/sql/duckdb-views.js';
-import { duckdbType, QUARANTINE_LINES, RAW_EVENTS, RAW_LINES, TABLE_SIDE, TABLES, type TableName, type TableSchema } from '../../functions/sql/schemas.js';
+import { duckdbType, ERASE_KEYS, QUARANTINE_LINES, RAW_EVENTS, RAW_LINES, TABLE_SIDE, TABLES, type TableName, type TableSchema } from '../../functions/sql/schemas.js';
 import type { Statement } from '../../functions/sql/statement.js';
 
 export const BUCKET = 'bench-bucket';
@@ -53,7 +53,7 @@ export class SqlBench {
     writeFileSync(file, body);
   }
 
-  /** (Re)creates the JSON views over what `object` wrote: raw_lines, raw_events, quarantine_lines, table_side. */
+  /** (Re)creates the JSON views over what `object` wrote: raw_lines, raw_events, quarantine_lines, table_side, erase_keys. */
   async sources(): Promise<void> {
     const local = (glob: string) => ({ files: join(this.root, glob), localRoot: `${this.root}/`, uriRoot: `s3://${BUCKET}/` });
     const views: [TableSchema, string][] = [
@@ -61,6 +61,7 @@ export class SqlBench {
       [RAW_EVENTS, 'raw/table=*/dt=*/hr=*/*.jsonl.gz'],
       [QUARANTINE_LINES, 'quarantine/dt=*/hr=*/*.jsonl.gz'],
       [TABLE_SIDE, 'side/run_id=*/*.jsonl'],
+      [ERASE_KEYS, 'erase_keys/run_id=*/*.jsonl'],
     ];
     for (const [schema, glob] of views) {
       const found = (await this.db.runAndReadAll(`SELECT count(*) AS n FROM glob('${join(this.root, glob)}')`)).getRowObjectsJS()[0]?.n;

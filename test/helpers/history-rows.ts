@@ -22,6 +22,8 @@ export interface HistorySpec {
   readonly partial?: boolean;
   readonly rawObject?: string;
   readonly sequence?: string;
+  /** @default 'shardId-000000000000' */
+  readonly shard?: string;
   readonly message?: string | null;
   readonly messageRef?: boolean;
 }
@@ -52,7 +54,7 @@ export function historyRow(s: HistorySpec): Record<string, unknown> {
     partial: s.partial ?? false,
     transport_kind: 'kinesis',
     stream: 'orders-stream',
-    shard: 'shardId-000000000000',
+    shard: s.shard ?? 'shardId-000000000000',
     sequence: s.sequence ?? '1',
     partition_key: 'pk',
     topic: null,

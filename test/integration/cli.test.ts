@@ -168,10 +168,12 @@ describe('tidemark CLI against the emulators', { skip: process.env.TIDEMARK_TARG
   });
 
   it('refuses an erase without the ledger key before writing anything, then a replay after an erase without it', async () => {
+    // The jobs prefix already holds the runs of the reconciles above (their compaction): nothing is added to it.
+    const jobsBefore = await keysUnder(config.replay.jobsPrefix);
     const erase = tidemark(['erase', '-t', 'public.customers', '-k', '{"id": 5}', '--reason', 'ticket 9']);
     assert.equal(erase.status, 2);
     assert.match(erase.stderr, /^tidemark: Environment variable TIDEMARK_ERASE_KEY is required: .*\n {2}fix: For the ledger of a deployed stack, export the key/);
-    assert.deepEqual(await keysUnder(config.replay.jobsPrefix), [], 'no request object left with the key in it');
+    assert.deepEqual(await keysUnder(config.replay.jobsPrefix), jobsBefore, 'no request object left with the key in it');
     const keyed = { ...env, TIDEMARK_ERASE_KEY: 'cli-test-ledger-key-0123456789' };
     const done = tidemark(['erase', '-t', 'public.customers', '-k', '{"id": 5}', '--reason', 'ticket 9'], keyed);
     assert.equal(done.status, 0, done.stderr);

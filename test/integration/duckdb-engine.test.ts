@@ -59,6 +59,7 @@ describe('DuckDB engine on the emulators', () => {
       quarantinePrefix: config.raw.quarantinePrefix,
       warehousePrefix: 'warehouse/',
       tableSidePrefix: 'reports/table_side/',
+      eraseKeysPrefix: 'history/erase_keys/',
       memoryLimit: '256MB',
     });
     const raw = config.raw.prefix;
@@ -82,6 +83,7 @@ describe('DuckDB engine on the emulators', () => {
   });
 
   after(async () => {
+    await engine?.close();
     await target?.teardown(config).catch(() => {});
     await target?.close();
   });
@@ -154,13 +156,18 @@ describe('DuckDB engine on the emulators', () => {
 
   it('erases a key from history: the partition is rewritten and its old file removed', async () => {
     const before = await keysUnder('warehouse/history/source_table=public.orders/');
-    const r = await engine.run(buildStatements('erase-history', { keys: [{ table: O, keyIds: [kid(1)] }] })[0] ?? assert.fail());
+    // The run's keys as erase writes them: the statements join them, no key in their text.
+    await put('history/erase_keys/run_id=erase-1/keys.jsonl.gz', gzipSync(`${JSON.stringify({ source_table: O, key_id: kid(1), key_hash: 'h1', request: 'req-1' })}\n`));
+    const found = [];
+    for await (const row of engine.query(buildStatements('erase-find-history', { runId: 'erase-1', tables: [O] })[0] ?? assert.fail())) found.push(row);
+    assert.deepEqual(found, [{ request: 'req-1', key_hash: 'h1', lines: 3, max_position: pos(20) }]);
+    const r = await engine.run(buildStatements('erase-history', { runId: 'erase-1', tables: [O] })[0] ?? assert.fail());
     assert.equal(r.rows, 3);
     assert.deepEqual([...r.removed].sort(), before);
     const afterKeys = await keysUnder('warehouse/history/source_table=public.orders/');
     assert.equal(afterKeys.length, 1);
     assert.match(afterKeys[0] ?? '', /\/g00000002-/);
-    await engine.runAll(buildStatements('erase-expected', { keys: [{ table: O, keyIds: [kid(1)] }] }));
+    await engine.runAll(buildStatements('erase-expected', { runId: 'erase-1', tables: [O] }));
     const left: string[] = [];
     for await (const row of engine.query(buildStatements('window-keys', { tables: [O], from: H6, to: H7 })[0] ?? assert.fail())) left.push(String(row.key_id));
     assert.deepEqual(left, [kid(2), kid(3), kid(4)]);

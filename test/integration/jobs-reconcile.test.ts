@@ -1,7 +1,10 @@
 /**
- * Reconcile end to end on the integration target, through the state machine the stack deploys
- * (run locally): a workload is ingested, the table is tampered with in each class's way, and the
- * report must name exactly those keys. Run with
+ * Reconcile end to end on the integration target, through the state machine the stack deploys, run
+ * locally by runLocalJob: raw compacted into the history (Parquet standing in for Iceberg) and
+ * expected state first, then the table side (a DynamoDB export emulated by a parallel Scan in the
+ * export's format, or BatchGetItem of the window's keys) and the classify queries on DuckDB. A
+ * workload is ingested, the table is tampered with in each class's way, and the report must name
+ * exactly those keys. Run with
  * `node bin/with-loopback.mjs node --import tsx --test test/integration/jobs-reconcile.test.ts`.
  */
 import assert from 'node:assert/strict';
@@ -9,34 +12,50 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { gunzipSync } from 'node:zlib';
-import { DeleteItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
-import { listObjects } from '../../functions/jobs/raw-scan.js';
+import { gunzipSync, gzipSync } from 'node:zlib';
+import { DeleteItemCommand, GetItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
 import { PutRecordsCommand } from '@aws-sdk/client-kinesis';
 import { localDeps } from '../../bin/cli/context.js';
 import { DEMO_CONFIG } from '../../bin/cli/demo.js';
 import { demoWorkload } from '../../bin/cli/demo-workload.js';
+import { runEraseLocally } from '../../bin/cli/erase.js';
 import { runPoller } from '../../bin/cli/runner.js';
 import { getRow, statusRows } from '../../bin/cli/state.js';
 import { streamNameOf } from '../../bin/local/provision.js';
 import { reconcileExitCode, runReconcile } from '../../bin/cli/reconcile.js';
 import { runSnapshotCheck } from '../../bin/cli/snapshot-check.js';
+import { compactLocally } from '../../bin/cli/jobs-local.js';
+import { encodeSegment, hourPath, parseRawObjectKey, rawTablePrefix } from '../../functions/adapters/raw-layout.js';
 import type { LocalProgressEvent } from '../../bin/local/stepfunctions.js';
 import { parseConfig, type TidemarkConfig } from '../../lib/config/config.js';
-import type { Finding } from '../../functions/jobs/reconcile/types.js';
-import type { ReconcileReport } from '../../functions/jobs/reconcile/report.js';
+import { type EraseContext, submitErase } from '../../functions/erase/erase.js';
+import type { Finding, ReconcileReport } from '../../functions/jobs/reconcile/types.js';
 import { CollectingMetricSink } from '../../functions/telemetry/sinks.js';
 import { PgHistory, pgPosition } from '../helpers/debezium.js';
 import { openTarget, type Target, uniqueConfig } from '../helpers/target.js';
 import { JobsEnv, memoryLog, runCli } from './jobs-env.js';
 
-const base = parseConfig({
+const ERASE_KEY = 'reconcile-test-ledger-key-0123456789';
+
+const BASE = {
   name: 'recon',
   tables: [{ source: 'public.customers', target: 'recon-customers', key: ['id'], keyTypes: { id: 'number' } }],
   raw: { bucket: 'recon-raw' },
-  jobs: { reconcile: { partitions: 4, scanSegments: 2 } },
-});
+};
+const base = parseConfig(BASE);
+
+/** Every raw object's key. */
+async function rawKeys(target: Target, config: TidemarkConfig): Promise<Set<string>> {
+  const out = new Set<string>();
+  let token: string | undefined;
+  do {
+    const page = await target.clients.s3.send(new ListObjectsV2Command({ Bucket: config.raw.bucket, Prefix: config.raw.prefix, ContinuationToken: token }));
+    for (const o of page.Contents ?? []) if (o.Key) out.add(o.Key);
+    token = page.IsTruncated ? page.NextContinuationToken : undefined;
+  } while (token);
+  return out;
+}
 
 /** A workload over keys 1..n: create all, update the even ones, delete every fifth. */
 function workload(n: number): PgHistory {
@@ -66,6 +85,7 @@ describe(`reconcile on the integration target (${process.env.TIDEMARK_TARGET ?? 
   const configs: TidemarkConfig[] = [];
 
   before(async () => {
+    process.env.TIDEMARK_ERASE_KEY = ERASE_KEY;
     target = await openTarget();
   });
   after(async () => {
@@ -73,8 +93,8 @@ describe(`reconcile on the integration target (${process.env.TIDEMARK_TARGET ?? 
     await target?.close();
   });
 
-  async function fresh(n: number): Promise<{ env: JobsEnv; h: PgHistory }> {
-    const env = await JobsEnv.create(target, base);
+  async function fresh(n: number, config: TidemarkConfig = base): Promise<{ env: JobsEnv; h: PgHistory }> {
+    const env = await JobsEnv.create(target, config);
     configs.push(env.config);
     const h = workload(n);
     // Two batches, so raw holds more than one object.
@@ -94,16 +114,19 @@ describe(`reconcile on the integration target (${process.env.TIDEMARK_TARGET ?? 
       if (e.type === 'StateEntered' && e.state) states.add(e.state);
     });
     assert.equal(full.findings.total, 0, JSON.stringify([full.findings, full.counts]));
-    assert.equal(full.counts.keys, 30);
-    assert.equal(full.counts.rawEvents, 30 + 15 + 6);
-    assert.equal(full.counts.rawObjects, 2);
-    assert.equal(full.counts.tableRows, 30, 'tombstones are rows too');
+    assert.equal(full.counts.keys, 30, 'every key once, tombstones included');
     assert.equal(reconcileExitCode(full), 0);
-    for (const s of ['Plan', 'ShuffleRaw', 'ShuffleRawObjects', 'ScanTables', 'ScanTableSegment', 'Reduce', 'ReducePartition', 'Report']) assert.ok(states.has(s), `entered ${s}`);
-    const window = await reconcile(env, { mode: 'window', hours: 1 });
+    for (const s of ['Plan', 'Mode', 'Exports', 'Export', 'ExportStatus', 'ExportFiles', 'ToTableSide', 'TableSide', 'ClassifyFetch', 'ClassifyRun', 'Report']) assert.ok(states.has(s), `entered ${s}: ${[...states].join(', ')}`);
+    assert.ok(!states.has('WindowKeysRun'), 'full mode reads no window');
+    const windowStates = new Set<string>();
+    const window = await reconcile(env, { mode: 'window', hours: 1 }, (e) => {
+      if (e.type === 'StateEntered' && e.state) windowStates.add(e.state);
+    });
     assert.equal(window.findings.total, 0, JSON.stringify(window.findings));
     assert.equal(window.counts.keys, 30);
-    assert.ok(window.counts.readUnits > 0, 'window mode reads the keys it checks');
+    assert.ok(window.window, 'the window of compacted hours');
+    for (const s of ['Plan', 'WindowKeysRun', 'WindowSide', 'WindowItems', 'ClassifyRun', 'Report']) assert.ok(windowStates.has(s), `entered ${s}: ${[...windowStates].join(', ')}`);
+    assert.ok(!windowStates.has('Exports'), 'window mode exports nothing');
     // The report object is the returned report.
     const m = /^s3:\/\/([^/]+)\/(.+)$/.exec(window.report);
     assert.ok(m?.[1] && m[2]);
@@ -141,7 +164,6 @@ describe(`reconcile on the integration target (${process.env.TIDEMARK_TARGET ?? 
     for (const mode of ['full', 'window'] as const) {
       const report = await runReconcile(config, target.clients, { mode, cutoffSeconds: 0 }, { log: memoryLog() });
       assert.equal(report.findings.total, 0, `${mode}: ${JSON.stringify(report.findings.byTable)}`);
-      assert.equal(report.counts.unmatchedRawLines, 0, 'every raw line re-normalizes to its key and position');
       assert.ok(report.counts.keys >= 160);
     }
     const snapshot = await runSnapshotCheck(config, target.clients, {}, { log: memoryLog() });
@@ -177,11 +199,12 @@ describe(`reconcile on the integration target (${process.env.TIDEMARK_TARGET ?? 
     // mismatch: key 3 holds other content at the same position.
     await ddb.send(new UpdateItemCommand({ TableName: name, Key: { id: { N: '3' } }, UpdateExpression: 'SET #h = :h, #n = :n', ExpressionAttributeNames: { '#h': '__hash', '#n': 'name' }, ExpressionAttributeValues: { ':h': { S: 'tampered' }, ':n': { S: 'evil' } } }));
     // ahead: key 7's last update was applied, then its raw object was lost.
-    const rawBefore = new Set((await listObjects(target.clients.s3, env.config.raw.bucket, env.config.raw.prefix)).map((o) => o.key));
+    // (Lost before any compaction: no job has run yet, so history never held it.)
+    const rawBefore = await rawKeys(target, env.config);
     await env.ingest([h.emit('customers', 'u', { id: 7 }, { name: 'c7', tier: 'platinum' })]);
-    const lost = (await listObjects(target.clients.s3, env.config.raw.bucket, env.config.raw.prefix)).filter((o) => !rawBefore.has(o.key));
-    assert.equal(lost.length, 1);
-    await target.clients.s3.send(new DeleteObjectCommand({ Bucket: env.config.raw.bucket, Key: lost[0]?.key }));
+    const lost = [...(await rawKeys(target, env.config))].filter((k) => !rawBefore.has(k));
+    assert.equal(lost.length, 1, 'one raw object per batch');
+    await target.clients.s3.send(new DeleteObjectCommand({ Bucket: env.config.raw.bucket, Key: lost[0] }));
     // extra: key 99 was never in raw.
     await ddb.send(new PutItemCommand({ TableName: name, Item: { id: { N: '99' }, name: { S: 'ghost' }, __pos: { S: pgPosition(1, 2) }, __deleted: { BOOL: false }, __hash: { S: 'x' }, __appliedAt: { N: '1' } } }));
 
@@ -214,32 +237,69 @@ describe(`reconcile on the integration target (${process.env.TIDEMARK_TARGET ?? 
     assert.equal(window.counts.unverifiable, 1);
     assert.equal(reconcileExitCode(window), 1);
 
-    // Repair re-applies raw's winning events: through the guarded writer, and for the mismatch
-    // with the same-position guard. Critical findings are never "repaired".
+    // Repair re-applies what history and raw hold of each repairable key (replay-select of those
+    // keys): through the guarded writer, and for the mismatch with the same-position guard.
+    // Critical findings are never "repaired".
     const repaired = await reconcile(env, { mode: 'full', repair: true });
     const outcomes = Object.fromEntries((await findingsOf(target, repaired)).map((f) => [`${f.class} ${f.key}`, f.repair]));
     assert.deepEqual(outcomes, { 'ahead {"id":7}': undefined, 'deleted-live {"id":5}': 'applied', 'extra {"id":99}': undefined, 'missing {"id":1}': 'applied', 'mismatch {"id":3}': 'applied', 'stale {"id":2}': 'applied' });
     assert.equal(repaired.counts.repaired, 4);
+    assert.equal(repaired.repair, true);
     assert.equal((await getRow(ddb, table, { id: 3 }))?.name, 'c3');
     const row2 = await getRow(ddb, table, { id: 2 });
     assert.equal(row2?.tier, 'gold');
     assert.equal(row2?.__pos, h.events.filter((e) => e.key.id === 2).at(-1)?.position);
     assert.equal((await getRow(ddb, table, { id: 1 }))?.name, 'c1');
     assert.equal((await getRow(ddb, table, { id: 5 }))?.__deleted, true);
-    const after = await reconcile(env, { mode: 'full' });
-    assert.deepEqual(byClassKey(await findingsOf(target, after)), ['ahead {"id":7}', 'extra {"id":99}']);
+    const afterRepair = await reconcile(env, { mode: 'full' });
+    assert.deepEqual(byClassKey(await findingsOf(target, afterRepair)), ['ahead {"id":7}', 'extra {"id":99}']);
     assert.equal((await reconcile(env, { mode: 'window', hours: 1 })).findings.total, 0, 'the window finds nothing left after repair');
   });
 
-  it('with memory bounded to 100 keys a task, partial records of a key from several flushes merge to the same verdicts', async () => {
-    const env = await JobsEnv.create(target, { ...base, jobs: { ...base.jobs, reconcile: { ...base.jobs.reconcile, maxKeysInMemory: 100, partitions: 3 } } });
+  it('an erased key is `erased`, never a finding: by the tombstone mark, and by the ledger when the tombstone is gone', async () => {
+    // Erase leaves a bare tombstone marked __erased (replay.erase.keepTombstone).
+    const { env, h } = await fresh(12, parseConfig({ ...BASE, replay: { erase: { keepTombstone: true } } }));
+    const table = env.config.tables[0];
+    assert.ok(table);
+    // Compacted first: history and expected state hold keys 4 and 6 as live.
+    assert.equal((await reconcile(env, { mode: 'full' })).findings.total, 0);
+    const ctx: EraseContext = { config: env.config, clients: target.clients, log: memoryLog(), env: { TIDEMARK_ERASE_KEY: ERASE_KEY } };
+    for (const id of [4, 6]) {
+      const requestKey = await submitErase(ctx, `erase-${id}`, { table: 'public.customers', key: { id }, reason: 'reconcile test' });
+      await runEraseLocally(ctx, { runId: `erase-${id}`, requestKey });
+    }
+    const tombstone = await target.clients.dynamodb.send(new GetItemCommand({ TableName: table.target, Key: { id: { N: '4' } }, ConsistentRead: true }));
+    assert.equal(tombstone.Item?.__erased?.BOOL, true, 'a bare tombstone marked erased');
+    // Key 6's tombstone is gone too: without the ledger it would be `missing` (and repairable).
+    await target.clients.dynamodb.send(new DeleteItemCommand({ TableName: table.target, Key: { id: { N: '6' } } }));
+    for (const mode of ['full', 'window'] as const) {
+      const report = await reconcile(env, { mode, hours: 1 });
+      assert.equal(report.findings.total, 0, `${mode}: ${JSON.stringify(report.findings.byClass)}`);
+      assert.deepEqual(await findingsOf(target, report), []);
+      assert.equal(report.counts.erased, 2, `${mode}: both erased keys counted as erased`);
+      assert.equal(reconcileExitCode(report), 0);
+    }
+    // A genuine change after the erasure is judged again: key 6 is created anew, then its row lost.
+    await env.ingest([h.emit('customers', 'c', { id: 6 }, { name: 'again', tier: 'basic' })]);
+    await target.clients.dynamodb.send(new DeleteItemCommand({ TableName: table.target, Key: { id: { N: '6' } } }));
+    const later = await reconcile(env, { mode: 'full' });
+    assert.deepEqual(byClassKey(await findingsOf(target, later)), ['missing {"id":6}']);
+    assert.equal(later.counts.erased, 1);
+  });
+
+  it('a key’s changes spread over many objects and hours, one landing late in an hour already compacted, fold to the same verdicts', async () => {
+    const env = await JobsEnv.create(target, base);
     configs.push(env.config);
     const h = workload(250);
     // Creates and updates of a key land in different objects, flushed separately by one map task.
     const creates = h.events.filter((e) => e.op === 'c');
     const rest = h.events.filter((e) => e.op !== 'c');
-    for (let i = 0; i < creates.length; i += 120) await env.ingest(creates.slice(i, i + 120));
-    for (let i = 0; i < rest.length; i += 120) await env.ingest(rest.slice(i, i + 120));
+    const now = Date.now();
+    for (let i = 0; i < creates.length; i += 120) await env.ingest(creates.slice(i, i + 120), now - 3 * 3_600_000);
+    for (let i = 0; i < rest.length; i += 120) await env.ingest(rest.slice(i, i + 120), now - 2 * 3_600_000);
+    assert.equal((await reconcile(env, { mode: 'full' })).findings.total, 0, 'compacted and clean');
+    // A late object: it lands now in an hour compaction has already done.
+    await env.ingest([h.emit('customers', 'u', { id: 43 }, { name: 'c43', tier: 'late' })], now - 2 * 3_600_000);
     const table = env.config.tables[0];
     assert.ok(table);
     const created = h.events.find((e) => e.key.id === 42 && e.op === 'c');
@@ -249,8 +309,41 @@ describe(`reconcile on the integration target (${process.env.TIDEMARK_TARGET ?? 
     );
     const report = await reconcile(env, { mode: 'full' });
     assert.equal(report.counts.keys, 250);
-    assert.ok(report.counts.rawObjects >= 4);
     assert.deepEqual(byClassKey(await findingsOf(target, report)), ['stale {"id":42}']);
+    assert.equal((await getRow(target.clients.dynamodb, table, { id: 43 }))?.tier, 'late', 'the late change was applied');
+  });
+
+  it('raw of the first layout (one object per table per batch) is compacted once, then reconciled like the rest', async () => {
+    const { env } = await fresh(15);
+    const { bucket, prefix } = env.config.raw;
+    // Rewrite every batch object in the first layout: under table=<segment>/, without the fields it lacked.
+    for (const key of await rawKeys(target, env.config)) {
+      const parts = parseRawObjectKey(prefix, key);
+      assert.equal(parts?.layout, 'batch');
+      const got = await target.clients.s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+      const lines = gunzipSync(Buffer.from((await got.Body?.transformToByteArray()) ?? [])).toString('utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+      const byTable = new Map<string, string[]>();
+      for (const { v: _v, keyId: _k, hash: _h, arrivalTs: _a, beforeNull: _b, partial: _p, ...old } of lines) {
+        const segment = typeof old.table === 'string' ? encodeSegment(old.table) : '_control';
+        byTable.set(segment, [...(byTable.get(segment) ?? []), JSON.stringify(old)]);
+      }
+      for (const [segment, text] of byTable) {
+        await target.clients.s3.send(new PutObjectCommand({ Bucket: bucket, Key: `${rawTablePrefix(prefix, segment)}${hourPath(parts?.hourStart ?? 0)}/${parts?.name}.jsonl.gz`, Body: gzipSync(`${text.join('\n')}\n`) }));
+      }
+      await target.clients.s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }));
+    }
+    const first = await compactLocally(env.config, target.clients, { throughNow: true }, { log: memoryLog() });
+    assert.ok(first.legacyHours >= 1, 'the first layout\'s hours compacted');
+    assert.equal(first.legacyRemaining, 0);
+    const again = await compactLocally(env.config, target.clients, { throughNow: true }, { log: memoryLog() });
+    assert.equal(again.legacyHours, 0, 'nothing compacted twice');
+    const clean = await reconcile(env, { mode: 'full' });
+    assert.equal(clean.findings.total, 0, JSON.stringify(clean.findings.byClass));
+    assert.equal(clean.counts.keys, 15);
+    const table = env.config.tables[0];
+    assert.ok(table);
+    await target.clients.dynamodb.send(new DeleteItemCommand({ TableName: table.target, Key: { id: { N: '4' } } }));
+    assert.deepEqual(byClassKey(await findingsOf(target, await reconcile(env, { mode: 'full' }))), ['missing {"id":4}']);
   });
 
   it('a clean stream reconciles with no findings while ingest keeps running', async () => {
@@ -317,9 +410,12 @@ describe(`reconcile on the integration target (${process.env.TIDEMARK_TARGET ?? 
     assert.deepEqual([finding?.table, finding?.key, finding?.class, finding?.actual], ['public.customers', { id: 3 }, 'missing', null]);
     assert.equal((finding?.expected as { deleted: boolean } | undefined)?.deleted, false);
     assert.equal((last?.summary as { missing: number } | undefined)?.missing, 1);
-    const repaired = cli('--json', '--cutoff-seconds', '0', '--repair', '--since', new Date(Date.now() - 3_600_000).toISOString());
-    assert.equal(repaired.status, 0, 'every finding repaired');
+    const repaired = cli('--json', '--cutoff-seconds', '0', '--repair', '--mode', 'full');
+    assert.equal(repaired.status, 0, `every finding repaired: ${repaired.stderr}`);
     assert.equal(parse(repaired.stdout)[0]?.repair, 'applied');
+    assert.equal(((await getRow(target.clients.dynamodb, table, { id: 3 })) as { name?: string } | undefined)?.name, 'c3');
+    const notUri = cli('--json', '--mode', 'full', '--manifest', 's3://somewhere');
+    assert.equal(notUri.status, 2, 'a manifest that is not an s3://bucket/key URI is bad input');
 
     const bad = cli('--json', '--table', 'public.nope');
     assert.equal(bad.status, 2);
@@ -329,12 +425,15 @@ describe(`reconcile on the integration target (${process.env.TIDEMARK_TARGET ?? 
 
   it('diffs live keys against a key-set manifest', async () => {
     const { env } = await fresh(6);
-    // Source says: keys 1, 2, 3, 4, 6 exist (5 was deleted) and 42 exists; it does not list 6.
+    // Source says: keys 1, 2, 3, 4 and 42 exist (5 was deleted); it does not list 6.
     const manifest = [1, 2, 3, 4, 42].map((id) => JSON.stringify({ table: 'public.customers', key: { id } })).join('\n');
     const key = 'manifests/test.jsonl';
     await target.clients.s3.send(new PutObjectCommand({ Bucket: env.config.raw.bucket, Key: key, Body: manifest }));
     const report = await reconcile(env, { mode: 'full', manifest: `s3://${env.config.raw.bucket}/${key}` });
     assert.deepEqual(byClassKey(await findingsOf(target, report)), ['manifest-extra {"id":6}', 'manifest-missing {"id":42}']);
     assert.equal(report.counts.manifestKeys, 5);
+    // Window mode sees the listed keys only (read from the table), so a missing key, never an extra one.
+    const window = await reconcile(env, { mode: 'window', hours: 1, manifest: `s3://${env.config.raw.bucket}/${key}` });
+    assert.deepEqual(byClassKey(await findingsOf(target, window)), ['manifest-missing {"id":42}']);
   });
 });

@@ -1,6 +1,7 @@
 /**
  * Snapshot detection end to end on the integration target, through the snapshot state machine the
- * stack deploys (run locally). Messages are Debezium MySQL change events in the shape of the
+ * stack deploys (run locally by runLocalJob: raw compacted into history first, the queries on
+ * DuckDB over the emulator's objects). Messages are Debezium MySQL change events in the shape of the
  * connector's documentation (https://debezium.io/documentation/reference/stable/connectors/mysql.html,
  * "Change event values"; the same shape as test/fixtures/debezium/mysql-snapshot-last.json):
  * snapshot reads are `op: "r"` with `source.snapshot` "first" / "true" / "last", streamed changes
@@ -8,26 +9,27 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { PutItemCommand } from '@aws-sdk/client-dynamodb';
-import { getRow } from '../../bin/cli/state.js';
+import { getRow, statusRows } from '../../bin/cli/state.js';
 import { runSnapshotCheck, snapshotExitCode } from '../../bin/cli/snapshot-check.js';
 import { parseConfig, type TidemarkConfig } from '../../lib/config/config.js';
 import type { JsonObject } from '../../functions/core/json.js';
-import { hourRowKey, tablePartition } from '../../functions/telemetry/status-layout.js';
 import { openTarget, type Target } from '../helpers/target.js';
 import { type Delivery, JobsEnv, memoryLog, runCli } from './jobs-env.js';
 
-const base = parseConfig({
+const HOUR = 3_600_000;
+
+const BASE = {
   name: 'snap',
   tables: [{ source: 'inventory.customers', target: 'snap-customers', key: ['id'], keyTypes: { id: 'number' } }],
   raw: { bucket: 'snap-raw' },
-});
+};
+const base = parseConfig(BASE);
 
 /** A MySQL change event; `snapshot` is Debezium's `source.snapshot` ("false" when streamed). */
-function mysql(op: 'c' | 'u' | 'd' | 'r', id: number, pos: number, snapshot = 'false', row: JsonObject = { first_name: `n${id}` }): Delivery {
+function mysql(op: 'c' | 'u' | 'd' | 'r', id: number, pos: number, snapshot = 'false', row: JsonObject = { first_name: `n${id}` }, beforeImage = true): Delivery {
   const image = { id, ...row };
   const value = {
-    before: op === 'd' || op === 'u' ? image : null,
+    before: op === 'd' || (op === 'u' && beforeImage) ? image : null,
     after: op === 'd' ? null : image,
     source: {
       version: '3.4.0.Final',
@@ -92,16 +94,15 @@ describe(`snapshot detection on the integration target (${process.env.TIDEMARK_T
 
   it('detects a re-snapshot mid-stream and the orphans of deletes nothing captured; --apply tombstones them at the snapshot position', async () => {
     const env = await fresh();
-    // Arrival times are real: the orphan check compares them with the rows' apply times.
-    const tick = () => new Promise((r) => setTimeout(r, 20));
+    // An orphan's last change must have landed in an hour wholly before the snapshot began (expected
+    // state records each key's hour): the streaming arrives three hours back, the snapshot an hour back.
+    const now = Date.now();
     // Streaming: keys 1..5 created. Then keys 4 and 5 are deleted while the connector is down, and
     // it re-snapshots the table: only 1, 2 and 3 are read.
-    await env.ingest([1, 2, 3, 4, 5].map((id) => mysql('c', id, 200 + id * 10)));
-    await tick();
-    await env.ingest(snapshotOf([1, 2, 3], 900));
-    await tick();
+    await env.ingest([1, 2, 3, 4, 5].map((id) => mysql('c', id, 200 + id * 10)), now - 3 * HOUR);
+    await env.ingest(snapshotOf([1, 2, 3], 900), now - HOUR);
     // A change after the snapshot began is not an orphan, even though the snapshot did not read it.
-    await env.ingest([mysql('c', 6, 1000)]);
+    await env.ingest([mysql('c', 6, 1000)], now - HOUR + 1000);
     const report = await check(env);
     const t = report.tables[0];
     assert.ok(t);
@@ -128,13 +129,16 @@ describe(`snapshot detection on the integration target (${process.env.TIDEMARK_T
     assert.equal((await getRow(target.clients.dynamodb, env.config.tables[0] as never, { id: 6 }))?.__deleted, false);
     const again = await check(env);
     assert.equal(again.tables[0]?.orphans.count, 0);
+    // `tidemark status` reads the last run's open findings from the table's partition (job#snapshot).
+    const open = (await statusRows(target.clients.dynamodb, env.config)).find((r) => r.table === 'snapshot#inventory.customers');
+    assert.equal(open?.runId, again.runId);
+    assert.equal(open?.orphans, 0);
   });
 
   it('tidemark snapshot-check --json prints a line per finding then the summary, exits 1 with findings and 2 on bad input; --apply tombstones the orphan', async () => {
     const env = await fresh();
-    await env.ingest([1, 2, 3].map((id) => mysql('c', id, 200 + id * 10)));
-    await new Promise((r) => setTimeout(r, 20));
-    await env.ingest(snapshotOf([1, 2], 900));
+    await env.ingest([1, 2, 3].map((id) => mysql('c', id, 200 + id * 10)), Date.now() - 3 * HOUR);
+    await env.ingest(snapshotOf([1, 2], 900), Date.now() - HOUR);
     const found = runCli(target, env.config, ['snapshot-check', '--json']);
     assert.equal(found.status, 1, found.stderr);
     const lines = found.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
@@ -156,26 +160,29 @@ describe(`snapshot detection on the integration target (${process.env.TIDEMARK_T
     assert.equal(bad.stdout, '');
   });
 
-  it('reads the per-hour counter rows and reports anomalies against history', async () => {
-    const env = await fresh();
+  it('counts every compacted hour per table and reports anomalies of the recent hour against history', async () => {
+    // Six hours of history with a fifth of the changes deletes and every update with a before
+    // image, then a recent hour of updates only, none with a before image.
+    const env = await JobsEnv.create(target, parseConfig({ ...BASE, jobs: { snapshot: { anomalies: { historyHours: 6, recentHours: 1, minEvents: 5 } } } }));
+    configs.push(env.config);
     const now = Date.now();
-    const hour = 3_600_000;
-    const put = (ms: number, counters: Record<string, number>) =>
-      target.clients.dynamodb.send(
-        new PutItemCommand({
-          TableName: env.config.statusTable,
-          Item: {
-            pipeline: { S: tablePartition(env.config.name, 'inventory.customers') },
-            table: { S: hourRowKey(ms) },
-            ...Object.fromEntries(Object.entries(counters).map(([k, v]) => [k, { N: String(v) }])),
-          },
-        }),
-      );
-    // A week of history with 10% deletes, then two recent hours with updates only and no before images.
-    for (let h = 4; h < 7 * 24; h++) await put(now - h * hour, { opC: 100, opU: 200, opD: 30, beforeNullUpdates: 0 });
-    await put(now - hour, { opU: 400, beforeNullUpdates: 400 });
-    await put(now, { opU: 300, beforeNullUpdates: 300 });
+    let pos = 100;
+    const next = () => {
+      pos += 10;
+      return pos;
+    };
+    for (let h = 7; h >= 2; h--) {
+      const batch: Delivery[] = [];
+      for (let i = 0; i < 10; i++) batch.push(mysql('c', h * 100 + i, next()));
+      for (let i = 0; i < 10; i++) batch.push(mysql('u', h * 100 + i, next(), 'false', { first_name: 'x' }));
+      for (let i = 0; i < 5; i++) batch.push(mysql('d', h * 100 + i, next()));
+      await env.ingest(batch, now - h * HOUR);
+    }
+    const recent: Delivery[] = [];
+    for (let i = 5; i < 10; i++) for (let k = 0; k < 4; k++) recent.push(mysql('u', 200 + i, next(), 'false', { first_name: `y${k}` }, false));
+    await env.ingest(recent, now - 60_000);
     const report = await check(env);
     assert.deepEqual(report.tables[0]?.anomalies.map((a) => a.kind).sort(), ['before-null-rate', 'no-deletes']);
+    assert.equal(report.findings, 2);
   });
 });

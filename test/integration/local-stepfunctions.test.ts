@@ -70,6 +70,7 @@ describe('local state machines on the emulators', () => {
   });
 
   after(async () => {
+    await engine?.close();
     await target?.teardown(config).catch(() => {});
     await target?.close();
   });

@@ -9,7 +9,7 @@
  *   functions/telemetry   the telemetry contract and sinks                core, config
  *   functions/adapters    AWS I/O and the bucket layout                   core, config, telemetry
  *   functions/sql         the jobs' SQL: schemas, statements, dialects     core, config
- *   functions/<use case>  ingest, replay, erase, jobs                     the above (replay → ingest: on-failure batches re-ingest)
+ *   functions/<use case>  ingest, replay, erase, jobs                     the above (replay → ingest: on-failure batches re-ingest; jobs → replay: repair)
  *   functions/ handlers   entries, handler(s).ts, composition.ts          any of functions/
  *   lib/                  constructs and the build-time config            functions/ below use cases
  *   bin/, localstack/     the CLI, local tooling                          anything
@@ -35,7 +35,8 @@ const MAY_IMPORT: Readonly<Record<Layer, readonly Layer[]>> = {
   // `replay --from-dlq` puts whole failed batches through the ingest path itself.
   replay: ['core', 'config', 'telemetry', 'adapters', 'sql', 'ingest'],
   erase: ['core', 'config', 'telemetry', 'adapters', 'sql'],
-  jobs: ['core', 'config', 'telemetry', 'adapters', 'sql'],
+  // Reconcile's repair applies replay-select's rows as replay does (functions/replay/bucket-merge.ts); replay never imports jobs.
+  jobs: ['core', 'config', 'telemetry', 'adapters', 'sql', 'replay'],
   handlers: ['core', 'config', 'telemetry', 'adapters', 'sql', 'ingest', 'replay', 'erase', 'jobs'],
   lib: ['core', 'config', 'telemetry', 'adapters', 'sql'],
   tooling: ['core', 'config', 'telemetry', 'adapters', 'sql', 'ingest', 'replay', 'erase', 'jobs', 'handlers', 'lib'],

@@ -22,7 +22,8 @@
  */
 import { DeleteObjectsCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { asError } from '../../core/errors.js';
-import { compactedHourKey, compactionFrontierKey, jobRunPrefix, parseRawObjectKey, rawBatchesPrefix, rawHourPrefix } from '../../adapters/raw-layout.js';
+import { compactedHourKey, compactionFrontierKey, jobRunPrefix, parseRawObjectKey, rawBatchesPrefix, rawHourPrefix, rawTablePrefix, tableSegments } from '../../adapters/raw-layout.js';
+import { CONTROL_TABLE } from '../../adapters/raw-store.js';
 import { HOUR_MS } from '../../sql/index.js';
 import type { JobDeps } from '../deps.js';
 import { configQueryRefs, type QueryRef, s3Uri } from '../sql-run.js';
@@ -42,6 +43,12 @@ export interface CompactionRequest {
   readonly now?: number;
   /** Compact these hour starts (again), whatever the frontier says (the CLI's `--hour`). */
   readonly hours?: readonly number[];
+  /**
+   * Compact the hours still open too, up to the current one (the embedded default, where nothing
+   * waits for an hour to close: `tidemark reconcile` and the demo run it first). Objects that land
+   * later in those hours are compacted as late objects by the next run. @default false
+   */
+  readonly throughNow?: boolean;
   readonly runId?: string;
 }
 
@@ -50,6 +57,12 @@ export interface CompactionFrontier {
   readonly compactedThrough: number | null;
   /** Raw of every hour up to this one is deleted past its grace. */
   readonly cleanedThrough: number | null;
+  /**
+   * The first raw layout (`<raw>table=<segment>/dt=…/hr=…/`, one object per table per batch, written
+   * before batches landed once): every hour up to `through` is compacted (`compact-legacy-hour`);
+   * `done` once a run found none left, after which it is never listed again. Absent before the first run.
+   */
+  readonly legacy?: { readonly through: number | null; readonly done: boolean };
 }
 
 export interface HourMarker {
@@ -65,6 +78,8 @@ export interface CompactionPlan {
   readonly hours: readonly number[];
   /** Compacted hours holding late objects, with how many. */
   readonly late: readonly { readonly hour: number; readonly objects: number }[];
+  /** First-layout hours compacted by this run, in order, and how many are left for the next runs. */
+  readonly legacy: { readonly hours: readonly number[]; readonly remaining: number } | null;
   /** The queries to run, in order, stored for the query loop. */
   readonly queries: StoredQueries;
   readonly frontier: CompactionFrontier;
@@ -80,6 +95,9 @@ export interface CompactionSummary {
   /** Raw objects deleted past the grace. */
   readonly rawDeleted: number;
   readonly cleanedThrough: number | null;
+  /** First-layout hours compacted by this run, and those left for the next runs. */
+  readonly legacyHours: number;
+  readonly legacyRemaining: number;
 }
 
 const hourOf = (ms: number): number => Math.floor(ms / HOUR_MS) * HOUR_MS;
@@ -114,7 +132,7 @@ async function listAll(s3: S3Client, bucket: string, prefix: string, max = Numbe
   return out;
 }
 
-/** The batch objects of one hour (the first layout's are compacted by `tidemark history compact --legacy`). */
+/** The batch objects of one hour (the first layout's are compacted by `legacyHours`, and never deleted by compaction). */
 async function hourObjects(deps: JobDeps, hour: number): Promise<Listed[]> {
   const { raw } = deps.config;
   return (await listAll(deps.s3, raw.bucket, rawHourPrefix(raw.prefix, hour))).filter((o) => parseRawObjectKey(raw.prefix, o.key)?.layout === 'batch');
@@ -143,13 +161,57 @@ function hourQueries(deps: JobDeps, hour: number, objects?: readonly string[]): 
 }
 
 /** Hours to compact for the first time: after the frontier (or from the oldest raw), closed, at most maxHoursPerRun. */
-async function newHours(deps: JobDeps, frontier: CompactionFrontier, now: number): Promise<number[]> {
-  const lastClosed = hourOf(now - HOUR_CLOSES_AFTER_MS);
+async function newHours(deps: JobDeps, frontier: CompactionFrontier, now: number, throughNow: boolean): Promise<number[]> {
+  const lastClosed = throughNow ? hourOf(now) : hourOf(now - HOUR_CLOSES_AFTER_MS);
   const first = frontier.compactedThrough !== null ? frontier.compactedThrough + HOUR_MS : await oldestRawHour(deps);
   if (first === null) return [];
   const out: number[] = [];
   for (let h = first; h <= lastClosed && out.length < deps.config.history.compaction.maxHoursPerRun; h += HOUR_MS) out.push(h);
   return out;
+}
+
+/** The tables of the first layout, as compact-legacy-hour takes them: every configured table, and the controls. */
+function legacyTables(deps: JobDeps): { table: string; segments: string[]; key: readonly string[] }[] {
+  return [...deps.config.tables.map((t) => ({ table: t.source, segments: tableSegments(t.source), key: t.key })), { table: '', segments: [CONTROL_TABLE], key: [] }];
+}
+
+/**
+ * The first layout's hours after `legacy.through`, per table, from a listing of each table's
+ * prefix (a one-time migration: once a run finds none, the frontier says done and nothing is listed
+ * again). At most maxHoursPerRun hours per run, the oldest first.
+ */
+async function legacyHours(deps: JobDeps, frontier: CompactionFrontier): Promise<{ hours: { hour: number; tables: ReturnType<typeof legacyTables> }[]; remaining: number } | null> {
+  if (frontier.legacy?.done === true) return null;
+  const through = frontier.legacy?.through ?? null;
+  const byHour = new Map<number, Set<number>>();
+  const tables = legacyTables(deps);
+  for (const [i, t] of tables.entries()) {
+    for (const segment of t.segments) {
+      for await (const hour of legacySegmentHours(deps, segment)) {
+        if (through !== null && hour <= through) continue;
+        const set = byHour.get(hour) ?? new Set<number>();
+        set.add(i);
+        byHour.set(hour, set);
+      }
+    }
+  }
+  const all = [...byHour.keys()].sort((a, b) => a - b);
+  const take = all.slice(0, deps.config.history.compaction.maxHoursPerRun);
+  return { hours: take.map((hour) => ({ hour, tables: [...(byHour.get(hour) ?? [])].sort((a, b) => a - b).map((i) => tables[i] as (typeof tables)[number]) })), remaining: all.length - take.length };
+}
+
+/** The hour of every first-layout object under one table segment, page by page. */
+async function* legacySegmentHours(deps: JobDeps, segment: string): AsyncGenerator<number> {
+  const { raw } = deps.config;
+  let token: string | undefined;
+  do {
+    const page = await deps.s3.send(new ListObjectsV2Command({ Bucket: raw.bucket, Prefix: rawTablePrefix(raw.prefix, segment), ContinuationToken: token }));
+    for (const o of page.Contents ?? []) {
+      const parts = o.Key ? parseRawObjectKey(raw.prefix, o.Key) : null;
+      if (parts?.layout === 'table') yield parts.hourStart;
+    }
+    token = page.IsTruncated ? page.NextContinuationToken : undefined;
+  } while (token);
 }
 
 /** Compacted hours of the late-scan window whose objects include some newer than their marker. */
@@ -171,12 +233,28 @@ export async function planCompaction(request: CompactionRequest, deps: JobDeps):
   const startedAt = request.now ?? deps.now();
   const runId = request.runId ?? `compact-${new Date(startedAt).toISOString().replace(/[:.]/g, '-')}`;
   const frontier = await readFrontier(deps);
-  const hours = request.hours ? [...new Set(request.hours.map(hourOf))].sort((a, b) => a - b) : await newHours(deps, frontier, startedAt);
+  const hours = request.hours ? [...new Set(request.hours.map(hourOf))].sort((a, b) => a - b) : await newHours(deps, frontier, startedAt, request.throughNow === true);
   const late = request.hours ? [] : await lateHours(deps, frontier);
-  const queries = [...late.flatMap((l) => hourQueries(deps, l.hour, l.objects)), ...hours.flatMap((h) => hourQueries(deps, h))];
-  deps.log.info('compaction planned', { runId, hours: hours.length, lateHours: late.length, queries: queries.length });
+  const legacy = request.hours ? null : await legacyHours(deps, frontier);
+  const { config } = deps;
+  // The first layout's hours first: folding is order-free (a row only moves forward), and their lines come before the batches'.
+  const legacyQueries = (legacy?.hours ?? []).flatMap(({ hour, tables }) => [
+    ...tables.flatMap((t) => configQueryRefs(config, 'compact-legacy-hour', { table: t.table, segments: t.segments, key: [...t.key], hour })),
+    ...configQueryRefs(config, 'fold-expected', { hour }),
+    ...configQueryRefs(config, 'count-table-hours', { from: hour, to: hour }),
+  ]);
+  const queries = [...legacyQueries, ...late.flatMap((l) => hourQueries(deps, l.hour, l.objects)), ...hours.flatMap((h) => hourQueries(deps, h))];
+  deps.log.info('compaction planned', { runId, hours: hours.length, lateHours: late.length, legacyHours: legacy?.hours.length ?? 0, queries: queries.length });
   const stored = await storeQueries(deps, `${jobRunPrefix(deps.config.replay.jobsPrefix, 'compaction', runId)}queries.json`, queries);
-  return { runId, startedAt, hours, late: late.map((l) => ({ hour: l.hour, objects: l.objects.length })), queries: stored, frontier };
+  return {
+    runId,
+    startedAt,
+    hours,
+    late: late.map((l) => ({ hour: l.hour, objects: l.objects.length })),
+    legacy: legacy ? { hours: legacy.hours.map((h) => h.hour), remaining: legacy.remaining } : null,
+    queries: stored,
+    frontier,
+  };
 }
 
 /** The frontier after a run: the last hour of an unbroken run of compacted hours. */
@@ -223,7 +301,9 @@ export async function finishCompaction(input: { plan: CompactionPlan }, deps: Jo
   const current = await readFrontier(deps);
   const compactedThrough = advance(current, plan.hours);
   const clean = await cleanRaw(deps, current, compactedThrough, deps.now());
-  const frontier: CompactionFrontier = { compactedThrough, cleanedThrough: clean.cleanedThrough };
+  const legacyThrough = plan.legacy && plan.legacy.hours.length > 0 ? Math.max(...plan.legacy.hours) : (current.legacy?.through ?? null);
+  const legacy = plan.legacy ? { through: legacyThrough, done: plan.legacy.hours.length === 0 } : current.legacy;
+  const frontier: CompactionFrontier = { compactedThrough, cleanedThrough: clean.cleanedThrough, ...(legacy ? { legacy } : {}) };
   await putJson(deps.s3, config.raw.bucket, compactionFrontierKey(config.history.prefix), frontier);
   const summary: CompactionSummary = {
     runId: plan.runId,
@@ -234,6 +314,8 @@ export async function finishCompaction(input: { plan: CompactionPlan }, deps: Jo
     compactedThrough,
     rawDeleted: clean.deleted,
     cleanedThrough: clean.cleanedThrough,
+    legacyHours: plan.legacy?.hours.length ?? 0,
+    legacyRemaining: plan.legacy?.remaining ?? 0,
   };
   deps.log.info('compaction finished', { runId: plan.runId, hours: plan.hours.length, rawDeleted: clean.deleted });
   return summary;

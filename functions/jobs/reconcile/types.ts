@@ -160,6 +160,8 @@ export interface ReconcileCounts {
   readUnits: number;
   inFlight: number;
   unverifiable: number;
+  /** Keys erase left a bare tombstone for: never a finding (issue 20, item 17). */
+  erased: number;
   repaired: number;
   repairFailed: number;
 }
@@ -172,6 +174,7 @@ export const emptyCounts = (): ReconcileCounts => ({
   readUnits: 0,
   inFlight: 0,
   unverifiable: 0,
+  erased: 0,
   repaired: 0,
   repairFailed: 0,
 });
@@ -183,4 +186,27 @@ export interface PartitionSummary {
   readonly findings: Record<string, Record<string, number>>;
   /** Object holding this partition's findings (JSON Lines), or null when there are none. */
   readonly findingsKey: string | null;
+}
+
+/** What a reconcile run reports (the state machine's output, and `<report prefix>reconcile/<run>/report.json`). */
+export interface ReconcileReport {
+  readonly job: 'reconcile';
+  readonly runId: string;
+  readonly mode: 'window' | 'full';
+  readonly startedAt: string;
+  readonly finishedAt: string;
+  readonly cutoff: string;
+  readonly window: { readonly from: string; readonly to: string } | null;
+  readonly tables: readonly string[];
+  readonly repair: boolean;
+  readonly counts: ReconcileCounts & { manifestKeys: number; unmatchedRawLines: number; rawLineProblems: number };
+  /** Findings per class (every class listed, zeros included), and per table per class. */
+  readonly findings: { readonly total: number; readonly byClass: Record<string, number>; readonly byTable: Record<string, Record<string, number>> };
+  /** True when raw lost data (`ahead`, `extra`): nothing in raw can repair it. */
+  readonly critical: boolean;
+  /** s3:// URI of this report, and of the objects listing each finding. */
+  readonly report: string;
+  readonly findingObjects: readonly string[];
+  /** Per table: `reports/reconcile/<table>/<run>.json` (counts, first findings per class) and its full JSON Lines list. */
+  readonly tableReports: Readonly<Record<string, { readonly report: string; readonly findings: string | null }>>;
 }

@@ -23,6 +23,8 @@ export interface DetectAnomaliesArgs {
   readonly thresholds: AnomalyThresholds;
   /** Only these tables' anomalies (the others still count for `silent`). */
   readonly tables?: readonly string[];
+  /** An `s3://` prefix to UNLOAD the rows to (gzip JSON Lines); absent: a plain SELECT. */
+  readonly output?: string;
 }
 
 export const SQL_ANOMALY_KINDS = ['no-deletes', 'only-deletes', 'update-storm', 'quarantine-spike', 'before-null-rate', 'placeholder-rate', 'silent'] as const;
@@ -74,6 +76,7 @@ export function detectAnomalies(args: DetectAnomaliesArgs): Statement {
   return selectStatement('detect-anomalies', query, {
     reads: [{ table: 'table_hours', filter: { days: { from: dayOf(readFrom), to: dayOf(readTo) } } }],
     columns: ANOMALIES.columns,
+    ...(args.output !== undefined ? { output: { location: args.output, partitionedBy: [] } } : {}),
   });
 }
 

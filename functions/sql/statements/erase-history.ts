@@ -1,31 +1,42 @@
 /**
- * erase-history: `DELETE FROM history` every line of the keys being erased (the day's requests in
- * one statement). Snapshot expiry (`VACUUM`, maintenance.ts) must follow on Iceberg, so the old data
- * files holding the lines are gone; the Parquet stand-in removes them as it rewrites.
+ * erase-history: deletes from `history` every line of the records that carried a key being erased
+ * (the run's keys, `erase_keys`): the key's own lines and the other rows of the same multi-row
+ * messages (same raw object, stream, shard and sequence), whose message holds the key's values too,
+ * as erase removes them from raw. A whole day's requests in one statement.
  *
- * Invariant: afterwards history holds no line of a requested (table, key); every other line is kept.
- * Values are inlined (Athena takes no parameters in DELETE), escaped (sql.ts `literal`).
+ * `MERGE INTO … USING (…) … WHEN MATCHED THEN DELETE`, the Iceberg row-level delete Athena runs with
+ * a subquery; values inlined (Athena takes no parameters in MERGE). On Iceberg the delete writes
+ * delete files: OPTIMIZE then rewrites the files holding the lines and VACUUM expires the snapshots
+ * that still reference the old files (maintenance.ts), so the lines are physically gone. The Parquet
+ * stand-in rewrites the partitions and removes the old files with every version.
  *
- *   eraseHistory({ keys: [{ table: 'public.orders', keyIds: ['["7"]'] }] })
- *   // DELETE FROM history WHERE ((source_table = 'public.orders' AND key_id IN ('["7"]')))
+ * Invariant: afterwards history holds no line of a requested (table, key), nor any other line of a
+ * record that held one, in the run's tables; every other line is kept.
+ *
+ *   eraseHistory({ runId: 'erase-1', tables: ['public.orders'] })
+ *   // MERGE INTO history t USING (SELECT DISTINCT h.source_table, h.raw_object, h.stream, h.shard, h.sequence FROM history h JOIN (…erase_keys…) k ON …) s
+ *   //   ON t.source_table = s.source_table AND t.raw_object = s.raw_object AND … WHEN MATCHED THEN DELETE
  */
-import { call, sql } from '../sql.js';
-import { deleteStatement, type Statement } from '../statement.js';
-import { keyLists, keyPredicate, type TableKeys } from './common.js';
+import { call, litList, sql } from '../sql.js';
+import { mergeStatement, type Statement } from '../statement.js';
+import { eraseRun, type EraseRunArgs, runKeys } from './erase-keys.js';
 
-export interface EraseKeysArgs {
-  readonly keys: readonly TableKeys[];
-}
-
-export function eraseHistory(args: EraseKeysArgs): Statement {
-  const keys = keyLists(args.keys);
-  const tables = [...new Set(keys.map((k) => k.table))];
-  const where = keyPredicate(keys, sql`source_table`, sql`key_id`, true);
-  return deleteStatement('erase-history', {
-    from: 'history',
-    where,
+export function eraseHistory(args: EraseRunArgs): Statement {
+  const { runId, tables } = eraseRun(args);
+  const history = call((d) => d.table('history'));
+  const inTables = litList(tables, 'tables');
+  const keyLines = sql`FROM ${history} h JOIN ${runKeys(runId, true)} k ON h.source_table = k.source_table AND h.key_id = k.key_id WHERE h.source_table IN ${inTables}`;
+  return mergeStatement('erase-history', {
+    into: 'history',
+    source: sql`SELECT DISTINCT h.source_table, h.raw_object, h.stream, h.shard, h.sequence ${keyLines}`,
+    on: sql`t.source_table IN ${inTables} AND t.source_table = s.source_table AND t.raw_object = s.raw_object AND t.stream = s.stream AND t.shard = s.shard AND t.sequence = s.sequence`,
+    clauses: sql`WHEN MATCHED THEN DELETE`,
     filter: { tables },
-    affected: sql`SELECT DISTINCT h.source_table, h.dt FROM ${call((d) => d.table('history'))} h WHERE ${keyPredicate(keys, sql`h.source_table`, sql`h.key_id`, true)}`,
-    reads: [{ table: 'history', filter: { tables } }],
+    // A record's lines share its raw object, so its day: the partitions of the key's own lines.
+    affected: sql`SELECT DISTINCT h.source_table, h.dt ${keyLines}`,
+    reads: [
+      { table: 'history', filter: { tables } },
+      { table: 'erase_keys', filter: { runId } },
+    ],
   });
 }

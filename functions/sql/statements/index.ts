@@ -13,9 +13,12 @@ import { type CompactObjectsArgs, compactObjects } from './compact-objects.js';
 import { type CountTableHoursArgs, countTableHours } from './count-table-hours.js';
 import { type DetectAnomaliesArgs, detectAnomalies } from './detect-anomalies.js';
 import { type DetectResnapshotsArgs, detectResnapshots } from './detect-resnapshots.js';
+import { type DetectOrphansArgs, detectOrphans } from './detect-orphans.js';
 import { eraseExpected } from './erase-expected.js';
-import { type EraseFindRawArgs, eraseFindRaw } from './erase-find-raw.js';
-import { type EraseKeysArgs, eraseHistory } from './erase-history.js';
+import { type EraseFindHistoryArgs, eraseFindHistory } from './erase-find-history.js';
+import { type EraseFindRawArgs, eraseFindRaw, type LegacyTable } from './erase-find-raw.js';
+import { eraseHistory } from './erase-history.js';
+import type { EraseRunArgs } from './erase-keys.js';
 import { type FoldExpectedArgs, foldExpected } from './fold-expected.js';
 import { optimize, vacuum } from './maintenance.js';
 import { type ReconcileFullArgs, reconcileFull } from './reconcile-full.js';
@@ -36,11 +39,13 @@ export const STATEMENTS = {
   'reconcile-window': (a: ReconcileWindowArgs) => [reconcileWindow(a)],
   'replay-select': (a: ReplaySelectArgs) => [replaySelect(a)],
   'erase-find-raw': (a: EraseFindRawArgs) => [eraseFindRaw(a)],
-  'erase-history': (a: EraseKeysArgs) => [eraseHistory(a)],
-  'erase-expected': (a: EraseKeysArgs) => [eraseExpected(a)],
+  'erase-find-history': (a: EraseFindHistoryArgs) => [eraseFindHistory(a)],
+  'erase-history': (a: EraseRunArgs) => [eraseHistory(a)],
+  'erase-expected': (a: EraseRunArgs) => [eraseExpected(a)],
   'detect-anomalies': (a: DetectAnomaliesArgs) => [detectAnomalies(a)],
   'detect-resnapshots': (a: DetectResnapshotsArgs) => [detectResnapshots(a)],
-  optimize: (a: { table: Maintained }) => [optimize(a.table)],
+  'detect-orphans': (a: DetectOrphansArgs) => [detectOrphans(a)],
+  optimize: (a: { table: Maintained; tables?: readonly string[] }) => [optimize(a.table, a.tables)],
   vacuum: (a: { table: Maintained }) => [vacuum(a.table)],
 } as const satisfies Record<string, (args: never) => Statement[]>;
 
@@ -53,8 +58,8 @@ export function buildStatements<N extends StatementName>(name: N, args: Statemen
   return build(args);
 }
 
-export { compactHour, compactObjects, compactLegacyHour, foldExpected, countTableHours, windowKeys, reconcileFull, reconcileWindow, replaySelect, eraseFindRaw, eraseHistory, eraseExpected, detectAnomalies, detectResnapshots, optimize, vacuum };
-export type { CompactHourArgs, CompactObjectsArgs, CompactLegacyHourArgs, FoldExpectedArgs, CountTableHoursArgs, WindowKeysArgs, ReconcileFullArgs, ReconcileWindowArgs, ReplaySelectArgs, EraseFindRawArgs, EraseKeysArgs, DetectAnomaliesArgs, DetectResnapshotsArgs };
+export { compactHour, compactObjects, compactLegacyHour, foldExpected, countTableHours, windowKeys, reconcileFull, reconcileWindow, replaySelect, eraseFindRaw, eraseFindHistory, eraseHistory, eraseExpected, detectAnomalies, detectResnapshots, detectOrphans, optimize, vacuum };
+export type { CompactHourArgs, CompactObjectsArgs, CompactLegacyHourArgs, FoldExpectedArgs, CountTableHoursArgs, WindowKeysArgs, ReconcileFullArgs, ReconcileWindowArgs, ReplaySelectArgs, EraseFindRawArgs, EraseFindHistoryArgs, EraseRunArgs, LegacyTable, DetectAnomaliesArgs, DetectResnapshotsArgs, DetectOrphansArgs };
 export { anomalyOf, type AnomalyRow, SQL_ANOMALY_KINDS } from './detect-anomalies.js';
 export { COUNTED_CLASSES, FINDING_CLASSES, type ReconcileClass } from './reconcile-classes.js';
 export { FOLD_STEPS } from './fold-expected.js';

@@ -7,6 +7,7 @@
  *   erased        the item carries __erased and raw has no live winner for the key: never a finding
  *   (no raw)      no item (or below the watermark) → ok; window → unverifiable; tombstone → ahead; live → extra
  *   in-flight     raw holds the key only in hours not compacted yet (no settled winner)
+ *   in-flight     the winner arrived after the cutoff (`recent`) and the table is behind it
  *   missing / ok  no item (or below the watermark): ok when raw's winner is deleted
  *   deleted-live / stale / missing / ok   the item is older than raw's winner
  *   mismatch / ok same position: ok on a conflict, an unknown hash, or equal hashes
@@ -35,6 +36,11 @@ export interface ReconcileArgs {
   readonly cutoff: number;
   /** Hours of raw not compacted yet (hour starts, inclusive): they raise each key's highest position. */
   readonly unsettled?: { readonly from: number; readonly to: number };
+  /**
+   * Compacted hours whose lines may have arrived after the cutoff (hour starts, inclusive): a winner
+   * that arrived after it is not settled yet, so a table behind it is in flight, not a finding.
+   */
+  readonly recent?: { readonly from: number; readonly to: number };
 }
 
 const stored = sql`(j.has_actual AND NOT (w.watermark IS NOT NULL AND j.actual_position < w.watermark))`;
@@ -50,6 +56,7 @@ function classCase(full: boolean, cutoff: number): Sql {
  WHEN j.has_actual AND COALESCE(j.actual_erased, FALSE) AND NOT (j.has_winner AND NOT ${expectDeleted}) THEN 'erased'
  WHEN NOT j.has_expected THEN CASE WHEN NOT ${stored} THEN 'ok' ELSE ${withoutRaw} END
  WHEN NOT j.has_winner THEN 'in-flight'
+ WHEN j.recent_position IS NOT NULL AND j.recent_position >= j.expected_position AND (NOT ${stored} OR j.actual_position < j.expected_position) THEN 'in-flight'
  WHEN NOT ${stored} THEN CASE WHEN ${expectDeleted} THEN 'ok' ELSE 'missing' END
  WHEN j.actual_position < j.expected_position THEN CASE WHEN ${expectDeleted} THEN CASE WHEN ${actualDeleted} THEN 'ok' ELSE 'deleted-live' END WHEN ${actualDeleted} THEN 'missing' ELSE 'stale' END
  WHEN j.actual_position = j.expected_position THEN CASE WHEN COALESCE(j.expected_conflict, FALSE) OR j.expected_hash IS NULL OR COALESCE(j.actual_hash, '') = j.expected_hash THEN 'ok' ELSE 'mismatch' END
@@ -79,16 +86,23 @@ export function classified(args: ReconcileArgs, window: Window | null): { readon
     { table: 'expected_state', filter: { tables } },
     { table: 'table_side', filter: { runId: args.runId, tables } },
   ];
+  const recent = args.recent ? hourRange(args.recent.from, args.recent.to) : null;
+  if (recent) {
+    ctes.push(sql`rh AS (SELECT h.source_table, h.key_id, max(h.position) AS recent_position FROM ${t('history')} h WHERE h.source_table IN ${bindList(tables, 'tables')} AND ${historyHours(sql`h`, recent)} AND h.arrival_ts > ${bind(args.cutoff)} AND ${keyedChange(sql`h`)} GROUP BY h.source_table, h.key_id)`);
+    reads.push({ table: 'history', filter: { tables, days: { from: recent.from.dt, to: recent.to.dt } } });
+  }
+  const recentColumn = recent ? sql`rh.recent_position` : sql`CAST(NULL AS VARCHAR) AS recent_position`;
+  const recentJoin = (table: Sql) => (recent ? sql` LEFT JOIN rh ON rh.source_table = ${table}.source_table AND rh.key_id = ${table}.key_id` : sql``);
   const unsettled = args.unsettled ? hourRange(args.unsettled.from, args.unsettled.to) : null;
   if (unsettled) {
     ctes.push(sql`u AS (SELECT r."table" AS source_table, r.key_id, max(r.position) AS max_position FROM ${t('raw_lines')} r WHERE ${rawHours(sql`r`, unsettled)} AND r."table" IN ${bindList(tables, 'tables')} AND ${keyedChange(sql`r`)} GROUP BY r."table", r.key_id)`);
-    ctes.push(sql`x AS (SELECT COALESCE(e.source_table, u.source_table) AS source_table, COALESCE(e.key_id, u.key_id) AS key_id, e.key_json, e.position, e.op, e.hash, e.deleted, e.conflict, e.key_id IS NOT NULL AS has_winner, CASE WHEN u.max_position IS NULL OR u.max_position < e.position THEN e.position ELSE u.max_position END AS max_position FROM e FULL OUTER JOIN u ON u.source_table = e.source_table AND u.key_id = e.key_id)`);
+    ctes.push(sql`x AS (SELECT COALESCE(e.source_table, u.source_table) AS source_table, COALESCE(e.key_id, u.key_id) AS key_id, e.key_json, e.position, e.op, e.hash, e.deleted, e.conflict, e.key_id IS NOT NULL AS has_winner, CASE WHEN u.max_position IS NULL OR u.max_position < e.position THEN e.position ELSE u.max_position END AS max_position, ${recentColumn} FROM e FULL OUTER JOIN u ON u.source_table = e.source_table AND u.key_id = e.key_id${recentJoin(sql`e`)})`);
     reads.push({ table: 'raw_lines', filter: { hours: { from: unsettled.from.start, to: unsettled.to.start } } });
   } else {
-    ctes.push(sql`x AS (SELECT e.source_table, e.key_id, e.key_json, e.position, e.op, e.hash, e.deleted, e.conflict, TRUE AS has_winner, e.position AS max_position FROM e)`);
+    ctes.push(sql`x AS (SELECT e.source_table, e.key_id, e.key_json, e.position, e.op, e.hash, e.deleted, e.conflict, TRUE AS has_winner, e.position AS max_position, ${recentColumn} FROM e${recentJoin(sql`e`)})`);
   }
   const columns = (key: Sql, universe: Sql): Sql =>
-    sql`SELECT ${key}, COALESCE(x.key_json, a.key_json) AS key_json, x.position AS expected_position, x.op AS expected_op, x.hash AS expected_hash, x.deleted AS expected_deleted, x.conflict AS expected_conflict, x.max_position, a.position AS actual_position, a.deleted AS actual_deleted, a.hash AS actual_hash, a.applied_at AS actual_applied_at, a.erased AS actual_erased, ${universe}, COALESCE(x.has_winner, FALSE) AS has_winner, a.key_id IS NOT NULL AS has_actual`;
+    sql`SELECT ${key}, COALESCE(x.key_json, a.key_json) AS key_json, x.position AS expected_position, x.op AS expected_op, x.hash AS expected_hash, x.deleted AS expected_deleted, x.conflict AS expected_conflict, x.max_position, x.recent_position, a.position AS actual_position, a.deleted AS actual_deleted, a.hash AS actual_hash, a.applied_at AS actual_applied_at, a.erased AS actual_erased, ${universe}, COALESCE(x.has_winner, FALSE) AS has_winner, a.key_id IS NOT NULL AS has_actual`;
   if (window) {
     ctes.push(sql`k AS (SELECT DISTINCT h.source_table, h.key_id FROM ${t('history')} h WHERE h.source_table IN ${bindList(tables, 'tables')} AND ${historyHours(sql`h`, window)} AND ${keyedChange(sql`h`)})`);
     ctes.push(sql`j AS (${columns(sql`k.source_table, k.key_id`, sql`TRUE AS has_expected`)} FROM k LEFT JOIN x ON x.source_table = k.source_table AND x.key_id = k.key_id LEFT JOIN a ON a.source_table = k.source_table AND a.key_id = k.key_id)`);

@@ -4,12 +4,20 @@
  * rebuilds its record and its key bucket, in key and position order.
  *
  * Invariant: every keyed change of the selection exactly once (history holds hours before
- * `uncompactedFrom`, raw the hours from it), each row carrying its record's message (a messageRef
- * line's from the first line of the same record, stream, shard and sequence, in the same raw object),
- * and `bucket = first 32 bits of md5(key_id) mod buckets`, computed identically on both engines
- * (dialect entry `bucket`), so a key's events all land in one bucket. Within a bucket, rows are in
- * (source_table, key_id, position) order: Athena's UNLOAD writes each file in that order but not
- * the files relative to each other, so the apply step merges a bucket's files by that order.
+ * `uncompactedFrom`, raw the hours from it), and, unless keys are named, every truncate of the
+ * selection (`op = 't'`, no key: `key_id` null) exactly once, in bucket 0; each row carrying its
+ * record's message (a messageRef line's from the first line of the same record, stream, shard and
+ * sequence, in the same raw object), and `bucket = first 32 bits of md5(key_id) mod buckets`,
+ * computed identically on both engines (dialect entry `bucket`), so a key's events all land in one
+ * bucket. Within a bucket, rows are in (source_table, key_id with a truncate's as '', position,
+ * arrival_ts, sequence) order, text compared by code point as both engines do: Athena's UNLOAD
+ * writes each file in that order but not the files relative to each other, so the apply step
+ * merges a bucket's files by that order (functions/replay/bucket-merge.ts `compareRows`).
+ *
+ * A truncate is table-level: the bucket that meets it raises the table's watermark and sweeps the
+ * rows below it, and every bucket rechecks the watermark after it writes (functions/replay/engine.ts),
+ * so the rows below it end up removed whatever order the buckets run in. One bucket, not every
+ * bucket, so the table is swept once.
  *
  *   replaySelect({ tables: ['public.orders'], since, until, buckets: 16, uncompactedFrom, output: 's3://…/replay/run/' })
  *   // UNLOAD (WITH sel AS (… history … UNION ALL … raw_lines …), firsts AS (…) SELECT …, bucket FROM sel LEFT JOIN firsts …
@@ -20,7 +28,7 @@ import { REPLAY_EVENTS } from '../schemas.js';
 import { bind, bindList, call, type Sql, SqlArgumentError, sql } from '../sql.js';
 import { type Read, selectStatement, type Statement } from '../statement.js';
 import { DAY_MS, dayOf, HOUR_MS, hourOf, hourRange } from '../time.js';
-import { historyDays, keyedChange, keyPredicate, positionArg, rawHours, type TableKeys, tableList } from './common.js';
+import { historyDays, keyedChange, keyPredicate, positionArg, rawHours, type TableKeys, tableList, truncateLine } from './common.js';
 
 export interface ReplaySelectArgs {
   readonly tables: readonly string[];
@@ -60,7 +68,9 @@ const IN_RAW: LineColumns = { alias: sql`r`, table: sql`r."table"`, arrival: sql
 
 /** The selection's own conditions on a line. */
 function selection(args: ReplaySelectArgs, tables: readonly string[], { alias: a, table, arrival }: LineColumns): Sql {
-  let where = sql`${table} IN ${bindList(tables, 'tables')} AND ${arrival} >= ${bind(args.since)} AND ${arrival} < ${bind(args.until)} AND ${keyedChange(a)}`;
+  // Truncates are table-level: a selection of keys leaves them out, as the engine's `selects` does.
+  const changes = args.keys !== undefined ? keyedChange(a) : sql`(${keyedChange(a)} OR ${truncateLine(a)})`;
+  let where = sql`${table} IN ${bindList(tables, 'tables')} AND ${arrival} >= ${bind(args.since)} AND ${arrival} < ${bind(args.until)} AND ${changes}`;
   if (args.fromPosition !== undefined) where = sql`${where} AND ${a}.position >= ${bind(positionArg(args.fromPosition, 'fromPosition'))}`;
   if (args.toPosition !== undefined) where = sql`${where} AND ${a}.position <= ${bind(positionArg(args.toPosition, 'toPosition'))}`;
   if (args.keys !== undefined) where = sql`${where} AND ${keyPredicate(args.keys, table, sql`${a}.key_id`)}`;
@@ -98,8 +108,9 @@ export function replaySelect(args: ReplaySelectArgs): Statement {
   }
   const union = (parts: readonly Sql[]): Sql => parts.reduce((acc, p) => sql`${acc} UNION ALL ${p}`);
   const resolved = sql`CASE WHEN s.message_ref THEN f.message ELSE s.message END AS message, CASE WHEN s.message_ref THEN f.message_base64 ELSE s.message_base64 END AS message_base64`;
-  const bucket = call((d) => d.bucket(sql`s.key_id`, buckets));
-  const query = sql`WITH sel AS (${union(branches)}), firsts AS (SELECT f.raw_object, f.stream, f.shard, f.sequence, max(f.message) AS message, max(f.message_base64) AS message_base64 FROM (${union(firsts)}) f GROUP BY f.raw_object, f.stream, f.shard, f.sequence) SELECT s.source_table, s.key_id, s.key_json, s.position, s.op, s.format, s.ordering, s.hash, s.commit_ts, s.arrival_ts, s.txid, s.is_snapshot, s.transport_kind, s.stream, s.shard, s.sequence, s.partition_key, s.topic, s.headers, s.message_key, s.message_key_base64, ${resolved}, s.raw_object, ${bucket} AS bucket FROM sel s LEFT JOIN firsts f ON f.raw_object = s.raw_object AND f.stream = s.stream AND f.shard = s.shard AND f.sequence = s.sequence ORDER BY s.source_table, s.key_id, s.position, s.arrival_ts, s.sequence`;
+  // A truncate's line may carry a key id (the normalizer's, of no key): it names none, and goes to bucket 0.
+  const bucket = sql`CASE WHEN s.op = 't' THEN 0 ELSE ${call((d) => d.bucket(sql`s.key_id`, buckets))} END`;
+  const query = sql`WITH sel AS (${union(branches)}), firsts AS (SELECT f.raw_object, f.stream, f.shard, f.sequence, max(f.message) AS message, max(f.message_base64) AS message_base64 FROM (${union(firsts)}) f GROUP BY f.raw_object, f.stream, f.shard, f.sequence) SELECT s.source_table, CASE WHEN s.op = 't' THEN NULL ELSE s.key_id END AS key_id, CASE WHEN s.op = 't' THEN NULL ELSE s.key_json END AS key_json, s.position, s.op, s.format, s.ordering, s.hash, s.commit_ts, s.arrival_ts, s.txid, s.is_snapshot, s.transport_kind, s.stream, s.shard, s.sequence, s.partition_key, s.topic, s.headers, s.message_key, s.message_key_base64, ${resolved}, s.raw_object, ${bucket} AS bucket FROM sel s LEFT JOIN firsts f ON f.raw_object = s.raw_object AND f.stream = s.stream AND f.shard = s.shard AND f.sequence = s.sequence ORDER BY s.source_table, CASE WHEN s.op = 't' THEN '' ELSE s.key_id END, s.position, s.arrival_ts, s.sequence`;
   return selectStatement('replay-select', query, {
     reads,
     columns: REPLAY_EVENTS.columns,

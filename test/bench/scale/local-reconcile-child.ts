@@ -19,6 +19,7 @@ try {
     (line) => process.stderr.write(`${line}\n`),
   );
   process.stdout.write(`${RESULT_MARK}${JSON.stringify(result)}\n`);
+  await engine.close();
 } finally {
   destroyClients(clients);
 }

@@ -186,9 +186,10 @@ export function eraseBill(s: MeasuredSizes, p: Pipeline, requests: number = REFE
   const bill = new Bill();
   const touched = p.tables * (1 - (1 - 1 / p.tables) ** requests);
   const keysPerTable = requests / touched;
-  const keys = [{ table: d.tables[0] ?? 'public.t0001', keyIds: ['["1"]'] }];
+  // The run's keys are read from erase_keys by run id: the statements name only the run and its tables.
+  const keys = { runId: 'erase-bench', tables: [d.tables[0] ?? 'public.t0001'] };
   const graceDays = Math.min(REFERENCE.rawGraceDays, p.retentionDays);
-  const find = one(buildStatements('erase-find-raw', { keys, since: HOUR - graceDays * DAY_MS, until: HOUR }));
+  const find = one(buildStatements('erase-find-raw', { ...keys, since: HOUR - graceDays * DAY_MS, until: HOUR }));
   const hours = hoursRead(find, 'raw_lines') ?? 0;
   bill.query(hours * d.rawHourBytes);
   bill.get += hours * d.objectsPerHour;
@@ -198,7 +199,7 @@ export function eraseBill(s: MeasuredSizes, p: Pipeline, requests: number = REFE
   bill.put += found;
   bill.list += found;
   bill.lambda(found, (found * s.rewriteObjectMicros * (REFERENCE.batchRecords / s.rawObjectEvents)) / 1e6, ASSUMPTIONS.eraseLambdaMb);
-  const del = one(buildStatements('erase-history', { keys }));
+  const del = one(buildStatements('erase-history', keys));
   const delCols = columnsRead(del, 'history');
   const partitions = touched * p.retentionDays;
   bill.query(partitions * (EVENTS_PER_DAY / p.tables) * bytesOf(s.history.zstd, delCols));
@@ -207,7 +208,7 @@ export function eraseBill(s: MeasuredSizes, p: Pipeline, requests: number = REFE
   const f = d.filesPerTableDay;
   const affected = partitions * f * (1 - (1 - 1 / f) ** (keysPerTable * ASSUMPTIONS.erasedKeyEventsPerDay));
   bill.write(affected * 1024, affected).commit();
-  const delExpected = one(buildStatements('erase-expected', { keys }));
+  const delExpected = one(buildStatements('erase-expected', keys));
   const expCols = columnsRead(delExpected, 'expected_state');
   bill.query(touched * d.keysPerTable * bytesOf(s.expected.zstd, expCols)).parquetRead(touched * d.keysPerTable * d.expectedPerKey, touched, expCols.length);
   bill.write(requests * 64, touched).commit();

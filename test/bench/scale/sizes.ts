@@ -185,6 +185,7 @@ export async function measureSizes(o: SizeOptions): Promise<MeasuredSizes> {
     const engine = new DuckDbEngine({ s3: s3.client, ...LAYOUT });
     const hour = load.hours[0] ?? START;
     for (const s of [...buildStatements('compact-hour', { hour }), ...buildStatements('fold-expected', { hour })]) await engine.run(s);
+    await engine.close();
     const bodies = (prefix: string) => s3.keys(prefix).map((k) => s3.body(k) ?? Buffer.alloc(0));
     const ndjson = bodies(LAYOUT.rawPrefix).reduce((n, b) => n + gunzipSync(b).length, 0);
     const firstRaw = bodies(LAYOUT.rawPrefix)[0];

@@ -67,6 +67,7 @@ describe('scale bench: the local full reconcile', () => {
         usage: s3Usage(s3.client, layout.bucket),
         layout,
       });
+      await engine.close();
       assert.equal(r.compactedRows, load.records - load.quarantined, 'every landed line compacted once');
       assert.equal(r.reconciles.length, 2);
       for (const c of load.checkpoints) {

@@ -81,10 +81,11 @@ describe('scale bench: the bill', () => {
 });
 
 describe('scale bench: what the statements read', () => {
-  const keys = [{ table: 'public.t0001', keyIds: ['["1"]'] }];
+  const keys = { runId: 'erase-bench', tables: ['public.t0001'] };
   it('takes the columns from the Athena SQL and the partitions from the reads', () => {
-    assert.deepEqual(columnsRead(buildStatements('erase-history', { keys })[0] as never, 'history'), ['source_table', 'key_id']);
-    const find = buildStatements('erase-find-raw', { keys, since: HOUR - 3 * 86_400_000, until: HOUR })[0];
+    // Erase removes whole messages (a multi-row message holds the key's values too): a key's lines name them.
+    assert.deepEqual(columnsRead(buildStatements('erase-history', keys)[0] as never, 'history'), ['source_table', 'key_id', 'stream', 'shard', 'sequence', 'raw_object']);
+    const find = buildStatements('erase-find-raw', { ...keys, since: HOUR - 3 * 86_400_000, until: HOUR })[0];
     assert.ok(find);
     assert.equal(hoursRead(find, 'raw_lines'), 73);
     const rec = buildStatements('reconcile-full', { tables: ['public.t0001'], runId: 'r', cutoff: HOUR, unsettled: { from: HOUR, to: HOUR + 3_600_000 }, part: 'counts' })[0];

@@ -12,6 +12,7 @@ import { Normalizer } from '../../../functions/core/normalize.js';
 import { rawLineFor, recordPart } from '../../../functions/ingest/raw-lines.js';
 import { PACKAGE_ROOT } from '../../../lib/defaults.js';
 import { RAW_COLUMNS, RAW_PARTITION_KEYS } from '../../../lib/history.js';
+import { RAW_LINES } from '../../../functions/sql/schemas.js';
 
 const config = parseConfig(JSON.parse(readFileSync(path.join(PACKAGE_ROOT, 'tidemark.config.json'), 'utf8')));
 
@@ -62,15 +63,18 @@ function fits(value: unknown, type: string): boolean {
 describe('the Glue table over raw', () => {
   const lines = runtimeRawLines();
 
+  /** The line's field each Glue column reads (the SerDe maps snake_case columns to camelCase fields). */
+  const fieldOf = new Map<string, string>(RAW_LINES.columns.map((c) => [c.name, 'field' in c && c.field !== undefined ? c.field : c.name]));
+
   it('has one column per field of a raw line, and no column the runtime does not write', () => {
     const fields = new Set(lines.flatMap((l) => Object.keys(l)));
-    assert.deepEqual([...fields].sort(), RAW_COLUMNS.map((c) => c.name).sort());
+    assert.deepEqual([...fields].sort(), RAW_COLUMNS.map((c) => fieldOf.get(c.name)).sort());
   });
 
   it('types every column so the JSON SerDe reads the runtime’s values', () => {
     for (const line of lines) {
       for (const column of RAW_COLUMNS) {
-        const value = line[column.name] ?? null;
+        const value = line[fieldOf.get(column.name) ?? ''] ?? null;
         assert.ok(fits(value, column.type ?? ''), `${column.name}: ${JSON.stringify(value)} is not ${column.type}`);
       }
     }

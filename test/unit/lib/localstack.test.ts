@@ -11,7 +11,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, it } from 'node:test';
-import { BatchGetItemCommand, DynamoDBClient, GetItemCommand, PutItemCommand, QueryCommand } from '@aws-sdk/client-dynamodb';
+import { BatchGetItemCommand, DescribeTableCommand, DynamoDBClient, GetItemCommand, PutItemCommand, QueryCommand } from '@aws-sdk/client-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { App, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
@@ -21,9 +21,9 @@ import { loadConfigFile, parseConfig, type TidemarkConfig } from '../../../lib/c
 import { findEraseObjects, submitErase } from '../../../functions/erase/erase.js';
 import { JobInputError } from '../../../functions/jobs/deps.js';
 import { jobDeps } from '../../../functions/composition.js';
-import { planReconcile } from '../../../functions/jobs/reconcile/plan.js';
+import { planReconcileRun } from '../../../functions/jobs/reconcile/run.js';
 import type { ReconcileRequest } from '../../../functions/jobs/reconcile/types.js';
-import { planSnapshot } from '../../../functions/jobs/snapshot/tasks.js';
+import { planSnapshotRun } from '../../../functions/jobs/snapshot/run.js';
 import { planReplay } from '../../../functions/replay/job.js';
 import { PACKAGE_ROOT } from '../../../lib/defaults.js';
 import { TidemarkStack } from '../../../lib/stack.js';
@@ -108,6 +108,7 @@ describe('LocalStack path', () => {
       Logs: 'logs',
       CloudWatch: 'cloudwatch',
       Glue: 'glue',
+      Athena: 'athena',
       KMS: 'kms',
       StepFunctions: 'stepfunctions',
       Events: 'events',
@@ -208,11 +209,12 @@ describe('LocalStack jobs: what e2e.ts finds and sends', () => {
     const off = parseConfig({
       ...JSON.parse(readFileSync(LOCALSTACK_CONFIG, 'utf8')),
       jobs: { reconcile: { window: { enabled: false }, full: { enabled: false } }, snapshot: { enabled: false } },
+      history: { compaction: { enabled: false } },
     });
     const jobs = deployedJobs(localstackTemplate(off));
     assert.equal(jobs.length, Object.keys(JOB_OUTPUT_IDS).length);
     const scheduled = jobs.flatMap((j) => j.scheduled);
-    assert.equal(scheduled.length, 3);
+    assert.equal(scheduled.length, 4);
     assert.ok(scheduled.every((s) => !s.enabled));
   });
 
@@ -232,6 +234,7 @@ describe('LocalStack jobs: what e2e.ts finds and sends', () => {
     ddb.on(BatchGetItemCommand).resolves({ Responses: {} });
     ddb.on(GetItemCommand).resolves({});
     ddb.on(PutItemCommand).resolves({});
+    ddb.on(DescribeTableCommand).callsFake((input: { TableName: string }) => ({ Table: { TableName: input.TableName, TableArn: `arn:aws:dynamodb:us-east-1:000000000000:table/${input.TableName}` } }));
     let s3: FakeS3;
     afterEach(() => s3.restore());
 
@@ -240,27 +243,28 @@ describe('LocalStack jobs: what e2e.ts finds and sends', () => {
       const deps = jobDeps(config, { s3: s3.client, dynamodb }, { metrics: new CollectingMetricSink(), log: quiet, now: () => NOW });
       const job = jobOf('reconcile');
       for (const s of job.scheduled) {
-        const plan = await planReconcile(s.input as ReconcileRequest, deps);
+        const plan = await planReconcileRun(s.input as ReconcileRequest, deps);
         assert.equal(plan.run.mode, s.input.mode);
         assert.deepEqual(plan.run.tables, config.tables.map((t) => t.source));
       }
       const full = job.scheduled.find((s) => s.input.mode === 'full');
       assert.ok(full);
-      const settled = await planReconcile(settledReconcile(full.input), deps);
+      const settled = await planReconcileRun(settledReconcile(full.input), deps);
       assert.equal(settled.run.mode, 'full');
       assert.equal(settled.run.cutoff, settled.run.startedAt, 'the settled run compares everything landed before it starts');
       assert.equal(definitionOf(job.stateMachine).includes('"StartAt":"Plan"'), true, 'the input goes to Plan whole');
-      await assert.rejects(planReconcile({ mode: 'weekly' } as unknown as ReconcileRequest, deps), JobInputError);
+      await assert.rejects(planReconcileRun({ mode: 'weekly' } as unknown as ReconcileRequest, deps), JobInputError);
     });
 
     it('snapshot: the scheduled input plans every table; a bad window is refused', async () => {
       s3 = fakeS3();
       const deps = jobDeps(config, { s3: s3.client, dynamodb }, { metrics: new CollectingMetricSink(), log: quiet, now: () => NOW });
       for (const s of jobOf('snapshot').scheduled) {
-        const plan = await planSnapshot(s.input, deps);
-        assert.deepEqual(plan.tableItems, config.tables.map((t) => t.source));
+        const plan = await planSnapshotRun(s.input, deps);
+        assert.deepEqual(plan.run.tables, config.tables.map((t) => t.source));
+        assert.equal(plan.queries.count, 3, 'anomalies, re-snapshots, orphans');
       }
-      await assert.rejects(planSnapshot({ hours: 0 }, deps), JobInputError);
+      await assert.rejects(planSnapshotRun({ hours: 0 }, deps), JobInputError);
     });
 
     it('replay: the test-window request plans a live replay; a bad target is refused', async () => {
@@ -330,6 +334,8 @@ describe('LocalStack jobs: what e2e.ts finds and sends', () => {
       sqs: 'sqs',
       secretsmanager: 'secretsmanager',
       cloudwatch: 'cloudwatch',
+      athena: 'athena',
+      glue: 'glue',
     };
     const kms = parseConfig({ ...JSON.parse(readFileSync(LOCALSTACK_CONFIG, 'utf8')), encryption: 'kms' });
     for (const t of [template, localstackTemplate(kms)]) {

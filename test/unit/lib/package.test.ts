@@ -82,7 +82,7 @@ describe('the packed package in a scratch CDK app (offline)', () => {
       ['shop-replay', 'replay'],
       ['shop-erase', 'erase'],
       ['shop-reconcile-reconcilePlan', 'jobs'],
-      ['shop-snapshot-snapshotDetect', 'jobs'],
+      ['shop-snapshot-snapshotReport', 'jobs'],
     ]) {
       const fn = functions.find((r) => r.Properties.FunctionName === functionName);
       assert.ok(fn, `${functionName} is synthesized`);

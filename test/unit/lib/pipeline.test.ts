@@ -399,7 +399,7 @@ describe('TidemarkPipeline with a Kinesis source', () => {
         StorageDescriptor: Match.objectLike({
           SerdeInfo: Match.objectLike({ SerializationLibrary: 'org.openx.data.jsonserde.JsonSerDe' }),
           Columns: Match.arrayWith([
-            Match.objectLike({ Name: 'commitTs', Type: 'bigint' }),
+            Match.objectLike({ Name: 'commit_ts', Type: 'bigint' }),
             Match.objectLike({ Name: 'transport', Type: 'struct<kind:string,stream:string,shard:string,sequence:string,partitionKey:string,arrivalTime:bigint>' }),
           ]),
         }),

@@ -11,6 +11,7 @@ import {
   encodeSegment,
   jobRunPrefix,
   legacySegment,
+  mayHoldKeys,
   parseRawObjectKey,
   quarantineObjectKey,
   rawBatchKey,
@@ -20,6 +21,7 @@ import {
   spillObjectKey,
   spillPrefixes,
   tableSegments,
+  unloadPrefix,
 } from '../../../../functions/adapters/raw-layout.js';
 
 const batch = { shard: 'shardId-000000000000', firstSequence: '100', lastSequence: '200', firstArrival: Date.parse('2026-11-30T06:15:00Z') };
@@ -93,5 +95,15 @@ describe('raw layout: keys', () => {
   it('keeps each job run under its own prefix', () => {
     assert.equal(jobRunPrefix('jobs/', 'erase', 'r1'), 'jobs/erase/r1/');
     assert.equal(jobRunPrefix('jobs/', 'replay', 'r1'), 'jobs/replay/r1/');
+  });
+
+  it('tells the job outputs that can hold keys from those that hold only counts', () => {
+    const keyed = ['findings', 'window-keys', 'export', 'repair', 'orphans'];
+    for (const part of keyed) assert.equal(mayHoldKeys('history/', `${unloadPrefix('history/', 'reconcile', 'r1', part)}x/0.json.gz`), true, part);
+    for (const part of ['counts', 'anomalies', 'resnapshots']) assert.equal(mayHoldKeys('history/', `${unloadPrefix('history/', 'snapshot', 's1', part)}0.json.gz`), false, part);
+    // Anything of another shape is read, to be safe.
+    assert.equal(mayHoldKeys('history/', 'history/unload/stray.json.gz'), true);
+    assert.equal(mayHoldKeys('history/', 'history/unload/reconcile/r1/counts'), true);
+    assert.equal(mayHoldKeys('history/', 'reports/reconcile/r1/report.json'), true);
   });
 });

@@ -198,4 +198,39 @@ describe('erase on a versioned store', () => {
     assert.ok(!s3.calls.includes(`Put ${untouched}`), 'a report without the key is not rewritten');
     assert.equal(s3.versions(runFindings).length, 1, 'the version that held the key is gone');
   });
+
+  it('reaches the jobs\' SQL outputs left under <history>unload/: rows of the key go, gzip or plain; outputs that hold no keys are never read', async () => {
+    s3 = fakeS3();
+    const ctx: EraseContext = { config, clients: { s3: s3.client, dynamodb: ledgerDynamo() }, log: quiet, env };
+    const requestKey = await submitErase(ctx, 'e6', { table: 'public.customers', key: { id: 42 }, reason: 'unit' });
+    const row = (table: string, keyJson: string, extra: Record<string, unknown> = {}) => ({ source_table: table, key_json: keyJson, class: 'missing', ...extra });
+    // A reconcile run that failed before its Report: its findings (gzip) and window keys (plain) are left.
+    const findings = 'history/unload/reconcile/r2/findings/0-0.json.gz';
+    s3.put(findings, body([row('public.customers', '{"id":42}'), row('public.customers', '{"id":43}'), row('inventory.products', '{"id":"42"}')]));
+    const windowKeys = 'history/unload/reconcile/r2/window-keys/bucket=3/0-0.json.gz';
+    s3.put(windowKeys, `${JSON.stringify({ source_table: 'public.customers', key_id: '["42"]', key_json: '{"id": 42}' })}\n${JSON.stringify({ source_table: 'public.customers', key_id: '["7"]', key_json: '{"id":7}' })}\n`);
+    // Snapshot detection's orphans of a run that failed before its Report (the lifecycle rule takes them later).
+    const orphans = 'history/unload/snapshot/s2/orphans/0-0.json.gz';
+    s3.put(orphans, body([{ source_table: 'public.customers', key_json: '{"id":42}', snapshot_end: 'p' }]));
+    // Counts and anomalies name tables and numbers only: never fetched.
+    const counts = 'history/unload/reconcile/r2/counts/0-0.json.gz';
+    s3.put(counts, body([{ source_table: 'public.customers', class: 'missing', keys: 1 }]));
+    const anomalies = 'history/unload/snapshot/s2/anomalies/0-0.json.gz';
+    s3.put(anomalies, body([{ source_table: 'public.customers', kind: 'silent' }]));
+    const begin = { keyHash: 'h', table: 'public.customers', storedPosition: null, itemFound: false, itemDeleted: false };
+    const summary = await finishErase(ctx, { runId: 'e6', requestKey, begin, find: { objects: 0, candidates: 0 } });
+    assert.equal(summary.reportEntriesRemoved, 3);
+    assert.deepEqual(
+      read(s3, findings).map((r) => `${String(r.source_table)} ${String(r.key_json)}`),
+      ['public.customers {"id":43}', 'inventory.products {"id":"42"}'],
+    );
+    const plain = Buffer.from(s3.get(windowKeys) ?? []);
+    assert.notEqual(plain[0], 0x1f, 'a plain output stays plain');
+    assert.deepEqual(
+      plain.toString().split('\n').filter(Boolean).map((l) => (JSON.parse(l) as { key_id: string }).key_id),
+      ['["7"]'],
+    );
+    assert.deepEqual(read(s3, orphans), []);
+    for (const key of [counts, anomalies]) assert.ok(!s3.calls.some((c) => c.startsWith('Get') && c.includes(key)), `${key} is not read`);
+  });
 });

@@ -53,12 +53,15 @@ const SPECS: readonly { name: StatementName; args: unknown }[] = [
   { name: 'reconcile-window', args: { tables, runId: 'r1', cutoff: H, part: 'counts', from: H, to: H } },
   { name: 'replay-select', args: { tables, since: H, until: H + 2 * HOUR, buckets: 16, uncompactedFrom: H + HOUR, keys, fromPosition: 'a11', toPosition: 'a19' } },
   { name: 'replay-select', args: { tables, since: H, until: H + HOUR, buckets: 4, uncompactedFrom: H + 5 * HOUR, output: 's3://b/replay/' } },
-  { name: 'erase-find-raw', args: { keys, since: H - 3 * 24 * HOUR, until: H } },
-  { name: 'erase-history', args: { keys } },
-  { name: 'erase-expected', args: { keys } },
+  { name: 'erase-find-raw', args: { runId: 'erase-1', tables, since: H - 3 * 24 * HOUR, until: H } },
+  { name: 'erase-find-raw', args: { runId: 'erase-1', tables, since: H - HOUR, until: H, legacy: { tables: [{ table: 'public.orders', segments: ['public.orders'], key: ['id'] }], since: H - 9 * HOUR, until: H }, output: 's3://b/erase/' } },
+  { name: 'erase-find-history', args: { runId: 'erase-1', tables } },
+  { name: 'erase-history', args: { runId: 'erase-1', tables } },
+  { name: 'erase-expected', args: { runId: 'erase-1', tables } },
   { name: 'detect-anomalies', args: { now: H, thresholds: th } },
   { name: 'detect-anomalies', args: { now: H, thresholds: th, tables } },
   { name: 'detect-resnapshots', args: { tables, since: H - 24 * HOUR, until: H } },
+  { name: 'detect-orphans', args: { tables, since: H - 24 * HOUR, until: H, output: 's3://b/unload/orphans/' } },
   { name: 'optimize', args: { table: 'history' } },
   { name: 'vacuum', args: { table: 'history' } },
 ];
@@ -118,10 +121,13 @@ describe('the Athena form, checked with a Trino parser', () => {
   });
 
   it('names the sources in the Glue database, and inlines escaped values where Athena takes no parameters', () => {
-    const [erase] = buildStatements('erase-history', { keys });
+    const [erase] = buildStatements('erase-expected', { runId: 'erase-1', tables: ["public.it's"] });
     assert.ok(erase);
-    assert.equal(render(erase, ATHENA).sql, `DELETE FROM "tidemark_shop"."history" WHERE ((source_table = 'public.orders' AND key_id IN ('["1"]', '["it''s"]')))`);
-    assert.equal(render(erase, duckdb).sql, `DELETE FROM history WHERE ((source_table = 'public.orders' AND key_id IN ('["1"]', '["it''s"]')))`);
+    const source = "SELECT DISTINCT k.source_table, k.key_id FROM (SELECT k.source_table, k.key_id, k.key_hash, k.request FROM %KEYS% k WHERE k.run_id = 'erase-1' AND k.key_id IS NOT NULL) k";
+    const on = "t.source_table IN ('public.it''s') AND t.source_table = s.source_table AND t.key_id = s.key_id";
+    assert.equal(render(erase, ATHENA).sql, `MERGE INTO "tidemark_shop"."expected_state" t USING (${source.replace('%KEYS%', '"tidemark_shop"."erase_keys"')}) s ON ${on} WHEN MATCHED THEN DELETE`);
+    assert.equal(render(erase, duckdb).sql, `MERGE INTO expected_state t USING (${source.replace('%KEYS%', 'erase_keys')}) s ON ${on} WHEN MATCHED THEN DELETE`);
+
     assert.throws(() => athena('Bad-Name'), /lowercase/);
   });
 

@@ -135,6 +135,29 @@ describe('reconcile, one key per class', () => {
     );
   });
 
+  it('a winner that arrived after the cutoff is not settled: a table behind it is in flight, a table at it is judged', async () => {
+    const late = CUTOFF + 5_000;
+    await sides.expected([
+      { key: 1, position: 10 }, // in-flight: no item yet, the winner arrived after the cutoff
+      { key: 2, position: 12 }, // in-flight: the item is behind that winner
+      { key: 3, position: 13, hash: 'raw' }, // mismatch: same position, judged as usual
+      { key: 4, position: 14 }, // missing: the winner arrived before the cutoff
+    ]);
+    await bench.insert('history', [
+      historyRow({ key: 1, position: pos(10), hour: CUTOFF - HOUR, arrival: late }),
+      historyRow({ key: 2, position: pos(12), hour: CUTOFF - HOUR, arrival: late }),
+      historyRow({ key: 3, position: pos(13), hour: CUTOFF - HOUR, arrival: late }),
+    ]);
+    sides.items('r1', [{ key: 2, position: 11 }, { key: 3, position: 13, hash: 'table' }]);
+    await bench.sources();
+    const args = { tables: [T], runId: 'r1', cutoff: CUTOFF, recent: { from: CUTOFF - HOUR, to: CUTOFF } } as const;
+    assert.deepEqual(byKey(await bench.run(reconcileFull({ ...args, part: 'findings' }))), { [kid(3)]: 'mismatch', [kid(4)]: 'missing' });
+    const counts = await bench.run(reconcileFull({ ...args, part: 'counts' }));
+    assert.deepEqual(Object.fromEntries(counts.map((c) => [c.class, c.keys])), { 'in-flight': 2, mismatch: 1, missing: 1 });
+    const without = await bench.run(reconcileFull({ tables: [T], runId: 'r1', cutoff: CUTOFF, part: 'findings' }));
+    assert.deepEqual(byKey(without), { [kid(1)]: 'missing', [kid(2)]: 'stale', [kid(3)]: 'mismatch', [kid(4)]: 'missing' }, 'without `recent` every winner is settled');
+  });
+
   it('below a truncate watermark, items read as absent and raw winners as deleted', async () => {
     await sides.expected([{ key: 1, position: 10 }, { key: 2, position: 30 }, { key: 3, position: 11 }], 20);
     sides.items('r1', [

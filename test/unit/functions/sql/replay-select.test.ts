@@ -35,11 +35,14 @@ describe('replay-select', () => {
       historyRow({ key: 5, position: pos(6), hour: H0 - 30 * HOUR, arrival: H0 - 30 * HOUR }), // before the batch span: never read
       historyRow({ key: 1, position: pos(99), hour: H2, arrival: H2 + 1 }), // compacted while the replay planned: raw is read for H2
       historyRow({ kind: 'control', key: null, position: null, hour: H0, arrival: H0 + 1 }),
+      historyRow({ key: null, op: 't', position: pos(15), hour: H0, arrival: H0 + 40, message: '{"m":"truncate-15"}' }), // a truncate: no key
     ]);
     const raw = batchOf('raw/', [
       v2Line({ table: T, key: { id: 1 }, op: 'u', position: pos(13), arrivalTs: H2 + 100, sequence: '500', message: '{"m":"raw-first"}' }),
       v2Line({ table: T, key: { id: 6 }, op: 'c', position: pos(40), arrivalTs: H2 + 100, sequence: '500', messageRef: true }),
       v2Line({ table: 'public.other', key: { id: 1 }, op: 'c', position: pos(41), arrivalTs: H2 + 200, sequence: '501' }),
+      // A truncate's line as ingest writes it: the normalizer's key id of no key.
+      v2Line({ table: T, key: {}, op: 't', position: pos(50), arrivalTs: H2 + 300, sequence: '502', message: '{"m":"truncate-50"}' }),
     ]);
     bench.object(raw.key, raw.body);
     rawObject = bench.uri(raw.key);
@@ -49,11 +52,13 @@ describe('replay-select', () => {
 
   const base = { tables: [T], since: H0, until: H2 + HOUR, buckets: 16, uncompactedFrom: H2, batchSpanMs: 2 * HOUR };
 
-  it('selects each event once, from history before the frontier and raw after it, in key and position order', async () => {
+  it('selects each event once, from history before the frontier and raw after it, in key and position order, truncates first', async () => {
     const rows = await bench.run(replaySelect(base));
     assert.deepEqual(
       rows.map((r) => [r.key_id, r.position, r.message]),
       [
+        [null, pos(15), '{"m":"truncate-15"}'],
+        [null, pos(50), '{"m":"truncate-50"}'],
         [kid(1), pos(11), '{"m":"k1-11"}'],
         [kid(1), pos(12), '{"m":"k1-12"}'],
         [kid(1), pos(13), '{"m":"raw-first"}'],
@@ -70,7 +75,8 @@ describe('replay-select', () => {
   it('assigns each key the bucket bucketOf computes, for any bucket count', async () => {
     for (const buckets of [1, 7, 16, 100]) {
       const rows = await bench.run(replaySelect({ ...base, buckets }));
-      for (const r of rows) assert.equal(r.bucket, bucketOf(String(r.key_id), buckets), `${r.key_id} with ${buckets} buckets`);
+      for (const r of rows) assert.equal(r.bucket, r.key_id === null ? 0 : bucketOf(String(r.key_id), buckets), `${r.key_id} with ${buckets} buckets`);
+      assert.deepEqual(rows.filter((r) => r.op === 't').map((r) => r.bucket), [0, 0], 'truncates go to bucket 0');
     }
     assert.equal(bucketOf('["1"]', 16), 0x4d8a15e3 % 16);
   });
@@ -79,7 +85,8 @@ describe('replay-select', () => {
     const inHour = await bench.run(replaySelect({ ...base, since: H0 + 10, until: H0 + 21 }));
     assert.deepEqual(inHour.map((r) => [r.key_id, r.position]), [[kid(1), pos(12)], [kid(2), pos(20)]]);
     const positions = await bench.run(replaySelect({ ...base, fromPosition: pos(12), toPosition: pos(20) }));
-    assert.deepEqual(positions.map((r) => r.position), [pos(12), pos(13), pos(20)]);
+    assert.deepEqual(positions.map((r) => r.position), [pos(15), pos(12), pos(13), pos(20)]);
+    // Truncates are table-level: a selection of keys leaves them out.
     const keys = await bench.run(replaySelect({ ...base, keys: [{ table: T, keyIds: [kid(1), kid(6)] }] }));
     assert.deepEqual(keys.map((r) => [r.key_id, r.position]), [[kid(1), pos(11)], [kid(1), pos(12)], [kid(1), pos(13)], [kid(6), pos(40)]]);
   });
@@ -89,7 +96,7 @@ describe('replay-select', () => {
     assert.equal(s.kind, 'unload');
     assert.deepEqual(s.output, { location: 's3://bench-bucket/jobs/replay/r1/', partitionedBy: ['bucket'] });
     assert.equal(s.columns?.at(-1)?.name, 'bucket');
-    assert.equal((await bench.run(s)).length, 7);
+    assert.equal((await bench.run(s)).length, 9);
   });
 
   it('refuses what it cannot select', () => {

@@ -158,6 +158,13 @@ describe('detect-resnapshots', () => {
       // public.b streams only; public.c only reads
       historyRow({ table: 'public.b', key: 1, op: 'c', position: pos(1), hour: H0, arrival: H0 + 1, rawObject: o(4) }),
       historyRow({ table: 'public.c', key: 1, op: 'r', position: pos(1), hour: H0, arrival: H0 + 1, rawObject: o(5) }),
+      // public.d on two shards: shard 1 streams first while shard 2 is still delivering the initial
+      // snapshot (no re-snapshot); then shard 2 reads again after its own streaming began (one read).
+      historyRow({ table: 'public.d', key: 1, op: 'r', position: pos(1), hour: H0, arrival: H0 + 1, rawObject: o(6), shard: 's1' }),
+      historyRow({ table: 'public.d', key: 1, op: 'u', position: pos(5), hour: H0, arrival: H0 + 3, rawObject: o(7), shard: 's1' }),
+      historyRow({ table: 'public.d', key: 2, op: 'r', position: pos(1), hour: H0, arrival: H0 + 6, rawObject: o(8), shard: 's2' }),
+      historyRow({ table: 'public.d', key: 2, op: 'u', position: pos(6), hour: H0, arrival: H0 + 8, rawObject: o(9), shard: 's2' }),
+      historyRow({ table: 'public.d', key: 2, op: 'r', position: pos(1), hour: H0, arrival: H0 + 20, rawObject: o(10), shard: 's2' }),
     ]);
   });
   after(() => bench.close());
@@ -165,6 +172,11 @@ describe('detect-resnapshots', () => {
   it('counts the snapshot reads delivered after streaming began', async () => {
     const rows = await bench.run(detectResnapshots({ tables: ['public.a', 'public.b', 'public.c'], since: H0, until: H0 + 2 * HOUR }));
     assert.deepEqual(rows, [{ source_table: 'public.a', streaming_since: H0 + 10, resnapshot_reads: 2, first_read_at: H0 + HOUR + 5 }]);
+  });
+
+  it('judges each shard by its own streaming: another shard still delivering the initial snapshot is not a re-snapshot', async () => {
+    const rows = await bench.run(detectResnapshots({ tables: ['public.d'], since: H0, until: H0 + 2 * HOUR }));
+    assert.deepEqual(rows, [{ source_table: 'public.d', streaming_since: H0 + 8, resnapshot_reads: 1, first_read_at: H0 + 20 }]);
   });
 
   it('looks only within the lookback', async () => {

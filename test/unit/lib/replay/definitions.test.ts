@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { forEachState, localizeDefinition, runLocalStateMachine } from '../../../../bin/local/stepfunctions.js';
-import { ERASE_FUNCTION, eraseDefinition, REPLAY_FUNCTION, replayDefinition } from '../../../../lib/replay/definitions.js';
+import { ERASE_FUNCTION, eraseDefinition, REPLAY_FUNCTION, replayDefinition, replaySqlDefinition } from '../../../../lib/replay/definitions.js';
 import type { JsonValue } from '../../../../functions/core/json.js';
 import { validateAsl } from '../../../helpers/asl.js';
 
@@ -10,7 +10,7 @@ const opts = { maxConcurrency: 7, toleratedFailurePercentage: 5 };
 
 describe('replay and erase definitions', () => {
   it('are valid ASL that the local runner accepts, with MaxConcurrency and the tolerance from config', () => {
-    for (const d of [replayDefinition(opts), eraseDefinition(opts)]) {
+    for (const d of [replayDefinition(opts), replaySqlDefinition(opts), eraseDefinition(opts)]) {
       assert.deepEqual(validateAsl(localizeDefinition(d).definition), []);
       let maps = 0;
       forEachState(d, (_n, s) => {
@@ -22,6 +22,18 @@ describe('replay and erase definitions', () => {
       });
       assert.equal(maps, 1);
     }
+  });
+
+  it('on SQL: one selection query (the query loop over Athena), then a Map whose ItemReader reads the buckets from S3', () => {
+    const d = replaySqlDefinition(opts);
+    const states = d.States as Record<string, Record<string, unknown>>;
+    assert.equal(states.SelectRun?.Resource, 'arn:aws:states:::athena:startQueryExecution.sync');
+    assert.deepEqual((states.Plan?.Parameters as Record<string, unknown> | undefined)?.step, 'plan-sql');
+    const map = states.Replay as Record<string, unknown>;
+    assert.equal(map.ItemsPath, undefined, 'items never inline in the state');
+    assert.deepEqual(map.ItemReader, { Resource: 'arn:aws:states:::s3:getObject', ReaderConfig: { InputType: 'JSON' }, Parameters: { 'Bucket.$': '$.plan.bucket', 'Key.$': '$.buckets.itemsKey' } });
+    const bucket = (map.ItemProcessor as { States: Record<string, Record<string, unknown>> }).States.Bucket;
+    assert.deepEqual(bucket?.Parameters, { step: 'bucket', 'bucket.$': '$.bucket', 'manifestKey.$': '$.manifestKey' });
   });
 
   it('runs plan → one batch per item → summarize, and verify only for a fresh table', async () => {

@@ -59,7 +59,9 @@ describe('hourly compaction (plan and finish)', () => {
     assert.deepEqual(plan.late, []);
     // Each statement may be several queries (fold-expected is); in order, hour after hour.
     const names = (await storedNames(deps, plan)).filter((x, i, all) => x !== all[i - 1]);
-    assert.deepEqual(names, plan.hours.flatMap(() => ['compact-hour', 'fold-expected', 'count-table-hours']));
+    // The first layout's hour is migrated once, before the batch hours (compact-legacy-hour per table, then fold and count).
+    assert.deepEqual(plan.legacy?.hours, [hourOf(first - 48 * HOUR)]);
+    assert.deepEqual(names, [...['compact-legacy-hour', 'fold-expected', 'count-table-hours'], ...plan.hours.flatMap(() => ['compact-hour', 'fold-expected', 'count-table-hours'])]);
     assert.ok(plan.queries.count >= plan.hours.length * 3);
     const q = await queryAt({ ...plan.queries, index: 0 }, deps);
     assert.match(q.query.athena.QueryString, /^INSERT INTO/);
@@ -76,7 +78,8 @@ describe('hourly compaction (plan and finish)', () => {
     assert.deepEqual(plan.hours, [first, first + HOUR, first + 2 * HOUR, first + 3 * HOUR]);
     const summary = await finishCompaction({ plan }, deps);
     assert.equal(summary.compactedThrough, first + 3 * HOUR);
-    assert.deepEqual(await readFrontier(deps), { compactedThrough: first + 3 * HOUR, cleanedThrough: summary.cleanedThrough });
+    // No first-layout raw: the migration is recorded as done.
+    assert.deepEqual(await readFrontier(deps), { compactedThrough: first + 3 * HOUR, cleanedThrough: summary.cleanedThrough, legacy: { through: null, done: true } });
     assert.ok(s3.get(compactedHourKey('history/', first)));
     assert.equal(await uncompactedFrom(deps), first + 4 * HOUR);
     const next = await planCompaction({ now }, deps);

@@ -4,8 +4,6 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { encodePosition } from '../../../../../functions/core/position.js';
 import { type Actual, classify, type ClassifyContext, type Expected } from '../../../../../functions/jobs/reconcile/classify.js';
-import { repairChain } from '../../../../../functions/jobs/reconcile/reduce.js';
-import { partitionOf } from '../../../../../functions/jobs/shuffle.js';
 
 const pos = (n: number) => encodePosition([7n, BigInt(n)]);
 const full: ClassifyContext = { mode: 'full', cutoff: 1000 };
@@ -85,30 +83,5 @@ describe('classify', () => {
 });
 
 describe('repair chain and partitions', () => {
-  it('re-applies from the last full image or delete on, oldest first', () => {
-    const chain = [
-      { p: pos(3), o: 'a', i: 0, j: 0, f: false },
-      { p: pos(1), o: 'a', i: 1, j: 0, f: true },
-      { p: pos(2), o: 'b', i: 0, j: 0, f: true },
-      { p: pos(4), o: 'b', i: 1, j: 0, f: false },
-    ];
-    assert.deepEqual(
-      repairChain(chain).map((c) => c.p),
-      [pos(2), pos(3), pos(4)],
-    );
-    assert.deepEqual(
-      repairChain([{ p: pos(2), o: 'a', i: 0, j: 0, f: false }]).map((c) => c.p),
-      [pos(2)],
-    );
-  });
 
-  it('property: a key always lands in the same partition, within range', () => {
-    fc.assert(
-      fc.property(fc.string(), fc.string(), fc.integer({ min: 1, max: 4096 }), (table, key, n) => {
-        const p = partitionOf(table, key, n);
-        assert.ok(p >= 0 && p < n);
-        assert.equal(partitionOf(table, key, n), p);
-      }),
-    );
-  });
 });

@@ -1,0 +1,195 @@
+/**
+ * Snapshot and anomaly detection as SQL (docs/history.md §4): over `table_hours` (the per-table,
+ * per-hour counts compaction keeps) and `history`, never over raw, so a run reads what its
+ * lookback needs, whatever the number of tables.
+ *
+ *   Plan     fix the run; store the queries: detect-anomalies, detect-resnapshots and
+ *            detect-orphans, each UNLOADed under the run's outputs
+ *   Query    (state machine) each query on Athena
+ *   Report   rows read back into per-table results; with `apply`, the orphans found after a
+ *            complete snapshot tombstoned through the ingest's guarded writer at the snapshot's
+ *            end position (a row changed since is never touched); metrics and the report; the
+ *            run's outputs deleted
+ */
+import { randomBytes } from 'node:crypto';
+import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { createInterface } from 'node:readline';
+import { Readable } from 'node:stream';
+import { createGunzip } from 'node:zlib';
+import { reportRunPrefix, unloadPrefix } from '../../adapters/raw-layout.js';
+import { deleteObjectsUnder } from '../../adapters/s3-list.js';
+import { MetricUnit } from '../../telemetry/sinks.js';
+import { jobRowKey, STATUS_KEY, tablePartition } from '../../telemetry/status-layout.js';
+import { ALL_TABLES, SNAPSHOT_FINDING_METRICS } from '../../telemetry/job-metrics.js';
+import { type AnomalyRow, anomalyOf, HOUR_MS } from '../../sql/index.js';
+import { type JobDeps, JobInputError, tableConfig } from '../deps.js';
+import { type StoredQueries, storeQueries } from '../queries.js';
+import { configQueryRefs, s3Uri } from '../sql-run.js';
+import { ANOMALY_KINDS, type Anomaly } from './anomalies.js';
+import type { SnapshotReport, SnapshotRequest, TableSnapshotResult } from './types.js';
+import { validateSnapshotRequest } from '../inputs.js';
+import { tombstoneOrphans } from './orphans.js';
+
+export type { SnapshotReport, SnapshotRequest, TableSnapshotResult } from './types.js';
+
+export interface SnapshotRunContext {
+  readonly runId: string;
+  readonly startedAt: number;
+  readonly tables: readonly string[];
+  readonly apply: boolean;
+  readonly lookbackFromMs: number;
+  readonly prefix: string;
+  readonly bucket: string;
+  readonly outputs: { readonly anomalies: string; readonly resnapshots: string; readonly orphans: string };
+}
+
+export interface SnapshotPlan {
+  readonly run: SnapshotRunContext;
+  readonly queries: StoredQueries;
+}
+
+export async function planSnapshotRun(request: SnapshotRequest, deps: JobDeps): Promise<SnapshotPlan> {
+  const { config } = deps;
+  // Every problem of the input at once (functions/jobs/inputs.ts, the rules the CLI checks first).
+  validateSnapshotRequest(config, request);
+  const tables = request.tables && request.tables.length > 0 ? [...new Set(request.tables)] : config.tables.map((t) => t.source);
+  for (const t of tables) tableConfig(config, t);
+  const hours = request.hours ?? config.jobs.snapshot.anomalies.historyHours;
+  if (!Number.isInteger(hours) || hours < 1) throw new JobInputError(`hours must be a positive integer, got ${hours}`);
+  const startedAt = deps.now();
+  const runId = request.runId ?? `snapshot-${new Date(startedAt).toISOString().replace(/[-:.]/g, '').slice(0, 15)}-${randomBytes(3).toString('hex')}`;
+  if (!/^[A-Za-z0-9._-]{1,80}$/.test(runId)) throw new JobInputError(`runId must be 1-80 characters of A-Z a-z 0-9 . _ -, got "${runId}"`);
+  const history = config.history.prefix;
+  const run: SnapshotRunContext = {
+    runId,
+    startedAt,
+    tables,
+    apply: request.apply === true,
+    lookbackFromMs: startedAt - hours * HOUR_MS,
+    prefix: reportRunPrefix(config.jobs.reportPrefix, 'snapshot', runId),
+    bucket: config.raw.bucket,
+    outputs: {
+      anomalies: unloadPrefix(history, 'snapshot', runId, 'anomalies'),
+      resnapshots: unloadPrefix(history, 'snapshot', runId, 'resnapshots'),
+      orphans: unloadPrefix(history, 'snapshot', runId, 'orphans'),
+    },
+  };
+  const uri = (p: string) => s3Uri(run.bucket, p);
+  const refs = [
+    ...configQueryRefs(config, 'detect-anomalies', { now: startedAt, thresholds: config.jobs.snapshot.anomalies, tables, output: uri(run.outputs.anomalies) }),
+    ...configQueryRefs(config, 'detect-resnapshots', { tables, since: run.lookbackFromMs, until: startedAt, output: uri(run.outputs.resnapshots) }),
+    ...configQueryRefs(config, 'detect-orphans', { tables, since: run.lookbackFromMs, until: startedAt, output: uri(run.outputs.orphans) }),
+  ];
+  const queries = await storeQueries(deps, `${run.prefix}queries.json`, refs);
+  deps.log.info('snapshot detection planned', { runId, tables: tables.length });
+  return { run, queries };
+}
+
+async function* listKeys(s3: S3Client, bucket: string, prefix: string): AsyncGenerator<string> {
+  let token: string | undefined;
+  do {
+    const page = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }));
+    for (const o of page.Contents ?? []) if (o.Key) yield o.Key;
+    token = page.IsTruncated ? page.NextContinuationToken : undefined;
+  } while (token);
+}
+
+/** The rows of an UNLOAD output (gzip JSON Lines files under a prefix), streamed. */
+export async function* outputRows<T>(s3: S3Client, bucket: string, prefix: string): AsyncGenerator<T> {
+  for await (const key of listKeys(s3, bucket, prefix)) {
+    const got = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+    const bytes = Buffer.from((await got.Body?.transformToByteArray()) ?? []);
+    if (bytes.length === 0) continue;
+    const input = bytes[0] === 0x1f && bytes[1] === 0x8b ? Readable.from([bytes]).pipe(createGunzip()) : Readable.from([bytes]);
+    for await (const line of createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY })) if (line.trim() !== '') yield JSON.parse(line) as T;
+  }
+}
+
+interface ResnapshotRow {
+  readonly source_table: string;
+  readonly streaming_since: number | string | null;
+  readonly resnapshot_reads: number | string;
+  readonly first_read_at: number | string | null;
+}
+
+/** Each table's open findings in the status table (`job#snapshot` in its partition), read by `tidemark status`. */
+async function recordOpenFindings(deps: JobDeps, run: SnapshotRunContext, tables: readonly (TableSnapshotResult & { anomalies: Anomaly[] })[], report: string): Promise<void> {
+  for (const t of tables) {
+    const open = [...t.anomalies.map((a) => a.kind), ...(t.orphans.count > t.orphans.tombstoned ? ['orphan'] : [])];
+    await deps.dynamodb.send(
+      new UpdateItemCommand({
+        TableName: deps.config.statusTable,
+        Key: { [STATUS_KEY.partition]: { S: tablePartition(deps.config.name, t.table) }, [STATUS_KEY.row]: { S: jobRowKey('snapshot') } },
+        UpdateExpression: 'SET #at = :at, #run = :run, #open = :open, #o = :o, #r = :r',
+        ExpressionAttributeNames: { '#at': 'lastRunAt', '#run': 'runId', '#open': 'openFindings', '#o': 'orphans', '#r': 'report' },
+        ExpressionAttributeValues: {
+          ':at': { N: String(deps.now()) },
+          ':run': { S: run.runId },
+          ':open': { L: open.map((k) => ({ S: k })) },
+          ':o': { N: String(t.orphans.count - t.orphans.tombstoned) },
+          ':r': { S: report },
+        },
+      }),
+    );
+  }
+}
+
+export async function reportSnapshotRun(input: { run: SnapshotRunContext }, deps: JobDeps): Promise<SnapshotReport> {
+  const { run } = input;
+  const th = deps.config.jobs.snapshot.anomalies;
+  const results = new Map<string, TableSnapshotResult & { anomalies: Anomaly[] }>();
+  const resultOf = (table: string) => {
+    let r = results.get(table);
+    if (!r) {
+      r = { table, resnapshotReads: 0, snapshot: null, orphans: { count: 0, tombstoned: 0, failed: 0, keys: [] }, anomalies: [], readUnits: 0 };
+      results.set(table, r);
+    }
+    return r;
+  };
+  for (const t of run.tables) resultOf(t);
+  for await (const row of outputRows<AnomalyRow>(deps.s3, run.bucket, run.outputs.anomalies)) resultOf(row.source_table).anomalies.push(anomalyOf(row, th) as Anomaly);
+  for await (const row of outputRows<ResnapshotRow>(deps.s3, run.bucket, run.outputs.resnapshots)) {
+    const reads = Number(row.resnapshot_reads);
+    if (reads <= 0) continue;
+    const r = resultOf(row.source_table);
+    results.set(row.source_table, { ...r, resnapshotReads: reads });
+    resultOf(row.source_table).anomalies.push({ kind: 'resnapshot', table: row.source_table, detail: { snapshotReadsAfterStreaming: reads, streamingSince: new Date(Number(row.streaming_since ?? 0)).toISOString() } });
+  }
+  const orphans = await tombstoneOrphans(deps, run, outputRows(deps.s3, run.bucket, run.outputs.orphans));
+  for (const [table, o] of orphans) {
+    const r = resultOf(table);
+    results.set(table, { ...r, snapshot: o.snapshot, orphans: o.orphans, readUnits: o.readUnits });
+  }
+  const tables = run.tables.map((t) => resultOf(t));
+  let findings = 0;
+  const totals = new Map<string, number>();
+  const add = (table: string, metric: string, n: number) => {
+    deps.metrics.add(table, metric, MetricUnit.Count, n);
+    totals.set(metric, (totals.get(metric) ?? 0) + n);
+  };
+  for (const t of tables) {
+    findings += t.anomalies.length + (t.orphans.count - t.orphans.tombstoned);
+    for (const kind of ANOMALY_KINDS) add(t.table, SNAPSHOT_FINDING_METRICS[kind], t.anomalies.filter((a) => a.kind === kind).length);
+    add(t.table, SNAPSHOT_FINDING_METRICS.orphan, t.orphans.count - t.orphans.tombstoned);
+  }
+  for (const [metric, n] of totals) deps.metrics.add(ALL_TABLES, metric, MetricUnit.Count, n);
+  deps.metrics.flush();
+  const reportKey = `${run.prefix}report.json`;
+  const report: SnapshotReport = {
+    job: 'snapshot',
+    runId: run.runId,
+    startedAt: new Date(run.startedAt).toISOString(),
+    finishedAt: new Date(deps.now()).toISOString(),
+    apply: run.apply,
+    tables,
+    findings,
+    report: s3Uri(run.bucket, reportKey),
+  };
+  await deps.s3.send(new PutObjectCommand({ Bucket: run.bucket, Key: reportKey, Body: JSON.stringify(report), ContentType: 'application/json' }));
+  await recordOpenFindings(deps, run, tables, report.report);
+  // The orphans output holds keys, and the report holds what it found: the outputs do not outlive the run.
+  for (const prefix of [run.outputs.anomalies, run.outputs.resnapshots, run.outputs.orphans]) await deleteObjectsUnder(deps.s3, run.bucket, prefix);
+  deps.log.info('snapshot detection finished', { runId: run.runId, tables: tables.length, findings });
+  return report;
+}
