@@ -14,6 +14,7 @@
  * each hour from exactly one of them). Only the batch layout of raw is read: raw of the first,
  * per-table layout reaches replay once compaction has put it into history.
  */
+import { listObjectKeys } from '../adapters/s3-list.js';
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { Readable } from 'node:stream';
 import type { TidemarkConfig } from '../config/types.js';
@@ -82,15 +83,6 @@ async function getJson<T>(s3: S3Client, bucket: string, key: string): Promise<T 
     if ((err as { name?: string }).name === 'NoSuchKey') return null;
     throw err;
   }
-}
-
-async function* listKeys(s3: S3Client, bucket: string, prefix: string): AsyncGenerator<string> {
-  let token: string | undefined;
-  do {
-    const page = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }));
-    for (const o of page.Contents ?? []) if (o.Key) yield o.Key;
-    token = page.IsTruncated ? page.NextContinuationToken : undefined;
-  } while (token);
 }
 
 export const eventsPrefix = (config: TidemarkConfig, runId: string): string => `${runPrefix(config, runId)}events/`;
@@ -189,7 +181,7 @@ export async function listReplayBuckets(ctx: JobContext, input: { manifestKey: s
   const m = await manifestOf(ctx, input.manifestKey);
   const seen = new Set<number>();
   let files = 0;
-  for await (const key of listKeys(ctx.clients.s3, ctx.config.raw.bucket, m.sql.eventsPrefix)) {
+  for await (const key of listObjectKeys(ctx.clients.s3, ctx.config.raw.bucket, m.sql.eventsPrefix)) {
     const b = bucketOfKey(m.sql.eventsPrefix, key);
     if (b === null) continue;
     seen.add(b);
@@ -216,7 +208,7 @@ export async function replayBucket(ctx: JobContext, input: { manifestKey: string
   if (!Number.isSafeInteger(input.bucket) || input.bucket < 0 || input.bucket >= m.sql.buckets) throw new ReplayBatchError(`run ${m.runId} has no bucket ${input.bucket}`);
   const prefix = `${m.sql.eventsPrefix}bucket=${input.bucket}/`;
   const files: string[] = [];
-  for await (const key of listKeys(ctx.clients.s3, ctx.config.raw.bucket, prefix)) files.push(key);
+  for await (const key of listObjectKeys(ctx.clients.s3, ctx.config.raw.bucket, prefix)) files.push(key);
   const ledger = await ledgerViewFor(ctx.config, ctx.clients.dynamodb, m.tables, ctx.env);
   const engine = buildReplayEngine(ctx.storage, { tables: replayTables(ctx.config, m.tables, m.target), target: m.target, ledger, log: ctx.log, ...(ctx.keyRef ? { keyRef: ctx.keyRef } : {}) });
   // The statement already selected by time, position and keys: the engine checks only the tables (and the ledger).

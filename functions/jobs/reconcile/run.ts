@@ -15,9 +15,10 @@
  * Memory and cost grow with the tables (their export, their expected state), never with the
  * length of history: nothing here lists or reads raw.
  */
+import { listObjectKeys } from '../../adapters/s3-list.js';
 import { randomBytes } from 'node:crypto';
 import { DescribeTableCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
 import { createGunzip, gunzipSync, gzipSync } from 'node:zlib';
@@ -254,19 +255,9 @@ export function exportFiles(input: { item: ExportItem; export: { manifest: strin
   return { bucket: input.item.bucket, key: `${manifest.slice(0, at)}/manifest-files.json` };
 }
 
-/** Keys under a prefix, page by page. */
-async function* listKeys(s3: S3Client, bucket: string, prefix: string): AsyncGenerator<string> {
-  let token: string | undefined;
-  do {
-    const page = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }));
-    for (const o of page.Contents ?? []) if (o.Key) yield o.Key;
-    token = page.IsTruncated ? page.NextContinuationToken : undefined;
-  } while (token);
-}
-
 /** The JSON lines of every gzip object under a prefix (an UNLOAD output), streamed. */
 async function* outputRows<T>(s3: S3Client, bucket: string, prefix: string): AsyncGenerator<T> {
-  for await (const key of listKeys(s3, bucket, prefix)) {
+  for await (const key of listObjectKeys(s3, bucket, prefix)) {
     const got = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
     const bytes = Buffer.from((await got.Body?.transformToByteArray()) ?? []);
     if (bytes.length === 0) continue;

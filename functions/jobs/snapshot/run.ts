@@ -11,9 +11,10 @@
  *            end position (a row changed since is never touched); metrics and the report; the
  *            run's outputs deleted
  */
+import { listObjectKeys } from '../../adapters/s3-list.js';
 import { randomBytes } from 'node:crypto';
 import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
@@ -86,18 +87,9 @@ export async function planSnapshotRun(request: SnapshotRequest, deps: JobDeps): 
   return { run, queries };
 }
 
-async function* listKeys(s3: S3Client, bucket: string, prefix: string): AsyncGenerator<string> {
-  let token: string | undefined;
-  do {
-    const page = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }));
-    for (const o of page.Contents ?? []) if (o.Key) yield o.Key;
-    token = page.IsTruncated ? page.NextContinuationToken : undefined;
-  } while (token);
-}
-
 /** The rows of an UNLOAD output (gzip JSON Lines files under a prefix), streamed. */
 export async function* outputRows<T>(s3: S3Client, bucket: string, prefix: string): AsyncGenerator<T> {
-  for await (const key of listKeys(s3, bucket, prefix)) {
+  for await (const key of listObjectKeys(s3, bucket, prefix)) {
     const got = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
     const bytes = Buffer.from((await got.Body?.transformToByteArray()) ?? []);
     if (bytes.length === 0) continue;
