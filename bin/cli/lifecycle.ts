@@ -85,7 +85,7 @@ export async function suspendTable(dynamodb: DynamoDBClient, cfg: TidemarkConfig
       }),
     );
     // The registry lists the table even before its first batch.
-    await dynamodb.send(new PutItemCommand({ TableName: cfg.statusTable, Item: { [STATUS_KEY.partition]: { S: tableRegistryPartition(cfg.name) }, [STATUS_KEY.row]: { S: table } } }));
+    await dynamodb.send(new PutItemCommand({ TableName: cfg.statusTable, Item: { [STATUS_KEY.partition]: { S: tableRegistryPartition(cfg.name, table) }, [STATUS_KEY.row]: { S: table } } }));
     return { table, state: 'suspended', changed: true, since: now };
   } catch (e) {
     if (!(e instanceof ConditionalCheckFailedException)) throw e;

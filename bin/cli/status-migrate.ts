@@ -294,7 +294,7 @@ class Migrator {
   private async register(table: string): Promise<void> {
     if (this.options.dryRun || this.registered.has(table)) return;
     this.registered.add(table);
-    await this.client.send(new PutItemCommand({ TableName: this.config.statusTable, Item: this.key(tableRegistryPartition(this.config.name), table) }));
+    await this.client.send(new PutItemCommand({ TableName: this.config.statusTable, Item: this.key(tableRegistryPartition(this.config.name, table), table) }));
   }
 
   /** Deletes a layout-1 row whose counters have all been moved (and that nobody added to since). */

@@ -26,8 +26,9 @@ import {
   STATUS_ROW,
   tableOfPartition,
   tablePartition,
-  tableRegistryPartition,
+  registryPartitions,
 } from '../telemetry/status-layout.js';
+import { mapLimit } from '../core/concurrency.js';
 import type { StatusRow } from './status-store.js';
 
 const HOUR_MS = 3_600_000;
@@ -57,8 +58,10 @@ export class StatusReader {
 
   /** Tables with a registry row (every table whose status row was ever written). */
   async registeredTables(): Promise<string[]> {
-    const items = await this.query(tableRegistryPartition(this.pipeline));
-    return items.map((i) => i[STATUS_KEY.row]?.S ?? '').filter((t) => t !== '');
+    // One Query per registry partition, 8 at a time; sorted so the order does not depend on the spread.
+    const pages = await mapLimit(registryPartitions(this.pipeline), 8, (partition) => this.query(partition));
+    const names = pages.flat().map((i) => i[STATUS_KEY.row]?.S ?? '').filter((t) => t !== '');
+    return [...new Set(names)].sort();
   }
 
   /** The tables to show: the registry's, the configured ones and `*`, each once, in that order. */

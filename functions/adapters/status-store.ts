@@ -19,7 +19,7 @@
  * `record` that throws added nothing, and may be retried.
  *
  * The first write of a table's status row (ALL_OLD empty) also puts its registry row
- * (`<pipeline>#tables`), so that listing a pipeline's tables is one Query of a small partition; the
+ * (`<pipeline>#tables#<nn>`, one of REGISTRY_SHARDS), so that listing a pipeline's tables is a few Queries of small partitions; the
  * ingest itself never lists, so its role holds no `dynamodb:Query` (status-reader.ts lists).
  */
 import { LIFECYCLE } from '../core/lifecycle.js';
@@ -280,7 +280,7 @@ export class StatusStore {
   /** Puts the table's registry row; a failure is reported, not thrown (the counters are already added). */
   private async register(table: string): Promise<number> {
     try {
-      await this.client.send(new PutItemCommand({ TableName: this.tableName, Item: { [STATUS_KEY.partition]: { S: tableRegistryPartition(this.pipeline) }, [STATUS_KEY.row]: { S: table } } }));
+      await this.client.send(new PutItemCommand({ TableName: this.tableName, Item: { [STATUS_KEY.partition]: { S: tableRegistryPartition(this.pipeline, table) }, [STATUS_KEY.row]: { S: table } } }));
     } catch (err) {
       this.onRegistryFailure?.(table, err);
     }

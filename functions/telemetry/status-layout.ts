@@ -8,7 +8,8 @@
  *   shop/public.orders                   hour#2026-11-30T06#v1        that hour's counters moved from layout 1 by the migration
  *   shop/public.orders                   job#reconcile, job#snapshot  the jobs' last runs
  *   shop/public.orders                   schema                       its recorded schema and drift (adapters/schema-store.ts)
- *   shop#tables                          public.orders                the table registry: one small row per table
+ *   shop#tables#07                       public.orders                the table registry: one small row per table, over
+ *                                                                     REGISTRY_SHARDS partitions by a hash of the table
  *   shop#erased                          <table>#<hash>, #key#<id>    the erase ledger (unchanged)
  *   shop#fresh:<target>/public.orders    status                       a fresh replay's own truncate watermarks
  *   shop#dsql-parts                      chunk#<id>                   split Aurora DSQL records' parts (adapters/split-parts-store.ts)
@@ -50,8 +51,35 @@ export function tableOfPartition(pipeline: string, partition: string): string | 
   return partition.startsWith(`${pipeline}/`) ? partition.slice(pipeline.length + 1) : null;
 }
 
-/** The partition of the table registry: one row per table, sort key the source table. */
-export const tableRegistryPartition = (pipeline: string): string => `${pipeline}#tables`;
+/**
+ * How many partitions the table registry is spread over. A table's registry row is written once in
+ * its life (at its first status write), so a brand-new pipeline's first batch over 1,000 tables puts
+ * about 1,000 / 32 ≈ 31 rows (at most about 45) on any one key instead of 1,000; listing the tables
+ * is one small Query per partition, sent together.
+ */
+export const REGISTRY_SHARDS = 32;
+
+/** The registry partition of layout 2 before it was spread (`shop#tables`): still read, never written. */
+export const legacyRegistryPartition = (pipeline: string): string => `${pipeline}#tables`;
+
+/** FNV-1a over the table name's UTF-16 code units: stable across runtimes and releases. */
+function registryShard(table: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < table.length; i++) {
+    h ^= table.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h % REGISTRY_SHARDS;
+}
+
+/** The registry partition holding `table`'s row: `shop#tables#07`; sort key the source table. */
+export const tableRegistryPartition = (pipeline: string, table: string): string => `${pipeline}#tables#${String(registryShard(table)).padStart(2, '0')}`;
+
+/** Every partition the registry may hold rows in: the spread ones, then the legacy one. */
+export const registryPartitions = (pipeline: string): string[] => [
+  ...Array.from({ length: REGISTRY_SHARDS }, (_, i) => `${pipeline}#tables#${String(i).padStart(2, '0')}`),
+  legacyRegistryPartition(pipeline),
+];
 
 /** `2026-11-30T06` for any time in that hour (UTC). */
 export const hourLabel = (epochMs: number): string => new Date(epochMs).toISOString().slice(0, 13);

@@ -22,6 +22,7 @@ import { parseConfig, type TidemarkConfig } from '../../lib/config/config.js';
 import { pgMessage } from '../helpers/debezium.js';
 import { records } from '../helpers/mocked-deps.js';
 import { openTarget, type Target, uniqueConfig } from '../helpers/target.js';
+import { tableRegistryPartition } from '../../functions/telemetry/status-layout.js';
 
 const base = parseConfig({
   name: 'upgrade',
@@ -78,7 +79,7 @@ describe(`status-migrate on the integration target (${process.env.TIDEMARK_TARGE
     assert.equal((await get(`${config.name}/public.customers`, `hour#${hour}#v1`))?.received, 10);
     assert.equal((await get(`${config.name}/public.customers`, 'job#reconcile'))?.runId, 'r1');
     assert.equal((await get(`${config.name}#fresh:upgrade-rebuild/public.customers`, 'status'))?.truncateWatermark, oldWatermark);
-    assert.ok(await get(`${config.name}#tables`, 'public.customers'), 'registered');
+    assert.ok(await get(tableRegistryPartition(config.name, 'public.customers'), 'public.customers'), 'registered');
     assert.deepEqual(
       await get(`${config.name}/public.orders`, 'schema'),
       { pipeline: `${config.name}/public.orders`, table: 'schema', schema: '{"kept":true}', version: 3, columns: 4, changes: 2, incompatible: 0 },

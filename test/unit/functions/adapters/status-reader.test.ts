@@ -6,6 +6,7 @@ import type { TableConfig } from '../../../../lib/config/config.js';
 import { StatusReader } from '../../../../functions/adapters/status-reader.js';
 import { StatusStore } from '../../../../functions/adapters/status-store.js';
 import { FakeDynamoDB } from '../../../helpers/fake-dynamodb.js';
+import { REGISTRY_SHARDS, tableRegistryPartition } from '../../../../functions/telemetry/status-layout.js';
 
 const HOUR = 3_600_000;
 const NOW = Date.UTC(2026, 10, 30, 6, 15, 0);
@@ -18,7 +19,7 @@ function setup() {
 const batch = (now: number, counters: Record<string, number>) => ({ counters, state: 'RUNNING' as const, now });
 
 describe('status reader', () => {
-  it('lists the registry’s tables, the configured ones and *, with one Query of the registry and no scan of hour rows', async () => {
+  it('lists the registry’s tables, the configured ones and *, with one Query per registry partition and no scan of hour rows', async () => {
     const { fake, store, reader } = setup();
     await store.record('analytics.events', batch(NOW, { received: 1 }));
     await store.record('*', batch(NOW, { received: 2, quarantined: 2 }));
@@ -35,8 +36,26 @@ describe('status reader', () => {
     );
     assert.deepEqual(
       fake.calls.map((c) => c.name),
-      ['Query', 'BatchGetItem'],
+      [...Array.from({ length: REGISTRY_SHARDS + 1 }, () => 'Query'), 'BatchGetItem'],
+      'the spread registry partitions and the legacy one, then the status rows',
     );
+  });
+
+  it('spreads the registry so a new pipeline of 1,000 tables puts at most 50 rows on any key, and still reads the legacy partition', async () => {
+    const perKey = new Map<string, number>();
+    for (let i = 0; i < 1000; i++) {
+      const p = tableRegistryPartition('shop', `public.t${i}`);
+      perKey.set(p, (perKey.get(p) ?? 0) + 1);
+    }
+    assert.equal(perKey.size, REGISTRY_SHARDS, 'every partition used');
+    assert.ok(Math.max(...perKey.values()) <= 50, `at most 50 a key, got ${Math.max(...perKey.values())}`);
+    assert.equal(tableRegistryPartition('shop', 'public.orders'), tableRegistryPartition('shop', 'public.orders'), 'stable');
+
+    const { fake, reader } = setup();
+    // A row written before the registry was spread (layout 2's first form, `shop#tables`).
+    await fake.client.send(new PutItemCommand({ TableName: 'shop-status', Item: { pipeline: { S: 'shop#tables' }, table: { S: 'legacy.table' } } }));
+    await fake.client.send(new PutItemCommand({ TableName: 'shop-status', Item: { pipeline: { S: tableRegistryPartition('shop', 'new.table') }, table: { S: 'new.table' } } }));
+    assert.deepEqual(await reader.registeredTables(), ['legacy.table', 'new.table']);
   });
 
   it('reads a table’s hours: closed hour rows, layout-1 hours moved by the migration, and the open hour of its status row', async () => {

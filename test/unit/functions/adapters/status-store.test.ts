@@ -11,7 +11,7 @@ import { mockClient } from 'aws-sdk-client-mock';
 import fc from 'fast-check';
 import type { TableConfig } from '../../../../lib/config/config.js';
 import { StatusStore, type StatusUpdate } from '../../../../functions/adapters/status-store.js';
-import { HOUR_COUNTERS } from '../../../../functions/telemetry/status-layout.js';
+import { HOUR_COUNTERS, tableRegistryPartition } from '../../../../functions/telemetry/status-layout.js';
 import { FakeDynamoDB } from '../../../helpers/fake-dynamodb.js';
 
 const HOUR = 3_600_000;
@@ -47,7 +47,9 @@ describe('status-store', () => {
       { received: row?.received, applied: row?.applied, stale: row?.stale, writeUnits: row?.writeUnits, hour: row?.hour, hourBatches: row?.hourBatches, h_applied: row?.h_applied, h_received: row?.h_received, h_writeUnits: row?.h_writeUnits },
       { received: 4, applied: 3, stale: 1, writeUnits: 2, hour: '2026-11-30T06', hourBatches: 2, h_applied: 3, h_received: 4, h_writeUnits: undefined },
     );
-    assert.deepEqual(item(fake, 'shop#tables', 'public.orders'), { pipeline: 'shop#tables', table: 'public.orders' }, 'registered once, on its first write');
+    const registry = tableRegistryPartition('shop', 'public.orders');
+    assert.match(registry, /^shop#tables#\d{2}$/);
+    assert.deepEqual(item(fake, registry, 'public.orders'), { pipeline: registry, table: 'public.orders' }, 'registered once, on its first write');
     assert.equal(fake.calls.filter((c) => c.name === 'PutItem').length, 1);
   });
 
