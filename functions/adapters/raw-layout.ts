@@ -230,6 +230,19 @@ export function spillObjectKey(rawPrefix: string, table: string, keyId: string, 
 /** Where a key's spilled rows sit under one table segment. */
 export const spillPrefix = (rawPrefix: string, segment: string, keyId: string): string => `${rawPrefix}spill/table=${segment}/${spillKeyDigest(keyId)}/`;
 
+/**
+ * A spilled row's object key as a log line or an error may show it: the segment naming the key
+ * (its canonical text in base64url, reversible) replaced by `<key>` (issue 20, item 8: no key
+ * values in logs). Other keys are returned as they are.
+ */
+export function shownSpillKey(key: string): string {
+  const at = key.indexOf('spill/table=');
+  if (at < 0) return key;
+  const segmentEnd = key.indexOf('/', at + 'spill/table='.length);
+  const digestEnd = segmentEnd < 0 ? -1 : key.indexOf('/', segmentEnd + 1);
+  return digestEnd < 0 ? key : `${key.slice(0, segmentEnd + 1)}<key>${key.slice(digestEnd)}`;
+}
+
 /** Every prefix that may hold a key's spilled rows: one per segment encoding of its table. */
 export const spillPrefixes = (rawPrefix: string, table: string, keyId: string): string[] => tableSegments(table).map((segment) => spillPrefix(rawPrefix, segment, keyId));
 

@@ -10,13 +10,14 @@ import { asError, WriteError } from '../core/errors.js';
 import { isJsonObject, parseJson } from '../core/json.js';
 import type { Row } from '../core/types.js';
 import type { ReadSpill } from './dynamo-writer.js';
+import { shownSpillKey } from './raw-layout.js';
 
 const gunzipAsync = promisify(gunzip);
 
 /** Splits `s3://bucket/key` into its parts; throws WriteError on anything else. */
 export function parseS3Uri(pointer: string): { bucket: string; key: string } {
   const m = /^s3:\/\/([^/]+)\/(.+)$/.exec(pointer);
-  if (!m?.[1] || !m[2]) throw new WriteError(`not an s3:// spill pointer: "${pointer.slice(0, 200)}"`);
+  if (!m?.[1] || !m[2]) throw new WriteError(`not an s3:// spill pointer: "${shownSpillKey(pointer).slice(0, 200)}"`);
   return { bucket: m[1], key: m[2] };
 }
 
@@ -29,12 +30,12 @@ export function s3SpillReader(s3: S3Client): ReadSpill {
       const res = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
       bytes = Buffer.from((await res.Body?.transformToByteArray()) ?? []);
     } catch (err) {
-      throw new WriteError(`reading the spilled row ${pointer} failed: ${asError(err).message}`, { cause: err });
+      throw new WriteError(`reading the spilled row ${shownSpillKey(pointer)} failed: ${asError(err).message}`, { cause: err });
     }
     // Some S3 endpoints decode Content-Encoding: gzip on the way out; gzip starts with 1f 8b.
     const text = (bytes[0] === 0x1f && bytes[1] === 0x8b ? await gunzipAsync(bytes) : bytes).toString('utf8');
     const row = parseJson(text);
-    if (!isJsonObject(row)) throw new WriteError(`the spilled row ${pointer} is not a JSON object`);
+    if (!isJsonObject(row)) throw new WriteError(`the spilled row ${shownSpillKey(pointer)} is not a JSON object`);
     return row;
   };
 }

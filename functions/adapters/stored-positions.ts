@@ -17,6 +17,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import type { TableConfig } from '../config/types.js';
 import { Limiter } from '../core/concurrency.js';
+import { canonicalDecimal, decimalParts } from '../core/decimal.js';
 import { asError, WriteError } from '../core/errors.js';
 import { type KeyAttribute, keyLayout } from '../core/keys.js';
 import type { Key } from '../core/types.js';
@@ -222,18 +223,13 @@ function requestKeyOf(attrs: readonly KeyAttribute[], item: Record<string, Attri
   );
 }
 
-/** Canonical decimal text: sign, significant digits without leading/trailing zeros, and exponent. */
+/**
+ * Canonical decimal text: one spelling per number value (`1.50`, `15e-1` → `15e-1`), text that is
+ * not a decimal unchanged. Read in one linear pass (core/decimal.ts): a key's number text comes
+ * from a record, and a pattern such as `/0+$/` is quadratic on a long run of zeros (issue 20, item 1).
+ */
 export function canonicalNumber(text: string): string {
-  const m = /^([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$/.exec(text.trim());
-  if (!m) return text;
-  const [, sign = '', int = '', frac = '', exp = '0'] = m;
-  const digits = `${int}${frac}`;
-  const lead = digits.search(/[^0]/);
-  if (lead < 0) return '0';
-  const trimmed = digits.slice(lead).replace(/0+$/, '');
-  // value = 0.<digits> * 10^(int.length + exp); shifting past the leading zeros lowers the exponent
-  const exponent = BigInt(exp) + BigInt(int.length) - BigInt(lead);
-  return `${sign === '-' ? '-' : ''}0.${trimmed}e${exponent}`;
+  return decimalParts(text) === null ? text : canonicalDecimal(text);
 }
 
 function storedPositionOf(item: Record<string, AttributeValue>): StoredPosition {

@@ -27,6 +27,7 @@ import { createFreshTable } from './fresh.js';
 import { type BatchOutput, type JobContext, ReplayBatchError, type ReplayManifest, type ReplayRequest, runPrefix } from './job.js';
 import type { ReplayResult } from './engine.js';
 import { checkReplaySafety, parseTarget } from './safety.js';
+import { validateReplayRequest } from './inputs.js';
 
 /** Athena's longest query string, in bytes (StartQueryExecution, QueryString). */
 const MAX_QUERY_BYTES = 262_144;
@@ -117,9 +118,13 @@ async function keysOf(ctx: JobContext, request: ReplayRequest): Promise<TableKey
 
 export async function planReplaySql(ctx: JobContext, request: ReplayRequest): Promise<SqlPlanOutput> {
   const { config, clients } = ctx;
+  // The CLI's rules, checked again by the state machine's first step before anything is read or
+  // written: an inverted or malformed range would otherwise select nothing and succeed (issue 20, item 19).
+  validateReplayRequest(config, request);
   const tables = request.tables.length > 0 ? [...request.tables] : config.tables.map((t) => t.source);
   const target = parseTarget(request.into, config.name);
   const tableConfigs = replayTables(config, tables, target);
+  // The ledger key is checked before anything is written (issue 20, items 5 and 16).
   await ledgerViewFor(config, clients.dynamodb, tables, ctx.env);
   const now = request.now ?? Date.now();
   const sources = await replaySources(config, clients.s3, now);

@@ -12,6 +12,7 @@ import { kinesisEvent, mskEvent } from '../../../bin/cli/kinesis-shape.js';
 import { parseConfig } from '../../../lib/config/config.js';
 import type { PlannedWrite } from '../../../functions/core/plan.js';
 import { handleEvent } from '../../../functions/ingest.js';
+import { BAD_KINDS, corpusConfig } from '../../corpus/bad-input.js';
 import { pgMessage } from '../../helpers/debezium.js';
 import { readFixture } from '../../helpers/messages.js';
 import { mockedDeps, putObjects, rowPuts } from '../../helpers/mocked-deps.js';
@@ -82,6 +83,25 @@ describe('ingest handler', () => {
     assert.equal(quarantine?.lines.length, 1);
     assert.equal(quarantine?.lines[0]?.reason, 'too-many-columns');
     assert.equal(metrics.totals.get('public.customers:EventsApplied'), 2);
+  });
+
+  it('quarantines every long-digit and wide-row kind of the bad-input corpus with its reason, in linear time (issue 20, items 1 and 2)', async () => {
+    const kinds = BAD_KINDS.filter((k) => k.family === 'long-digits' || k.family === 'wide-row');
+    assert.ok(kinds.length >= 8, `${kinds.length} kinds`);
+    const event = kinesisEvent(
+      'cdc',
+      'shardId-000000000000',
+      kinds.map((k, i) => ({ data: Buffer.from(k.value), partitionKey: `p${i}`, sequenceNumber: String(800 + i), arrival: new Date() })),
+    );
+    const { deps, s3 } = mockedDeps(corpusConfig);
+    const started = process.cpuUsage();
+    assert.deepEqual(await handleEvent(event, deps), { batchItemFailures: [] });
+    const used = process.cpuUsage(started);
+    const ms = (used.user + used.system) / 1e3;
+    // Each kind once took seconds to minutes (quadratic patterns, per-column costs); linear readers take milliseconds.
+    assert.ok(ms < 20_000, `${ms.toFixed(0)} ms of CPU`);
+    const reasons = new Map(putObjects(s3).filter((o) => o.key.startsWith('quarantine/')).flatMap((o) => o.lines.map((l) => [String((l.transport as { sequence?: string } | undefined)?.sequence), l.reason])));
+    for (const [i, k] of kinds.entries()) assert.equal(reasons.get(String(800 + i)), k.reason, k.name);
   });
 
   describe('Kafka tombstones of Debezium flattened feeds under format "auto" (issue 20, item 13)', () => {

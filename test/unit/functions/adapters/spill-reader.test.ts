@@ -7,6 +7,7 @@ import { mockClient } from 'aws-sdk-client-mock';
 import { WriteError } from '../../../../functions/core/errors.js';
 import { isLosslessNumber } from '../../../../functions/core/json.js';
 import { parseS3Uri, s3SpillReader } from '../../../../functions/adapters/spill-reader.js';
+import { spillObjectKey } from '../../../../functions/adapters/raw-layout.js';
 
 const s3 = mockClient(S3Client);
 /** The part of an SDK stream body the reader uses. */
@@ -33,5 +34,17 @@ describe('s3SpillReader', () => {
     s3.on(GetObjectCommand).rejectsOnce(new Error('NoSuchKey')).resolves({ Body: body(Buffer.from('[1]')) });
     await assert.rejects(read('s3://b/k'), (e: unknown) => e instanceof WriteError && /NoSuchKey/.test(e.message));
     await assert.rejects(read('s3://b/k'), /not a JSON object/);
+  });
+
+  it('names a spilled row in its errors without the key, which its object key holds in base64url (issue 20, item 8: errors are logged)', async () => {
+    const read = s3SpillReader(new S3Client({ region: 'us-east-1' }));
+    const keyId = '["ada@example.com"]';
+    const pointer = `s3://b/${spillObjectKey('raw/', 'public.café', keyId, 'a15')}`;
+    const encoded = Buffer.from(keyId).toString('base64url');
+    assert.ok(pointer.includes(encoded), 'the object key holds the key');
+    s3.on(GetObjectCommand).rejectsOnce(new Error('AccessDenied')).resolves({ Body: body(Buffer.from('[1]')) });
+    for (const message of [/AccessDenied/, /not a JSON object/]) {
+      await assert.rejects(read(pointer), (e: unknown) => e instanceof WriteError && message.test(e.message) && !e.message.includes(encoded) && e.message.includes('raw/spill/table=public.caf%C3%A9/<key>/a15.json.gz'));
+    }
   });
 });

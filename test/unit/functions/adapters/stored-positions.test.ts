@@ -176,4 +176,15 @@ describe('canonicalNumber', () => {
     assert.notEqual(canonicalNumber('1.5'), canonicalNumber('15'));
     assert.notEqual(canonicalNumber('-1'), canonicalNumber('1'));
   });
+
+  it('reads a long run of zeros in linear time (issue 20, item 1: no pattern over record content)', () => {
+    // `/0+$/` over 100,000 zeros before a last digit took seconds (quadratic); one pass takes milliseconds.
+    const text = `1${'0'.repeat(100_000)}1`;
+    const started = process.cpuUsage();
+    assert.equal(canonicalNumber(text), canonicalNumber(`${text}.000`));
+    assert.equal(canonicalNumber(`1.${'0'.repeat(100_000)}`), canonicalNumber('1'));
+    const used = process.cpuUsage(started);
+    const ms = (used.user + used.system) / 1e3;
+    assert.ok(ms < 1_000, `${ms.toFixed(0)} ms of CPU`);
+  });
 });

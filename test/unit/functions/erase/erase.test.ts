@@ -11,6 +11,8 @@ import { mockClient } from 'aws-sdk-client-mock';
 import { parseConfig } from '../../../../lib/config/config.js';
 import { abandonErase, type EraseContext, erasePrefix, findEraseObjects, finishErase, mentionsKey, rewriteEraseBatch, submitErase } from '../../../../functions/erase/erase.js';
 import { keyFilterMetadata } from '../../../../functions/core/key-filter.js';
+import { encodeSegment, legacySegment } from '../../../../functions/adapters/raw-layout.js';
+import { RawStore } from '../../../../functions/adapters/raw-store.js';
 import { readFixture } from '../../../helpers/messages.js';
 import { type FakeS3, fakeS3 } from '../../../helpers/fake-s3.js';
 import { assertLinear } from '../../../helpers/linear.js';
@@ -168,6 +170,37 @@ describe('erase on a versioned store', () => {
     assert.equal(nothing.ledgerRecorded, false);
     assert.equal(nothing.ledgerPosition, '');
     assert.equal(nothing.versioning, null);
+  });
+
+  it('deletes the key\'s spilled rows in tables named with a space and a non-ASCII letter, under both segment encodings, and no other key\'s (issue 20, item 4)', async () => {
+    s3 = fakeS3();
+    const named = parseConfig({
+      name: 'er',
+      tables: [
+        { source: 'public.café', target: 'er-cafe', key: ['id'], keyTypes: { id: 'number' } },
+        { source: 'dbo.Order Details', target: 'er-order-details', key: ['id'], keyTypes: { id: 'number' } },
+      ],
+      raw: { bucket: 'er-raw' },
+    });
+    const ctx: EraseContext = { config: named, clients: { s3: s3.client, dynamodb: ledgerDynamo() }, log: quiet, env };
+    // As the writer spills a row too large for DynamoDB (RawStore.spill, through raw-layout.ts).
+    const store = new RawStore(s3.client, named.raw.bucket, named.raw.prefix, named.raw.quarantinePrefix);
+    const begin = { keyHash: 'h', storedPosition: null, itemFound: false, itemDeleted: false };
+    for (const table of ['public.café', 'dbo.Order Details']) {
+      const mine = [await store.spill(table, '["42"]', '05', '{"id":42}'), await store.spill(table, '["42"]', '07', '{"id":42}')].map((uri) => uri.replace(`s3://${named.raw.bucket}/`, ''));
+      const other = (await store.spill(table, '["43"]', '05', '{"id":43}')).replace(`s3://${named.raw.bucket}/`, '');
+      // A row spilled before the segment encoding was injective (`public.caf_`, `dbo.Order_Details`).
+      const legacy = (mine[0] as string).replace(encodeSegment(table), legacySegment(table));
+      assert.notEqual(legacy, mine[0]);
+      s3.put(legacy, gzipSync('{"id":42}'));
+      const runId = `e-${encodeSegment(table).length}`;
+      const requestKey = await submitErase(ctx, runId, { table, key: { id: 42 }, reason: 'unit' });
+      const summary = await finishErase(ctx, { runId, requestKey, begin: { ...begin, table }, find: { objects: 0, candidates: 0 } });
+      assert.equal(summary.spilledDeleted, 3, `${table}: both spilled rows and the legacy one`);
+      assert.equal(summary.found, true);
+      for (const key of [...mine, legacy]) assert.deepEqual(s3.versions(key), [], `${key} is gone with its versions`);
+      assert.ok(s3.keys().includes(other), `${table}: another key's spilled row stays`);
+    }
   });
 
   it('reaches the jobs\' reports: the key\'s reconcile findings and its entry in a snapshot report\'s orphan keys, nothing else', async () => {

@@ -8,10 +8,11 @@
 import assert from 'node:assert/strict';
 import { gzipSync } from 'node:zlib';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import { BatchGetItemCommand, type DynamoDBClient, QueryCommand } from '@aws-sdk/client-dynamodb';
+import { BatchGetItemCommand, type DynamoDBClient, GetItemCommand, QueryCommand } from '@aws-sdk/client-dynamodb';
 import { parseConfig } from '../../../../lib/config/config.js';
 import { replayContext } from '../../../../functions/composition.js';
 import { compactionFrontierKey } from '../../../../functions/adapters/raw-layout.js';
+import { encodePosition } from '../../../../functions/core/position.js';
 import { replayStep } from '../../../../functions/replay/handler.js';
 import { type ReplayRequest, summarizeReplay } from '../../../../functions/replay/job.js';
 import { ReplayRefusedError } from '../../../../functions/replay/safety.js';
@@ -138,6 +139,39 @@ describe('replay on SQL (the job steps)', () => {
     await assert.rejects(replayBucket(ctx(), { manifestKey: plan.manifestKey, bucket: BUCKETS }), /has no bucket/);
     await assert.rejects(listReplayBuckets(ctx(), { manifestKey: 'jobs/replay/none/manifest.json' }), /NoSuchKey|not the manifest/);
     assert.ok(CHUNK_ROWS >= 1000);
+  });
+
+  it('refuses an inverted or malformed range in the plan step, the state machine\'s first, before writing anything (issue 20, item 19)', async () => {
+    const before = s3.keys();
+    const inverted = [
+      [{ since: NOW - HOUR, until: NOW - 2 * HOUR }, /since \(.*\) must be before until/],
+      [{ fromPosition: encodePosition([9n]), toPosition: encodePosition([5n]) }, /fromPosition \S+ is above toPosition \S+: the range selects nothing/],
+      [{ since: Number.NaN }, /since must be a time/],
+      [{ runId: 'a/b' }, /runId must be/],
+    ] as const;
+    for (const [over, message] of inverted) {
+      await assert.rejects(planReplaySql(ctx(), request(over)), message);
+      await assert.rejects(replayStep({ step: 'plan-sql', request: request(over) }, ctx()), message);
+    }
+    assert.deepEqual(s3.keys(), before, 'no query, no manifest');
+  });
+
+  it('with erasures in the ledger, refuses to plan without the ledger key, naming it as erase does, or with a wrong one (issue 20, items 5 and 16)', async () => {
+    const entry = { pipeline: { S: `${config.name}#erased` }, table: { S: 'public.customers#h' }, source: { S: 'public.customers' }, keyHash: { S: 'h' }, keyId: { S: 'k1' }, position: { S: '05' }, erasedAt: { N: '1' }, reason: { S: 'unit' } };
+    const ledgerDb = (fingerprint: string | undefined) =>
+      ({
+        send: async (cmd: unknown) => {
+          if (cmd instanceof QueryCommand) return { Items: [entry] };
+          if (cmd instanceof GetItemCommand) return fingerprint === undefined ? {} : { Item: { fingerprint: { S: fingerprint } } };
+          throw new Error(`unexpected ${String((cmd as object).constructor.name)}`);
+        },
+      }) as unknown as DynamoDBClient;
+    const before = s3.keys();
+    const noKey = replayContext(config, { s3: s3.client, dynamodb: ledgerDb(undefined) }, quiet, {});
+    await assert.rejects(planReplaySql(noKey, request()), /Environment variable TIDEMARK_ERASE_KEY is required: it holds the erase ledger key \(replay\.erase\.ledgerKeySecret\)/);
+    const wrongKey = replayContext(config, { s3: s3.client, dynamodb: ledgerDb('another-fingerprint') }, quiet, { TIDEMARK_ERASE_KEY: 'a-wrong-key-of-more-than-sixteen-bytes' });
+    await assert.rejects(planReplaySql(wrongKey, request()), /erase ledger key with id k1 is not the key the ledger was written with/);
+    assert.deepEqual(s3.keys(), before, 'nothing written');
   });
 
   it('runs plan-sql through the Lambda step, and refuses it without a request', async () => {
