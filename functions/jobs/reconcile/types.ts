@@ -2,6 +2,7 @@
  * What flows between the reconcile state machine's steps (all of it small JSON: the data itself
  * moves through S3), and the shuffle records.
  */
+import type { ReportedHeld } from '../held.js';
 import type { FindingClass } from './classify.js';
 
 /** The state machine's input; every field is optional. */
@@ -199,7 +200,13 @@ export interface ReconcileReport {
   readonly window: { readonly from: string; readonly to: string } | null;
   readonly tables: readonly string[];
   readonly repair: boolean;
-  readonly counts: ReconcileCounts & { manifestKeys: number; unmatchedRawLines: number; rawLineProblems: number };
+  /** Keys of held tables changed since they were held (landed, not applied until resume): counted, never findings. */
+  readonly counts: ReconcileCounts & { held: number; manifestKeys: number; unmatchedRawLines: number; rawLineProblems: number };
+  /**
+   * Tables suspended or stopped in error at the plan: from when (`heldFrom`), the keys whose raw
+   * arrived since (`keys`, not judged), and whether --repair left the table alone.
+   */
+  readonly held: Readonly<Record<string, ReportedHeld & { readonly keys: number; readonly repairSkipped: boolean }>>;
   /** Findings per class (every class listed, zeros included), and per table per class. */
   readonly findings: { readonly total: number; readonly byClass: Record<string, number>; readonly byTable: Record<string, Record<string, number>> };
   /** True when raw lost data (`ahead`, `extra`): nothing in raw can repair it. */
