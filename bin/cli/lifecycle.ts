@@ -21,7 +21,7 @@
 import { ConditionalCheckFailedException, type DynamoDBClient, GetItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { TidemarkConfig } from '../../lib/config/config.js';
-import { LIFECYCLE, lifecycleOf, type TableLifecycle } from '../../functions/core/lifecycle.js';
+import { heldRawSince, LIFECYCLE, lifecycleOf, type TableLifecycle } from '../../functions/core/lifecycle.js';
 import { STATUS_KEY, STATUS_ROW, tablePartition, tableRegistryPartition } from '../../functions/telemetry/status-layout.js';
 import { clients, config as loadConfig } from './context.js';
 import { CliError } from './errors.js';
@@ -154,7 +154,7 @@ export async function releaseTable(dynamodb: DynamoDBClient, cfg: TidemarkConfig
  * reads the state), up to the end of the wait after which every container applies the table.
  */
 export function catchUpWindow(cfg: TidemarkConfig, heldFrom: number, resumedAt: number, settleMs: number): { since: number; until: number } {
-  return { since: heldFrom - cfg.ingest.timeoutSeconds * 1000 - 5_000, until: resumedAt + settleMs };
+  return { since: heldRawSince(heldFrom, cfg.ingest.timeoutSeconds), until: resumedAt + settleMs };
 }
 
 async function setMappings(cfg: TidemarkConfig, enabled: boolean): Promise<string[]> {

@@ -108,6 +108,14 @@ export function notJudged(r: ReconcileReport): string[] {
   return lines;
 }
 
+/** Tables suspended or stopped at the run: the keys changed since they were held are not judged (resume applies them). */
+export function heldLines(r: ReconcileReport): string[] {
+  return Object.entries(r.held ?? {}).map(
+    ([table, h]) =>
+      `  ${table}: ${h.state} since ${sec(h.heldFrom)}: ${h.keys} keys changed since then not judged (landed in raw, applied on resume)${h.repairSkipped ? '; --repair left the table alone' : ''}`,
+  );
+}
+
 function humanSummary(r: ReconcileReport): string[] {
   const found = Object.entries(r.findings.byClass).filter(([, v]) => v > 0);
   const lines = [
@@ -115,6 +123,7 @@ function humanSummary(r: ReconcileReport): string[] {
     `  ${r.counts.keys} keys, ${r.counts.rawEvents} raw events in ${r.counts.rawObjects} objects, ${r.counts.readUnits} read units`,
     `  findings: ${found.length === 0 ? 'none' : found.map(([k, v]) => `${k} ${v}`).join(', ')}${r.repair ? `; repaired ${r.counts.repaired}, repair failed ${r.counts.repairFailed}` : ''}`,
     ...notJudged(r),
+    ...heldLines(r),
     `  report: ${r.report}`,
   ];
   if (r.critical) lines.push('  CRITICAL: the table holds changes raw does not have (raw lost data): see docs/jobs.md, "ahead"');

@@ -104,6 +104,26 @@ export class StatusReader {
     return out;
   }
 
+  /**
+   * Rows of each of `tables` by row key (`status`, `schema`, `job#snapshot`, …): one BatchGetItem
+   * per 100 keys, whatever else the partitions hold. Table → row key → the row's attributes; absent
+   * rows left out.
+   */
+  async tableRows(tables: readonly string[], rows: readonly string[]): Promise<Map<string, Map<string, Record<string, unknown>>>> {
+    const keys = tables.flatMap((t) => rows.map((r) => [tablePartition(this.pipeline, t), r] as [string, string]));
+    const got = await this.batchGet(keys);
+    const out = new Map<string, Map<string, Record<string, unknown>>>();
+    for (const t of tables) {
+      const byRow = new Map<string, Record<string, unknown>>();
+      for (const r of rows) {
+        const item = got.get(`${tablePartition(this.pipeline, t)}\u0000${r}`);
+        if (item) byRow.set(r, unmarshall(item) as Record<string, unknown>);
+      }
+      out.set(t, byRow);
+    }
+    return out;
+  }
+
   /** The recorded-schema rows of `tables` (adapters/schema-store.ts), each with its table. */
   async schemaRows(tables: readonly string[]): Promise<Record<string, unknown>[]> {
     const got = await this.batchGet(tables.map((t) => [tablePartition(this.pipeline, t), SCHEMA_ROW]));

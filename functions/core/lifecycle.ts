@@ -95,3 +95,32 @@ export function permanentFailure(error: unknown): string | undefined {
   if (name === 'ValidationException' && message.includes('key element does not match the schema')) return `the target table's key schema differs from the configured key (${name})`;
   return undefined;
 }
+
+/**
+ * How the jobs' reports label a held table: `suspended` by an operator, or `stopped` in error;
+ * `heldFrom` (epoch ms) is from when its records may not have been applied.
+ */
+export interface HeldLabel {
+  readonly state: 'suspended' | 'stopped';
+  readonly heldFrom: number;
+  readonly reason?: string;
+}
+
+/** The label of a held table's status row; null for a running table. */
+export function heldLabelOf(row: Readonly<Record<string, unknown>> | undefined): HeldLabel | null {
+  const state = lifecycleOf(row);
+  if (state === 'running') return null;
+  const from = Number(row?.[LIFECYCLE.heldFrom] ?? row?.[LIFECYCLE.at] ?? Number.NaN);
+  const reason = row?.[LIFECYCLE.reason];
+  return { state: state === 'error' ? 'stopped' : 'suspended', heldFrom: Number.isFinite(from) ? from : 0, ...(typeof reason === 'string' ? { reason } : {}) };
+}
+
+/** Margin after the ingest's timeout: a batch lands in raw, then reads the table's state. */
+export const HELD_LANDING_MARGIN_MS = 5_000;
+
+/**
+ * The first arrival time whose records a held table may not have applied: `heldFrom` less the
+ * ingest's timeout and a margin (a batch that landed just before the hold may have read the state
+ * after it). Resume replays raw from here; reconcile labels a key held when its raw arrived here or later.
+ */
+export const heldRawSince = (heldFrom: number, ingestTimeoutSeconds: number): number => heldFrom - ingestTimeoutSeconds * 1000 - HELD_LANDING_MARGIN_MS;

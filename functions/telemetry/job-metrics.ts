@@ -32,3 +32,9 @@ export const SNAPSHOT_FINDING_METRICS = {
 
 /** The `table` dimension of totals over every table (one alarm, whatever the number of tables). */
 export const ALL_TABLES = '*';
+
+/** Snapshot detection's schema drift: changes recorded since each table's previous report, and those the target cannot hold. */
+export const SNAPSHOT_DRIFT_METRICS = {
+  changes: 'SchemaDriftChanges',
+  incompatible: 'SchemaDriftIncompatible',
+} as const;

@@ -177,6 +177,8 @@ export class TidemarkJobs extends Construct {
           objects('ReadFrontier', ['s3:GetObject'], [p.state]),
           objects('WriteRun', ['s3:PutObject'], [p.reconcileReports]),
           ...onTargets('DescribeTargets', ['dynamodb:DescribeTable']),
+          // Each table's status row: keys a held (suspended or stopped) table has not applied are labelled, not findings.
+          statement('ReadLifecycles', ['dynamodb:BatchGetItem'], [status]),
         ],
         [p.state, p.reconcileReports],
       ),
@@ -238,7 +240,17 @@ export class TidemarkJobs extends Construct {
     };
 
     const snapshotFunctions = {
-      [SNAPSHOT_TASKS.plan]: fn('snapshot', 'snapshotPlan', 'fix the run and its tables, store its queries', [objects('StoreQueries', ['s3:PutObject'], [p.snapshotReports])], [p.snapshotReports]),
+      [SNAPSHOT_TASKS.plan]: fn(
+        'snapshot',
+        'snapshotPlan',
+        'fix the run and its tables, store its queries',
+        [
+          objects('StoreQueries', ['s3:PutObject'], [p.snapshotReports]),
+          // Each table's status row: held (suspended or stopped) tables are labelled, not queried.
+          statement('ReadLifecycles', ['dynamodb:BatchGetItem'], [status]),
+        ],
+        [p.snapshotReports],
+      ),
       [SNAPSHOT_TASKS.report]: fn(
         'snapshot',
         'snapshotReport',
@@ -252,6 +264,8 @@ export class TidemarkJobs extends Construct {
           ...onTargets('TombstoneOrphans', ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem']),
           // Each table's open findings (`job#snapshot` in its partition), read by `tidemark status`.
           statement('RecordOpenFindings', ['dynamodb:UpdateItem'], [status]),
+          // Each table's schema row, last report and status row: the drift since that report.
+          statement('ReadSchemaDrift', ['dynamodb:BatchGetItem'], [status]),
         ],
         [p.unloadSnapshot, p.snapshotReports],
       ),

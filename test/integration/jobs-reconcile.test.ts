@@ -23,6 +23,7 @@ import { runEraseLocally } from '../../bin/cli/erase.js';
 import { runPoller } from '../../bin/cli/runner.js';
 import { getRow, statusRows } from '../../bin/cli/state.js';
 import { streamNameOf } from '../../bin/local/provision.js';
+import { suspendTable } from '../../bin/cli/lifecycle.js';
 import { reconcileExitCode, runReconcile } from '../../bin/cli/reconcile.js';
 import { runSnapshotCheck } from '../../bin/cli/snapshot-check.js';
 import { compactLocally } from '../../bin/cli/jobs-local.js';
@@ -435,5 +436,40 @@ describe(`reconcile on the integration target (${process.env.TIDEMARK_TARGET ?? 
     // Window mode sees the listed keys only (read from the table), so a missing key, never an extra one.
     const window = await reconcile(env, { mode: 'window', hours: 1, manifest: `s3://${env.config.raw.bucket}/${key}` });
     assert.deepEqual(byClassKey(await findingsOf(target, window)), ['manifest-missing {"id":42}']);
+  });
+
+  it('a suspended table: the keys changed since the hold are labelled, not findings; older keys are judged; --repair leaves the table alone', async () => {
+    const env = await JobsEnv.create(target, base);
+    configs.push(env.config);
+    const table = env.config.tables[0];
+    assert.ok(table);
+    const h = workload(10);
+    // Landed well before the hold (more than the ingest timeout and margin), so applied and judged as usual.
+    await env.ingest(h.events, Date.now() - 20 * 60_000);
+    await suspendTable(target.clients.dynamodb, env.config, table.source, 'integration test', Date.now());
+    const from = h.events.length;
+    for (const id of [1, 2, 3]) h.emit('customers', 'u', { id }, { name: `c${id}`, tier: 'platinum' });
+    h.emit('customers', 'c', { id: 11 }, { name: 'c11', tier: 'basic' });
+    const summary = await env.ingest(h.events.slice(from));
+    assert.equal(summary.held, 4, JSON.stringify(summary));
+    // An older key tampered with: still a finding.
+    await target.clients.dynamodb.send(new DeleteItemCommand({ TableName: table.target, Key: { id: { N: '7' } } }));
+
+    const report = await reconcile(env, { mode: 'full', repair: true });
+    assert.deepEqual(byClassKey(await findingsOf(target, report)), ['missing {"id":7}'], JSON.stringify(report.findings));
+    const held = report.held[table.source];
+    assert.equal(held?.state, 'suspended');
+    assert.equal(held?.keys, 4, 'keys 1, 2, 3 and 11: their raw arrived after the hold');
+    assert.equal(held?.repairSkipped, true);
+    assert.equal(report.counts.held, 4);
+    assert.equal(report.counts.repaired, 0);
+    assert.equal(await getRow(target.clients.dynamodb, table, { id: 7 }), null, 'not repaired while held');
+    assert.equal(((await getRow(target.clients.dynamodb, table, { id: 2 })) as { tier?: string } | undefined)?.tier, 'gold', 'the held change (platinum) is not applied');
+    assert.equal(await getRow(target.clients.dynamodb, table, { id: 11 }), null);
+
+    // The CLI, window mode: the label, and no finding for the held keys.
+    const cli = runCli(target, env.config, ['reconcile', '--cutoff-seconds', '0', '--mode', 'window']);
+    assert.match(cli.stdout, /public\.customers: suspended since \S+: 4 keys changed since then not judged/, cli.stdout + cli.stderr);
+    assert.match(cli.stdout, /findings: missing 1/);
   });
 });

@@ -10,7 +10,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { getRow, statusRows } from '../../bin/cli/state.js';
-import { runSnapshotCheck, snapshotExitCode } from '../../bin/cli/snapshot-check.js';
+import { suspendTable } from '../../bin/cli/lifecycle.js';
+import { positionText } from '../../bin/cli/notation.js';
+import { driftLines, runSnapshotCheck, snapshotExitCode } from '../../bin/cli/snapshot-check.js';
 import { parseConfig, type TidemarkConfig } from '../../lib/config/config.js';
 import type { JsonObject } from '../../functions/core/json.js';
 import { openTarget, type Target } from '../helpers/target.js';
@@ -184,5 +186,51 @@ describe(`snapshot detection on the integration target (${process.env.TIDEMARK_T
     const report = await check(env);
     assert.deepEqual(report.tables[0]?.anomalies.map((a) => a.kind).sort(), ['before-null-rate', 'no-deletes']);
     assert.equal(report.findings, 2);
+  });
+
+  it('reports the schema drift recorded since the previous report: a column added, removed, then a number column carrying text, each at its first position', async () => {
+    const env = await fresh();
+    const t0 = Date.now() - 120_000;
+    await env.ingest([mysql('c', 1, 300, 'false', { first_name: 'a', age: 30 }), mysql('c', 2, 310, 'false', { first_name: 'b', age: 31 })], t0);
+    await env.ingest([mysql('u', 1, 400, 'false', { first_name: 'a', age: 30, email: 'a@example.com' })], t0 + 1000);
+    await env.ingest([mysql('u', 1, 500, 'false', { first_name: 'a', age: 30 })], t0 + 2000);
+    await env.ingest([mysql('u', 2, 600, 'false', { first_name: 'b', age: 'thirty-one' })], t0 + 3000);
+    const report = await check(env);
+    const t = report.tables[0];
+    assert.ok(t);
+    assert.equal(t.drift.previous, null);
+    assert.deepEqual(
+      t.drift.changes.map((c) => [c.kind, c.column, c.from ?? null, c.to ?? null, positionText(c.position, t.drift.notation), c.holds]),
+      [
+        ['added', 'email', null, 'string', 'binlog.000003:400', true],
+        ['removed', 'email', 'string', null, 'binlog.000003:500', true],
+        ['type-changed', 'age', 'number', 'string', 'binlog.000003:600', false],
+      ],
+    );
+    assert.ok(t.drift.changes.every((c) => c.commitTime !== null));
+    assert.equal(t.drift.hasIncompatible, true);
+    assert.deepEqual(report.drift, { changes: 3, incompatible: 1, tables: 1 });
+    assert.equal(report.findings, 1, 'the change the target cannot hold');
+    assert.equal(snapshotExitCode(report), 1);
+    const text = driftLines(t).join('\n');
+    assert.match(text, /type-changed age number -> string at binlog\.000003:600.*the target cannot hold it as before/);
+    assert.ok(!JSON.stringify(report).includes('example.com') && !JSON.stringify(report).includes('thirty-one'), 'no row values in the report');
+
+    // The next report lists only what was recorded since this one.
+    const quiet = await check(env);
+    assert.deepEqual(quiet.tables[0]?.drift.changes, []);
+    assert.deepEqual(quiet.tables[0]?.drift.previous?.runId, report.runId);
+    assert.equal(quiet.findings, 0);
+    await env.ingest([mysql('u', 2, 700, 'false', { first_name: 'b', age: 'x', phone: '555' })], Date.now() - 1000);
+    const next = await check(env);
+    assert.deepEqual(next.tables[0]?.drift.changes.map((c) => [c.kind, c.column, positionText(c.position, next.tables[0]?.drift.notation)]), [['added', 'phone', 'binlog.000003:700']]);
+
+    // Suspended: labelled and not checked; its drift is still reported.
+    await suspendTable(target.clients.dynamodb, env.config, 'inventory.customers', 'test', Date.now());
+    const held = await check(env);
+    assert.equal(held.tables[0]?.held?.state, 'suspended');
+    assert.deepEqual(held.held, ['inventory.customers']);
+    assert.equal(held.tables[0]?.orphans.count, 0);
+    assert.deepEqual(held.tables[0]?.anomalies, []);
   });
 });

@@ -41,6 +41,8 @@ import { isJsonObject, parseJson, stringifyJson } from '../../core/json.js';
 import { keyId, normalizeKey } from '../../core/keys.js';
 import { tableSideLine } from './table-side.js';
 import type { Finding, ReconcileReport, ReconcileRequest } from './types.js';
+import { type HeldLabel, heldRawSince } from '../../core/lifecycle.js';
+import { heldTables, reportedHeld } from '../held.js';
 
 export type { ReconcileReport } from './types.js';
 
@@ -54,6 +56,12 @@ export interface ReconcileRun {
   /** Window mode: the compacted hours whose keys are checked (hour starts, inclusive). */
   readonly window: { readonly fromMs: number; readonly toMs: number } | null;
   readonly tables: readonly string[];
+  /**
+   * Tables suspended or stopped in error at the plan (held.ts), each with `rawSince`: keys with raw
+   * that arrived from then on are `held` (landed, not applied until resume), never findings, and
+   * --repair leaves the table alone.
+   */
+  readonly held: Readonly<Record<string, HeldLabel & { readonly rawSince: number }>>;
   readonly repair: boolean;
   /** The key-set manifest to diff live keys against (JSON Lines of `{"table", "key"}`), if any. */
   readonly manifest: { readonly bucket: string; readonly key: string } | null;
@@ -176,7 +184,8 @@ async function markerOf(deps: JobDeps, hour: number): Promise<{ compactedAt: num
 /** The classify queries (findings, then counts) of the run. */
 function classifyQueries(config: JobDeps['config'], run: ReconcileRun, span: { unsettled?: HourSpan; recent?: HourSpan }) {
   const uri = (prefix: string) => s3Uri(run.bucket, prefix);
-  const common = { tables: run.tables, runId: run.runId, cutoff: run.cutoff, ...span };
+  const held = Object.entries(run.held).map(([table, h]) => ({ table, since: Math.max(0, h.rawSince) }));
+  const common = { tables: run.tables, runId: run.runId, cutoff: run.cutoff, ...span, ...(held.length > 0 ? { held: { tables: held, until: run.startedAt } } : {}) };
   if (run.mode === 'full') {
     return [...configQueryRefs(config, 'reconcile-full', { ...common, part: 'findings', output: uri(run.outputs.findings) }), ...configQueryRefs(config, 'reconcile-full', { ...common, part: 'counts', output: uri(run.outputs.counts) })];
   }
@@ -211,6 +220,8 @@ export async function planReconcileRun(request: ReconcileRequest, deps: JobDeps)
   const runId = runIdOf(request, mode, startedAt);
   const frontier = await readFrontier(deps);
   const history = config.history.prefix;
+  const labels = await heldTables(deps, tables);
+  const held = Object.fromEntries(Object.entries(labels).map(([t, h]) => [t, { ...h, rawSince: heldRawSince(h.heldFrom, config.ingest.timeoutSeconds) }]));
   const run: ReconcileRun = {
     runId,
     mode,
@@ -218,6 +229,7 @@ export async function planReconcileRun(request: ReconcileRequest, deps: JobDeps)
     cutoff,
     window: mode === 'window' ? windowOf(request, hours, frontier.compactedThrough) : null,
     tables,
+    held,
     repair: request.repair === true,
     manifest: request.manifest === undefined ? null : parseS3Uri(request.manifest),
     prefix: reportRunPrefix(config.jobs.reportPrefix, 'reconcile', runId),
@@ -238,7 +250,7 @@ export async function planReconcileRun(request: ReconcileRequest, deps: JobDeps)
     windowKeys = { ...(await storeQueries(deps, `${run.prefix}window-queries.json`, refs)), bucket: run.bucket, prefix: run.outputs.windowKeys };
   }
   await putJson(deps.s3, run.bucket, `${run.prefix}run.json`, run);
-  deps.log.info('reconcile planned', { runId, mode, tables: tables.length, window: run.window ? `${new Date(run.window.fromMs).toISOString()}..${new Date(run.window.toMs).toISOString()}` : null });
+  deps.log.info('reconcile planned', { runId, mode, tables: tables.length, held: Object.keys(held).length, window: run.window ? `${new Date(run.window.fromMs).toISOString()}..${new Date(run.window.toMs).toISOString()}` : null });
   return { run, exports, windowKeys, classify };
 }
 
@@ -364,16 +376,19 @@ interface Tally {
   readonly byTable: Record<string, Record<string, number>>;
   readonly byClass: Record<string, number>;
   readonly counted: Record<string, number>;
+  /** Keys of held tables changed since they were held, per table. */
+  readonly held: Record<string, number>;
   keys: number;
 }
 
 async function readCounts(s3: S3Client, run: ReconcileRun): Promise<Tally> {
-  const tally: Tally = { byTable: {}, byClass: Object.fromEntries(FINDING_CLASSES.map((c) => [c, 0])), counted: Object.fromEntries(COUNTED_CLASSES.map((c) => [c, 0])), keys: 0 };
+  const tally: Tally = { byTable: {}, byClass: Object.fromEntries(FINDING_CLASSES.map((c) => [c, 0])), counted: Object.fromEntries(COUNTED_CLASSES.map((c) => [c, 0])), held: {}, keys: 0 };
   for await (const row of outputRows<{ source_table: string; class: string; keys: number | string }>(s3, run.bucket, run.outputs.counts)) {
     const n = Number(row.keys);
     tally.keys += n;
     if (!(FINDING_CLASSES as readonly string[]).includes(row.class)) {
       tally.counted[row.class] = (tally.counted[row.class] ?? 0) + n;
+      if (row.class === 'held') tally.held[row.source_table] = (tally.held[row.source_table] ?? 0) + n;
       continue;
     }
     const t = tally.byTable[row.source_table] ?? {};
@@ -517,7 +532,14 @@ export async function planReconcileRepair(input: { run: ReconcileRun }, deps: Jo
   const { run } = input;
   const ledger = await ledgerOf(deps, run.tables);
   const rows: FindingRow[] = [];
-  for await (const row of outputRows<FindingRow>(deps.s3, run.bucket, run.outputs.findings)) if (!erasedByLedger(ledger, row)) rows.push(row);
+  let skipped = 0;
+  for await (const row of outputRows<FindingRow>(deps.s3, run.bucket, run.outputs.findings)) {
+    if (erasedByLedger(ledger, row)) continue;
+    // A held table is not written while held, not even its older findings: resume replays it.
+    if (run.held[row.source_table] !== undefined) skipped++;
+    else rows.push(row);
+  }
+  if (skipped > 0) deps.log.info('repair skips the findings of held tables', { runId: run.runId, tables: Object.keys(run.held).length, findings: skipped });
   return planRepairOf(deps, run, repairKeysOf(rows));
 }
 
@@ -569,6 +591,7 @@ export async function reportReconcileRun(input: { run: ReconcileRun; repaired?: 
     cutoff: iso(run.cutoff),
     window: run.window ? { from: iso(run.window.fromMs), to: iso(run.window.toMs + HOUR_MS) } : null,
     tables: run.tables,
+    held: Object.fromEntries(Object.entries(run.held).map(([t, h]) => [t, { ...reportedHeld(h), keys: tally.held[t] ?? 0, repairSkipped: run.repair }])),
     repair: run.repair,
     counts: {
       rawObjects: 0,
@@ -579,6 +602,7 @@ export async function reportReconcileRun(input: { run: ReconcileRun; repaired?: 
       inFlight: counted['in-flight'] ?? 0,
       unverifiable: counted.unverifiable ?? 0,
       erased: counted.erased ?? 0,
+      held: counted.held ?? 0,
       repaired: input.repaired?.repaired ?? 0,
       repairFailed: input.repaired?.failed ?? 0,
       manifestKeys: manifest.keys,
@@ -607,6 +631,6 @@ export async function reportReconcileRun(input: { run: ReconcileRun; repaired?: 
   await deleteObjectsUnder(s3, run.bucket, run.outputs.windowKeys);
   await deleteObjectsUnder(s3, run.bucket, run.outputs.findings);
   if (run.repair) await deleteObjectsUnder(s3, run.bucket, unloadPrefix(deps.config.history.prefix, 'reconcile', run.runId, 'repair'));
-  deps.log.info('reconcile finished', { runId: run.runId, mode: run.mode, keys, findings: total, critical: report.critical });
+  deps.log.info('reconcile finished', { runId: run.runId, mode: run.mode, keys, findings: total, critical: report.critical, heldKeys: report.counts.held });
   return report;
 }

@@ -1,7 +1,8 @@
 /**
- * What flows between the reconcile state machine's steps (all of it small JSON: the data itself
- * moves through S3), and the shuffle records.
+ * What the reconcile state machine takes and reports, and its findings (the data itself moves
+ * through S3; the run the steps pass on is `ReconcileRun`, run.ts).
  */
+import type { ReportedHeld } from '../held.js';
 import type { FindingClass } from './classify.js';
 
 /** The state machine's input; every field is optional. */
@@ -24,116 +25,6 @@ export interface ReconcileRequest {
   /** Override of the cutoff, in seconds before the start. @default config.jobs.reconcile.cutoffSeconds */
   readonly cutoffSeconds?: number;
 }
-
-/** Fixed for one run; every task receives it. */
-export interface RunContext {
-  readonly runId: string;
-  readonly mode: 'window' | 'full';
-  readonly startedAt: number;
-  /** Raw stored after this (epoch ms) is not yet held against the table; rows applied after it are in flight. */
-  readonly cutoff: number;
-  /** Window mode: the hour range of raw read. */
-  readonly window: { readonly fromMs: number; readonly toMs: number } | null;
-  readonly tables: readonly string[];
-  readonly partitions: number;
-  readonly repair: boolean;
-  readonly manifest: { readonly bucket: string; readonly key: string } | null;
-  /** Where this run's scratch and report objects go, in the raw bucket. */
-  readonly prefix: string;
-}
-
-export interface RawItem {
-  readonly kind: 'raw';
-  readonly index: number;
-}
-export interface TableItem {
-  readonly kind: 'table';
-  readonly table: string;
-  readonly segment: number;
-  readonly totalSegments: number;
-}
-export interface ManifestItem {
-  readonly kind: 'manifest';
-}
-export type WorkItem = RawItem | TableItem | ManifestItem;
-
-export interface PlanOutput {
-  readonly run: RunContext;
-  readonly rawItems: readonly RawItem[];
-  /** Table scan segments (full mode) and the manifest reader. */
-  readonly tableItems: readonly (TableItem | ManifestItem)[];
-  readonly partitionItems: readonly number[];
-  readonly rawObjects: number;
-}
-
-export interface TaskInput<I> {
-  readonly run: RunContext;
-  readonly item: I;
-}
-
-/** One chain link: where a raw event of the key is, and whether it is a full image or delete. */
-export interface ChainRef {
-  readonly p: string;
-  /** Raw object key, record index in the object and line index in the record (see raw-reader.ts). */
-  readonly o: string;
-  readonly i: number;
-  readonly j: number;
-  /** A full row or a delete: events before it do not contribute. */
-  readonly f: boolean;
-}
-
-/** Raw side of one key, as one map task saw it. */
-/**
- * One key's fold of raw, as a task builds it (mutable): the fields of {@link RawSideRecord} that
- * the raw shuffle accumulates per key and the reduce merges across shuffle outputs.
- */
-export interface RawKeyFold {
-  t: string;
-  k: string;
-  key: string;
-  w: { p: string; o: string; h: string | null; x: boolean } | null;
-  m: string;
-  c: ChainRef[];
-}
-
-export interface RawSideRecord {
-  readonly s: 'r';
-  readonly t: string;
-  /** keyId (canonical key text). */
-  readonly k: string;
-  /** The normalized key as JSON text, from the raw line. */
-  readonly key: string;
-  /** Settled winner, or null. */
-  readonly w: { readonly p: string; readonly o: string; readonly h: string | null; readonly x: boolean } | null;
-  /** Highest position among every line of the key. */
-  readonly m: string;
-  /** Settled events from the last full image or delete on, for repair. */
-  readonly c: readonly ChainRef[];
-  /** Raw lines of the key. */
-  readonly n: number;
-}
-
-/** Table side of one key (full mode scans). */
-export interface TableSideRecord {
-  readonly s: 'd';
-  readonly t: string;
-  readonly k: string;
-  readonly key: string;
-  readonly p: string;
-  readonly d: boolean;
-  readonly h: string;
-  readonly a: number;
-}
-
-/** A key listed by the source's key-set manifest. */
-export interface ManifestSideRecord {
-  readonly s: 'm';
-  readonly t: string;
-  readonly k: string;
-  readonly key: string;
-}
-
-export type ShuffleRecord = RawSideRecord | TableSideRecord | ManifestSideRecord;
 
 export type ManifestClass = 'manifest-missing' | 'manifest-extra';
 
@@ -166,28 +57,6 @@ export interface ReconcileCounts {
   repairFailed: number;
 }
 
-export const emptyCounts = (): ReconcileCounts => ({
-  rawObjects: 0,
-  rawEvents: 0,
-  keys: 0,
-  tableRows: 0,
-  readUnits: 0,
-  inFlight: 0,
-  unverifiable: 0,
-  erased: 0,
-  repaired: 0,
-  repairFailed: 0,
-});
-
-export interface PartitionSummary {
-  readonly partition: number;
-  readonly counts: ReconcileCounts;
-  /** Findings per table per class. */
-  readonly findings: Record<string, Record<string, number>>;
-  /** Object holding this partition's findings (JSON Lines), or null when there are none. */
-  readonly findingsKey: string | null;
-}
-
 /** What a reconcile run reports (the state machine's output, and `<report prefix>reconcile/<run>/report.json`). */
 export interface ReconcileReport {
   readonly job: 'reconcile';
@@ -199,7 +68,13 @@ export interface ReconcileReport {
   readonly window: { readonly from: string; readonly to: string } | null;
   readonly tables: readonly string[];
   readonly repair: boolean;
-  readonly counts: ReconcileCounts & { manifestKeys: number; unmatchedRawLines: number; rawLineProblems: number };
+  /** Keys of held tables changed since they were held (landed, not applied until resume): counted, never findings. */
+  readonly counts: ReconcileCounts & { held: number; manifestKeys: number; unmatchedRawLines: number; rawLineProblems: number };
+  /**
+   * Tables suspended or stopped in error at the plan: from when (`heldFrom`), the keys whose raw
+   * arrived since (`keys`, not judged), and whether --repair left the table alone.
+   */
+  readonly held: Readonly<Record<string, ReportedHeld & { readonly keys: number; readonly repairSkipped: boolean }>>;
   /** Findings per class (every class listed, zeros included), and per table per class. */
   readonly findings: { readonly total: number; readonly byClass: Record<string, number>; readonly byTable: Record<string, Record<string, number>> };
   /** True when raw lost data (`ahead`, `extra`): nothing in raw can repair it. */

@@ -31,6 +31,12 @@ import { ANOMALY_KINDS, type Anomaly } from './anomalies.js';
 import type { SnapshotReport, SnapshotRequest, TableSnapshotResult } from './types.js';
 import { validateSnapshotRequest } from '../inputs.js';
 import { tombstoneOrphans } from './orphans.js';
+import { StatusReader } from '../../adapters/status-reader.js';
+import type { HeldLabel } from '../../core/lifecycle.js';
+import { SCHEMA_ROW, STATUS_ROW } from '../../telemetry/status-layout.js';
+import { SNAPSHOT_DRIFT_METRICS } from '../../telemetry/job-metrics.js';
+import { heldTables, reportedHeld } from '../held.js';
+import { DRIFT_SEEN, driftOf, driftSeenOf, schemaOfRow } from './drift.js';
 
 export type { SnapshotReport, SnapshotRequest, TableSnapshotResult } from './types.js';
 
@@ -38,6 +44,8 @@ export interface SnapshotRunContext {
   readonly runId: string;
   readonly startedAt: number;
   readonly tables: readonly string[];
+  /** Tables suspended or stopped in error at the plan: labelled in the report, left out of the queries. */
+  readonly held: Readonly<Record<string, HeldLabel>>;
   readonly apply: boolean;
   readonly lookbackFromMs: number;
   readonly prefix: string;
@@ -62,10 +70,14 @@ export async function planSnapshotRun(request: SnapshotRequest, deps: JobDeps): 
   const runId = request.runId ?? `snapshot-${new Date(startedAt).toISOString().replace(/[-:.]/g, '').slice(0, 15)}-${randomBytes(3).toString('hex')}`;
   if (!/^[A-Za-z0-9._-]{1,80}$/.test(runId)) throw new JobInputError(`runId must be 1-80 characters of A-Z a-z 0-9 . _ -, got "${runId}"`);
   const history = config.history.prefix;
+  // A held table's records are in raw but not applied: orphans and anomalies of it would be of rows the table does not hold yet.
+  const held = await heldTables(deps, tables);
+  const queried = tables.filter((t) => held[t] === undefined);
   const run: SnapshotRunContext = {
     runId,
     startedAt,
     tables,
+    held,
     apply: request.apply === true,
     lookbackFromMs: startedAt - hours * HOUR_MS,
     prefix: reportRunPrefix(config.jobs.reportPrefix, 'snapshot', runId),
@@ -77,13 +89,16 @@ export async function planSnapshotRun(request: SnapshotRequest, deps: JobDeps): 
     },
   };
   const uri = (p: string) => s3Uri(run.bucket, p);
-  const refs = [
-    ...configQueryRefs(config, 'detect-anomalies', { now: startedAt, thresholds: config.jobs.snapshot.anomalies, tables, output: uri(run.outputs.anomalies) }),
-    ...configQueryRefs(config, 'detect-resnapshots', { tables, since: run.lookbackFromMs, until: startedAt, output: uri(run.outputs.resnapshots) }),
-    ...configQueryRefs(config, 'detect-orphans', { tables, since: run.lookbackFromMs, until: startedAt, output: uri(run.outputs.orphans) }),
-  ];
+  const refs =
+    queried.length === 0
+      ? []
+      : [
+          ...configQueryRefs(config, 'detect-anomalies', { now: startedAt, thresholds: config.jobs.snapshot.anomalies, tables: queried, output: uri(run.outputs.anomalies) }),
+          ...configQueryRefs(config, 'detect-resnapshots', { tables: queried, since: run.lookbackFromMs, until: startedAt, output: uri(run.outputs.resnapshots) }),
+          ...configQueryRefs(config, 'detect-orphans', { tables: queried, since: run.lookbackFromMs, until: startedAt, output: uri(run.outputs.orphans) }),
+        ];
   const queries = await storeQueries(deps, `${run.prefix}queries.json`, refs);
-  deps.log.info('snapshot detection planned', { runId, tables: tables.length });
+  deps.log.info('snapshot detection planned', { runId, tables: tables.length, held: tables.length - queried.length });
   return { run, queries };
 }
 
@@ -105,36 +120,71 @@ interface ResnapshotRow {
   readonly first_read_at: number | string | null;
 }
 
-/** Each table's open findings in the status table (`job#snapshot` in its partition), read by `tidemark status`. */
-async function recordOpenFindings(deps: JobDeps, run: SnapshotRunContext, tables: readonly (TableSnapshotResult & { anomalies: Anomaly[] })[], report: string): Promise<void> {
+/**
+ * Each table's open findings in the status table (`job#snapshot` in its partition), read by
+ * `tidemark status`, and the schema row's counts this report saw: where the next one's drift starts.
+ */
+async function recordOpenFindings(deps: JobDeps, run: SnapshotRunContext, tables: readonly Result[], seen: ReadonlyMap<string, { changes: number; incompatible: number }>, report: string): Promise<void> {
   for (const t of tables) {
-    const open = [...t.anomalies.map((a) => a.kind), ...(t.orphans.count > t.orphans.tombstoned ? ['orphan'] : [])];
+    const open = [...t.anomalies.map((a) => a.kind), ...(t.orphans.count > t.orphans.tombstoned ? ['orphan'] : []), ...(t.drift.hasIncompatible ? [SCHEMA_INCOMPATIBLE] : [])];
+    const counts = seen.get(t.table) ?? { changes: 0, incompatible: 0 };
     await deps.dynamodb.send(
       new UpdateItemCommand({
         TableName: deps.config.statusTable,
         Key: { [STATUS_KEY.partition]: { S: tablePartition(deps.config.name, t.table) }, [STATUS_KEY.row]: { S: jobRowKey('snapshot') } },
-        UpdateExpression: 'SET #at = :at, #run = :run, #open = :open, #o = :o, #r = :r',
-        ExpressionAttributeNames: { '#at': 'lastRunAt', '#run': 'runId', '#open': 'openFindings', '#o': 'orphans', '#r': 'report' },
+        UpdateExpression: 'SET #at = :at, #run = :run, #open = :open, #o = :o, #r = :r, #sc = :sc, #si = :si',
+        ExpressionAttributeNames: { '#at': 'lastRunAt', '#run': 'runId', '#open': 'openFindings', '#o': 'orphans', '#r': 'report', '#sc': DRIFT_SEEN.changes, '#si': DRIFT_SEEN.incompatible },
         ExpressionAttributeValues: {
           ':at': { N: String(deps.now()) },
           ':run': { S: run.runId },
           ':open': { L: open.map((k) => ({ S: k })) },
           ':o': { N: String(t.orphans.count - t.orphans.tombstoned) },
           ':r': { S: report },
+          ':sc': { N: String(counts.changes) },
+          ':si': { N: String(counts.incompatible) },
         },
       }),
     );
   }
 }
 
+/** The open-finding kind of schema changes the target cannot hold. */
+export const SCHEMA_INCOMPATIBLE = 'schema-incompatible';
+
+type Result = TableSnapshotResult & { anomalies: Anomaly[] };
+
+/**
+ * Per table, its schema row, its last report's row and its status row (the position notation): one
+ * BatchGetItem per 33 tables, never a scan.
+ */
+async function driftOfTables(deps: JobDeps, tables: readonly string[]): Promise<{ drift: Map<string, TableSnapshotResult['drift']>; seen: Map<string, { changes: number; incompatible: number }> }> {
+  const reader = new StatusReader(deps.dynamodb, deps.config.statusTable, deps.config.name);
+  const rows = await reader.tableRows(tables, [SCHEMA_ROW, jobRowKey('snapshot'), STATUS_ROW]);
+  const drift = new Map<string, TableSnapshotResult['drift']>();
+  const seen = new Map<string, { changes: number; incompatible: number }>();
+  for (const t of tables) {
+    const r = rows.get(t);
+    const state = schemaOfRow(r?.get(SCHEMA_ROW));
+    const status = r?.get(STATUS_ROW);
+    const notation = { ...(typeof status?.format === 'string' ? { format: status.format } : {}), ...(typeof status?.orderingStrength === 'string' ? { ordering: status.orderingStrength } : {}) };
+    drift.set(t, { ...driftOf(state, driftSeenOf(r?.get(jobRowKey('snapshot')))), notation });
+    seen.set(t, { changes: state?.total ?? 0, incompatible: state?.incompatible ?? 0 });
+  }
+  return { drift, seen };
+}
+
 export async function reportSnapshotRun(input: { run: SnapshotRunContext }, deps: JobDeps): Promise<SnapshotReport> {
   const { run } = input;
   const th = deps.config.jobs.snapshot.anomalies;
-  const results = new Map<string, TableSnapshotResult & { anomalies: Anomaly[] }>();
+  // Read before this run's job#snapshot rows are written: the previous report's counts are where drift starts.
+  const { drift, seen } = await driftOfTables(deps, run.tables);
+  const results = new Map<string, Result>();
   const resultOf = (table: string) => {
     let r = results.get(table);
     if (!r) {
-      r = { table, resnapshotReads: 0, snapshot: null, orphans: { count: 0, tombstoned: 0, failed: 0, keys: [] }, anomalies: [], readUnits: 0 };
+      const held = run.held[table];
+      const tableDrift = drift.get(table) ?? driftOf(undefined, null);
+      r = { table, resnapshotReads: 0, snapshot: null, orphans: { count: 0, tombstoned: 0, failed: 0, keys: [] }, anomalies: [], readUnits: 0, held: held ? reportedHeld(held) : null, drift: tableDrift };
       results.set(table, r);
     }
     return r;
@@ -160,10 +210,17 @@ export async function reportSnapshotRun(input: { run: SnapshotRunContext }, deps
     deps.metrics.add(table, metric, MetricUnit.Count, n);
     totals.set(metric, (totals.get(metric) ?? 0) + n);
   };
+  const driftTotals = { changes: 0, incompatible: 0, tables: 0 };
   for (const t of tables) {
-    findings += t.anomalies.length + (t.orphans.count - t.orphans.tombstoned);
+    findings += t.anomalies.length + (t.orphans.count - t.orphans.tombstoned) + t.drift.incompatible;
     for (const kind of ANOMALY_KINDS) add(t.table, SNAPSHOT_FINDING_METRICS[kind], t.anomalies.filter((a) => a.kind === kind).length);
     add(t.table, SNAPSHOT_FINDING_METRICS.orphan, t.orphans.count - t.orphans.tombstoned);
+    const changes = t.drift.changes.length + t.drift.unlisted;
+    add(t.table, SNAPSHOT_DRIFT_METRICS.changes, changes);
+    add(t.table, SNAPSHOT_DRIFT_METRICS.incompatible, t.drift.incompatible);
+    driftTotals.changes += changes;
+    driftTotals.incompatible += t.drift.incompatible;
+    if (changes > 0) driftTotals.tables++;
   }
   for (const [metric, n] of totals) deps.metrics.add(ALL_TABLES, metric, MetricUnit.Count, n);
   deps.metrics.flush();
@@ -176,12 +233,14 @@ export async function reportSnapshotRun(input: { run: SnapshotRunContext }, deps
     apply: run.apply,
     tables,
     findings,
+    drift: driftTotals,
+    held: tables.filter((t) => t.held !== null).map((t) => t.table),
     report: s3Uri(run.bucket, reportKey),
   };
   await deps.s3.send(new PutObjectCommand({ Bucket: run.bucket, Key: reportKey, Body: JSON.stringify(report), ContentType: 'application/json' }));
-  await recordOpenFindings(deps, run, tables, report.report);
+  await recordOpenFindings(deps, run, tables, seen, report.report);
   // The orphans output holds keys, and the report holds what it found: the outputs do not outlive the run.
   for (const prefix of [run.outputs.anomalies, run.outputs.resnapshots, run.outputs.orphans]) await deleteObjectsUnder(deps.s3, run.bucket, prefix);
-  deps.log.info('snapshot detection finished', { runId: run.runId, tables: tables.length, findings });
+  deps.log.info('snapshot detection finished', { runId: run.runId, tables: tables.length, findings, driftChanges: driftTotals.changes, driftIncompatible: driftTotals.incompatible, held: report.held.length });
   return report;
 }

@@ -3,6 +3,8 @@
  * table side (what DynamoDB holds), classified per key exactly as functions/jobs/reconcile/classify.ts
  * does, in its order, plus `erased` (issue 20, item 17). Shared by reconcile-full and reconcile-window.
  *
+ *   held          the table is held (suspended or stopped) and a change of the key arrived at or after
+ *                 its held-from time: landed in raw, not applied until resume (never a finding)
  *   in-flight     the item was applied after the cutoff
  *   erased        the item carries __erased and raw has no live winner for the key: never a finding
  *   (no raw)      no item (or below the watermark) → ok; window → unverifiable; tombstone → ahead; live → extra
@@ -20,12 +22,12 @@
 import type { ColumnName, RECONCILE_FINDINGS } from '../schemas.js';
 import { bind, bindList, call, join, raw, type Sql, sql } from '../sql.js';
 import type { Read } from '../statement.js';
-import { type Hour, hourRange } from '../time.js';
-import { historyHours, int, keyedChange, rawHours, tableList } from './common.js';
+import { DAY_MS, dayOf, type Hour, hourRange } from '../time.js';
+import { historyDays, historyHours, int, keyedChange, rawHours, tableList } from './common.js';
 
 /** The six finding classes (classify.ts FINDING_CLASSES), and what is counted but never reported. */
 export const FINDING_CLASSES = ['missing', 'deleted-live', 'stale', 'mismatch', 'ahead', 'extra'] as const;
-export const COUNTED_CLASSES = ['ok', 'in-flight', 'unverifiable', 'erased'] as const;
+export const COUNTED_CLASSES = ['ok', 'in-flight', 'unverifiable', 'erased', 'held'] as const;
 export type ReconcileClass = (typeof FINDING_CLASSES)[number] | (typeof COUNTED_CLASSES)[number];
 
 export interface ReconcileArgs {
@@ -41,6 +43,12 @@ export interface ReconcileArgs {
    * that arrived after it is not settled yet, so a table behind it is in flight, not a finding.
    */
   readonly recent?: { readonly from: number; readonly to: number };
+  /**
+   * Held tables (suspended or stopped in error): a key with a change that arrived at or after its
+   * table's `since` (epoch ms) is `held`, whatever the sides say; older keys are classified as usual.
+   * `until` (epoch ms, the run's start) bounds the days of history read.
+   */
+  readonly held?: { readonly tables: readonly { readonly table: string; readonly since: number }[]; readonly until: number };
 }
 
 const stored = sql`(j.has_actual AND NOT (w.watermark IS NOT NULL AND j.actual_position < w.watermark))`;
@@ -48,10 +56,12 @@ const expectDeleted = sql`(COALESCE(j.expected_deleted, FALSE) OR (w.watermark I
 const actualDeleted = sql`COALESCE(j.actual_deleted, FALSE)`;
 
 /** classify.ts, one CASE; `full` decides what cannot be judged without the whole table. */
-function classCase(full: boolean, cutoff: number): Sql {
+function classCase(full: boolean, cutoff: number, held: boolean): Sql {
   const notJudged = full ? sql`'ahead'` : sql`'unverifiable'`;
   const withoutRaw = full ? sql`CASE WHEN ${actualDeleted} THEN 'ahead' ELSE 'extra' END` : sql`'unverifiable'`;
-  return sql`CASE
+  const heldFirst = held ? sql`
+ WHEN hk.key_id IS NOT NULL THEN 'held'` : sql``;
+  return sql`CASE${heldFirst}
  WHEN j.has_actual AND COALESCE(j.actual_applied_at, 0) > ${int(cutoff, 'cutoff')} THEN 'in-flight'
  WHEN j.has_actual AND COALESCE(j.actual_erased, FALSE) AND NOT (j.has_winner AND NOT ${expectDeleted}) THEN 'erased'
  WHEN NOT j.has_expected THEN CASE WHEN NOT ${stored} THEN 'ok' ELSE ${withoutRaw} END
@@ -110,8 +120,39 @@ export function classified(args: ReconcileArgs, window: Window | null): { readon
   } else {
     ctes.push(sql`j AS (${columns(sql`COALESCE(x.source_table, a.source_table) AS source_table, COALESCE(x.key_id, a.key_id) AS key_id`, sql`x.key_id IS NOT NULL AS has_expected`)} FROM x FULL OUTER JOIN a ON a.source_table = x.source_table AND a.key_id = x.key_id)`);
   }
-  ctes.push(sql`c AS (SELECT j.*, w.watermark, ${classCase(window === null, args.cutoff)} AS class FROM j LEFT JOIN w ON w.source_table = j.source_table)`);
+  const held = heldKeys(args, tables, unsettled);
+  if (held) {
+    ctes.push(held.cte);
+    reads.push(...held.reads);
+  }
+  const heldJoin = held ? sql` LEFT JOIN hk ON hk.source_table = j.source_table AND hk.key_id = j.key_id` : sql``;
+  ctes.push(sql`c AS (SELECT j.*, w.watermark, ${classCase(window === null, args.cutoff, held !== null)} AS class FROM j LEFT JOIN w ON w.source_table = j.source_table${heldJoin})`);
   return { query: (select) => sql`WITH ${join(ctes)} ${select}`, reads };
+}
+
+/**
+ * `hk`: the keys of held tables with a change that arrived at or after the table's `since`, from
+ * history (the days from a day before the earliest `since`: a raw object's hour is its batch's first
+ * arrival) and the raw of hours not compacted yet. Null when no table is held.
+ */
+function heldKeys(args: ReconcileArgs, tables: readonly string[], unsettled: { from: Hour; to: Hour } | null): { cte: Sql; reads: Read[] } | null {
+  const held = (args.held?.tables ?? []).filter((h) => tables.includes(h.table));
+  if (held.length === 0 || args.held === undefined) return null;
+  const since = (h: { since: number }) => Math.max(0, h.since);
+  for (const h of held) int(h.since, 'held since');
+  int(args.held.until, 'held until');
+  const until = args.held.until;
+  const from = Math.max(0, Math.min(...held.map(since)) - DAY_MS);
+  const days = { from: dayOf(from), to: dayOf(Math.max(from, until)) };
+  const arrivedAfter = (table: Sql, arrival: Sql) => sql`(${join(held.map((h) => sql`(${table} = ${bind(h.table)} AND ${arrival} >= ${bind(since(h))})`), ' OR ')})`;
+  const heldTables = held.map((h) => h.table);
+  const parts = [sql`SELECT h.source_table, h.key_id FROM ${t('history')} h WHERE ${historyDays(sql`h`, days)} AND ${arrivedAfter(sql`h.source_table`, sql`h.arrival_ts`)} AND ${keyedChange(sql`h`)}`];
+  const reads: Read[] = [{ table: 'history', filter: { tables: heldTables, days } }];
+  if (unsettled) {
+    parts.push(sql`SELECT r."table" AS source_table, r.key_id FROM ${t('raw_lines')} r WHERE ${rawHours(sql`r`, unsettled)} AND ${arrivedAfter(sql`r."table"`, sql`COALESCE(r.arrival_ts, r.transport.arrivalTime)`)} AND ${keyedChange(sql`r`)}`);
+    reads.push({ table: 'raw_lines', filter: { hours: { from: unsettled.from.start, to: unsettled.to.start } } });
+  }
+  return { cte: sql`hk AS (SELECT DISTINCT hl.source_table, hl.key_id FROM (${join(parts, ' UNION ALL ')}) hl)`, reads };
 }
 
 type FindingColumn = ColumnName<typeof RECONCILE_FINDINGS>;

@@ -49,6 +49,8 @@ const SPECS: readonly { name: StatementName; args: unknown }[] = [
   { name: 'window-keys', args: { tables, from: H, to: H, output: 's3://b/keys/' } },
   { name: 'reconcile-full', args: { tables, runId: 'r1', cutoff: H, part: 'findings', unsettled: { from: H, to: H + HOUR } } },
   { name: 'reconcile-full', args: { tables, runId: 'r1', cutoff: H, part: 'counts', output: 's3://b/counts/' } },
+  { name: 'reconcile-full', args: { tables, runId: 'r1', cutoff: H, part: 'counts', unsettled: { from: H, to: H + HOUR }, held: { tables: [{ table: tables[0] as string, since: H - 60_000 }], until: H + HOUR } } },
+  { name: 'reconcile-window', args: { tables, runId: 'r1', cutoff: H, from: H - HOUR, to: H, part: 'findings', held: { tables: [{ table: tables[0] as string, since: H - 60_000 }], until: H + HOUR } } },
   { name: 'reconcile-window', args: { tables, runId: 'r1', cutoff: H, part: 'findings', from: H, to: H + HOUR, unsettled: { from: H + 2 * HOUR, to: H + 2 * HOUR } } },
   { name: 'reconcile-window', args: { tables, runId: 'r1', cutoff: H, part: 'counts', from: H, to: H } },
   { name: 'replay-select', args: { tables, since: H, until: H + 2 * HOUR, buckets: 16, uncompactedFrom: H + HOUR, keys, fromPosition: 'a11', toPosition: 'a19' } },

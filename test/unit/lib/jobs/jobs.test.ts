@@ -197,7 +197,7 @@ describe('jobs in the stack', () => {
     assert.deepEqual(taskActions(role('compactionFinish')), ['s3:DeleteObject', 's3:GetObject', 's3:ListBucket', 's3:PutObject']);
     assert.deepEqual(resourcesOf(role('compactionFinish'), 's3:DeleteObject'), ['<PipelineRawBucket356BBD72.Arn>/raw/dt=*'], 'only batch objects of raw are deleted');
     assert.deepEqual(resourcesOf(role('compactionFinish'), 's3:PutObject'), ['<PipelineRawBucket356BBD72.Arn>/history/state/*']);
-    assert.deepEqual(taskActions(role('reconcilePlan')), ['dynamodb:DescribeTable', 's3:GetObject', 's3:ListBucket', 's3:PutObject']);
+    assert.deepEqual(taskActions(role('reconcilePlan')), ['dynamodb:BatchGetItem', 'dynamodb:DescribeTable', 's3:GetObject', 's3:ListBucket', 's3:PutObject']);
     assert.deepEqual(taskActions(role('reconcileExportFiles')), [], 'names a manifest: no AWS call');
     assert.deepEqual(taskActions(role('reconcileTableSide')), ['s3:GetObject', 's3:PutObject']);
     assert.deepEqual(taskActions(role('reconcileWindowSide')), ['dynamodb:BatchGetItem', 's3:GetObject', 's3:PutObject']);
@@ -210,16 +210,22 @@ describe('jobs in the stack', () => {
       'the last run is recorded on the status table only',
     );
     assert.deepEqual(resourcesOf(role('reconcileReport'), 's3:DeleteObject').sort(), ['<PipelineRawBucket356BBD72.Arn>/history/table_side/*', '<PipelineRawBucket356BBD72.Arn>/history/unload/reconcile/*']);
-    assert.deepEqual(taskActions(role('snapshotPlan')), ['s3:PutObject']);
-    assert.deepEqual(taskActions(role('snapshotReport')), ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 's3:DeleteObject', 's3:GetObject', 's3:ListBucket', 's3:PutObject']);
+    assert.deepEqual(taskActions(role('snapshotPlan')), ['dynamodb:BatchGetItem', 's3:PutObject']);
+    assert.deepEqual(taskActions(role('snapshotReport')), ['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 's3:DeleteObject', 's3:GetObject', 's3:ListBucket', 's3:PutObject']);
     assert.deepEqual(resourcesOf(role('snapshotReport'), 's3:DeleteObject'), ['<PipelineRawBucket356BBD72.Arn>/history/unload/snapshot/*'], 'only its own outputs are deleted');
     assert.ok(
       resourcesOf(role('snapshotReport'), 'dynamodb:UpdateItem').some((r) => /StatusTable/.test(r)),
       'open findings are recorded on the status table',
     );
+    // The plans read lifecycles, snapshot's report the schema drift: from the status table only.
+    for (const [handler, sid] of [['reconcilePlan', 'ReadLifecycles'], ['snapshotPlan', 'ReadLifecycles'], ['snapshotReport', 'ReadSchemaDrift']] as const) {
+      const reads = statementsOf(role(handler)).filter((s) => s.Sid === sid);
+      assert.deepEqual(reads.map((s) => list(s.Action)), [['dynamodb:BatchGetItem']], `${handler}: ${sid}`);
+      assert.ok(reads.flatMap((s) => list(s.Resource as unknown).map(text)).every((r) => /StatusTable/.test(r)), `${handler}: ${sid} on the status table only`);
+    }
     for (const handler of ['reconcileWindowSide', 'snapshotReport', 'reconcilePlan']) {
       const tables = statementsOf(role(handler))
-        .filter((s) => list(s.Action).some((a) => a.startsWith('dynamodb:')) && s.Sid !== 'RecordOpenFindings')
+        .filter((s) => list(s.Action).some((a) => a.startsWith('dynamodb:')) && !['RecordOpenFindings', 'ReadLifecycles', 'ReadSchemaDrift'].includes(String(s.Sid)))
         .flatMap((s) => list(s.Resource as unknown).map(text));
       assert.deepEqual(tables.map((t) => t.replace(/^.*:table\//, '')).sort(), ['shop-customers', 'shop-order-lines', 'shop-shipments'], `${handler}: the target tables by name`);
     }

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { gunzipSync, gzipSync } from 'node:zlib';
-import { BatchGetItemCommand, DescribeTableCommand, DynamoDBClient, GetItemCommand, PutItemCommand, QueryCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { type AttributeValue, BatchGetItemCommand, DescribeTableCommand, DynamoDBClient, GetItemCommand, PutItemCommand, QueryCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { type AwsClientStub, mockClient } from 'aws-sdk-client-mock';
 import { parseConfig } from '../../../../../lib/config/config.js';
 import { compactionFrontierKey, tableSideRunPrefix } from '../../../../../functions/adapters/raw-layout.js';
@@ -16,7 +16,9 @@ import { FIRST_KEY_ID } from '../../../../../functions/adapters/ledger-keys.js';
 import { keyHash } from '../../../../../functions/core/key-hash.js';
 import { keyId, normalizeKey } from '../../../../../functions/core/keys.js';
 import { type JobDeps, JobInputError } from '../../../../../functions/jobs/deps.js';
+import { queryAt } from '../../../../../functions/jobs/queries.js';
 import { repairKeyId } from '../../../../../functions/jobs/reconcile/repair.js';
+import { heldLines } from '../../../../../bin/cli/reconcile.js';
 import { exportFiles, findingOf, planReconcileRepair, planReconcileRun, type ReconcileRun, reportReconcileRun } from '../../../../../functions/jobs/reconcile/run.js';
 import type { Finding } from '../../../../../functions/jobs/reconcile/types.js';
 import { CollectingMetricSink } from '../../../../../functions/telemetry/sinks.js';
@@ -73,7 +75,11 @@ describe('reconcile run steps', () => {
         .map((l) => JSON.parse(l) as Finding),
     );
 
+  /** The status table's rows, `partition\0row` → item (the plan reads the tables' lifecycles with BatchGetItem). */
+  let status: Map<string, Record<string, AttributeValue>>;
+
   beforeEach(() => {
+    status = new Map();
     s3 = fakeS3();
     metrics = new CollectingMetricSink();
     dynamodb = new DynamoDBClient({ region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'y' } });
@@ -83,6 +89,17 @@ describe('reconcile run steps', () => {
     ddb.on(UpdateItemCommand).resolves({});
     ddb.on(GetItemCommand).resolves({});
     ddb.on(PutItemCommand).resolves({});
+    ddb.on(BatchGetItemCommand).callsFake((input: { RequestItems: Record<string, { Keys: Record<string, AttributeValue>[] }> }) => {
+      const [[name, { Keys }]] = Object.entries(input.RequestItems) as [[string, { Keys: Record<string, AttributeValue>[] }]];
+      return {
+        Responses: {
+          [name]: Keys.flatMap((k): Record<string, AttributeValue>[] => {
+            const item = status.get(`${k.pipeline?.S}\u0000${k.table?.S}`);
+            return item ? [item] : [];
+          }),
+        },
+      };
+    });
     process.env.TIDEMARK_RUN_TEST_KEY = SECRET;
   });
   afterEach(() => {
@@ -300,5 +317,39 @@ describe('reconcile run steps', () => {
         [idOf(3), 'mismatch'],
       ],
     );
+  });
+
+  it('a suspended table: its keys changed since the hold are `held` (labelled, not findings, no alarm metric); --repair leaves the table alone', async () => {
+    const heldFrom = NOW - 30 * 60_000;
+    status.set('shop/public.orders\u0000status', { pipeline: { S: 'shop/public.orders' }, table: { S: 'status' }, lifecycle: { S: 'suspended' }, lifecycleAt: { N: String(heldFrom) }, heldFrom: { N: String(heldFrom) } });
+    const plan = await planned({ mode: 'full', runId: 'held-1', repair: true });
+    const since = heldFrom - config.ingest.timeoutSeconds * 1000 - 5_000;
+    assert.deepEqual(plan.run.held, { 'public.orders': { state: 'suspended', heldFrom, rawSince: since } });
+    for (let index = 0; index < plan.classify.count; index++) {
+      const { query } = await queryAt({ ...plan.classify, index }, deps());
+      assert.deepEqual(query.statement.args.held, { tables: [{ table: 'public.orders', since }], until: NOW });
+      assert.match(query.athena.QueryString, /'held'/);
+    }
+    const run = plan.run;
+    // The classify outputs: 4 keys held, 1 stale key whose raw is older than the hold.
+    s3.put(`${run.outputs.counts}a-0.json.gz`, gz([{ source_table: 'public.orders', class: 'held', keys: 4 }, { source_table: 'public.orders', class: 'stale', keys: 1 }, { source_table: 'public.orders', class: 'ok', keys: 2 }]));
+    s3.put(`${run.outputs.findings}a-0.json.gz`, gz([findingRow(1, 'stale')]));
+    const repair = await planReconcileRepair({ run }, deps());
+    assert.equal(repair.keys, 0, 'a held table is not written, not even its older findings');
+    const report = await reportReconcileRun({ run, repaired: { repaired: 0, failed: 0 } as never }, deps());
+    assert.deepEqual(report.held, { 'public.orders': { state: 'suspended', heldFrom: new Date(heldFrom).toISOString(), keys: 4, repairSkipped: true } });
+    assert.equal(report.counts.held, 4);
+    assert.equal(report.findings.total, 1, 'only the key older than the hold');
+    assert.deepEqual(report.findings.byTable['public.orders'], { stale: 1 });
+    assert.equal(metrics.totals.get('*:ReconcileStale'), 1);
+    assert.equal(metrics.totals.get('*:ReconcileMissing'), 0);
+    assert.equal(metrics.totals.get('*:ReconcileKeys'), 7);
+    assert.deepEqual(heldLines(report), [`  public.orders: suspended since ${new Date(heldFrom).toISOString().slice(0, 19)}Z: 4 keys changed since then not judged (landed in raw, applied on resume); --repair left the table alone`]);
+
+    // Running again: nothing held, nothing labelled.
+    status.clear();
+    const running = await planned({ mode: 'full', runId: 'held-2' });
+    assert.deepEqual(running.run.held, {});
+    assert.equal((await queryAt({ ...running.classify, index: 0 }, deps())).query.statement.args.held, undefined);
   });
 });

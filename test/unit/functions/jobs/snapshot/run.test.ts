@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { gzipSync } from 'node:zlib';
-import { DynamoDBClient, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { type AttributeValue, BatchGetItemCommand, DynamoDBClient, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { type AwsClientStub, mockClient } from 'aws-sdk-client-mock';
 import { parseConfig } from '../../../../../lib/config/config.js';
 import { jobDeps } from '../../../../../functions/composition.js';
@@ -42,11 +42,19 @@ describe('snapshot detection run steps', () => {
   let writes: { key: unknown; op: string; position: string }[];
   let outcome: () => Promise<{ outcome: string }>;
   let deps: JobDeps;
+  /** The status table's rows, `partition\0row` → item (BatchGetItem reads them). */
+  let status: Map<string, Record<string, AttributeValue>>;
+  const statusRow = (table: string, row: string, attrs: Record<string, AttributeValue>) => status.set(`shop/${table}\u0000${row}`, { pipeline: { S: `shop/${table}` }, table: { S: row }, ...attrs });
 
   beforeEach(() => {
     s3 = fakeS3();
     const dynamodb = new DynamoDBClient({ region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'y' } });
     ddb = mockClient(dynamodb);
+    status = new Map();
+    ddb.on(BatchGetItemCommand).callsFake((input: { RequestItems: Record<string, { Keys: Record<string, AttributeValue>[] }> }) => {
+      const [[name, { Keys }]] = Object.entries(input.RequestItems) as [[string, { Keys: Record<string, AttributeValue>[] }]];
+      return { Responses: { [name]: Keys.flatMap((k): Record<string, AttributeValue>[] => { const item = status.get(`${k.pipeline?.S}\u0000${k.table?.S}`); return item ? [item] : []; }) } };
+    });
     metrics = new CollectingMetricSink();
     log = memoryLog();
     writes = [];
@@ -158,5 +166,108 @@ describe('snapshot detection run steps', () => {
     assert.equal(await tombstone(deps, 'public.orders', '[1]', END), 'failed: key is not an object');
     assert.equal(await tombstone(deps, 'public.orders', '{"order_id":1}', END), 'applied');
     assert.equal(writes.length, 1);
+  });
+
+  /** A recorded schema (core/schema-drift.ts) with `total` changes, the last of which are listed. */
+  const schema = (changes: readonly object[], total = changes.length, incompatible = changes.filter((c) => (c as { holds: boolean }).holds === false).length) =>
+    JSON.stringify({ since: encodePosition([1n]), columns: [{ name: 'order_id', type: 'number', kind: 'N', basis: 'rows', present: true, since: encodePosition([1n]) }], changes, ddl: [], total, incompatible });
+  const P = (n: number) => encodePosition([BigInt(n)]);
+  const ADDED = { kind: 'added', column: 'coupon', to: 'string', position: P(10), commitTs: NOW - 3_000, basis: 'rows', holds: true };
+  const REMOVED = { kind: 'removed', column: 'coupon', from: 'string', position: P(20), commitTs: NOW - 2_000, basis: 'rows', holds: true };
+  const RETYPED = { kind: 'type-changed', column: 'total', from: 'number', to: 'string', position: P(30), commitTs: null, basis: 'rows', holds: false };
+  const seenOf = () =>
+    ddb.commandCalls(UpdateItemCommand).map((c) => {
+      const v = c.args[0].input.ExpressionAttributeValues ?? {};
+      return [c.args[0].input.Key?.pipeline?.S, v[':sc']?.N, v[':si']?.N, v[':open']?.L?.map((k) => k.S)];
+    });
+
+  it('reports the schema changes recorded since the previous report, with positions and the incompatible one named; counts it as a finding', async () => {
+    statusRow('public.orders', 'schema', { schema: { S: schema([ADDED, REMOVED, RETYPED]) } });
+    statusRow('public.orders', 'status', { format: { S: 'debezium-postgresql' }, orderingStrength: { S: 'source' } });
+    const first = await reportSnapshotRun({ run: (await planSnapshotRun({ runId: 'd-1' }, deps)).run }, deps);
+    const orders = first.tables.find((t) => t.table === 'public.orders');
+    const items = first.tables.find((t) => t.table === 'public.items');
+    assert.ok(orders && items);
+    assert.equal(orders.drift.previous, null, 'the first report lists the whole recorded history');
+    assert.deepEqual(
+      orders.drift.changes.map((c) => [c.kind, c.column, c.from ?? null, c.to ?? null, c.position, c.commitTime, c.holds]),
+      [
+        ['added', 'coupon', null, 'string', P(10), new Date(NOW - 3_000).toISOString(), true],
+        ['removed', 'coupon', 'string', null, P(20), new Date(NOW - 2_000).toISOString(), true],
+        ['type-changed', 'total', 'number', 'string', P(30), null, false],
+      ],
+    );
+    assert.equal(orders.drift.incompatible, 1);
+    assert.equal(orders.drift.hasIncompatible, true);
+    assert.deepEqual(orders.drift.notation, { format: 'debezium-postgresql', ordering: 'source' });
+    assert.equal(items.drift.recorded, false);
+    assert.deepEqual(first.drift, { changes: 3, incompatible: 1, tables: 1 });
+    assert.equal(first.findings, 1, 'the change the target cannot hold is a finding; additions and removals are not');
+    assert.equal(metrics.totals.get('public.orders:SchemaDriftChanges'), 3);
+    assert.equal(metrics.totals.get('*:SchemaDriftIncompatible'), 1);
+    // The counts this report saw are kept in job#snapshot: the next report starts from them.
+    assert.deepEqual(seenOf(), [
+      ['shop/public.orders', '3', '1', ['schema-incompatible']],
+      ['shop/public.items', '0', '0', []],
+    ]);
+    assert.ok(!JSON.stringify(first).includes('SPRING'), 'no row values');
+
+    // The next report, after one more change: only it.
+    const NEXT = { kind: 'added', column: 'note', to: 'string', position: P(40), commitTs: NOW, basis: 'rows', holds: true };
+    statusRow('public.orders', 'schema', { schema: { S: schema([ADDED, REMOVED, RETYPED, NEXT]) } });
+    statusRow('public.orders', 'job#snapshot', { runId: { S: 'd-1' }, lastRunAt: { N: String(NOW) }, schemaChanges: { N: '3' }, schemaIncompatible: { N: '1' } });
+    ddb.resetHistory();
+    const second = await reportSnapshotRun({ run: (await planSnapshotRun({ runId: 'd-2', tables: ['public.orders'] }, deps)).run }, deps);
+    const [again] = second.tables;
+    assert.deepEqual(again?.drift.previous, { runId: 'd-1', at: new Date(NOW).toISOString() });
+    assert.deepEqual(again?.drift.changes.map((c) => c.column), ['note']);
+    assert.equal(again?.drift.hasIncompatible, false);
+    assert.equal(second.findings, 0);
+    assert.deepEqual(seenOf(), [['shop/public.orders', '4', '1', []]]);
+    // One BatchGetItem at the plan (lifecycles) and one at the report (schema, last report, status rows).
+    assert.equal(ddb.commandCalls(BatchGetItemCommand).length, 2);
+  });
+
+  it('counts changes the capped history no longer lists; a row recorded anew (counts went down) is reported whole', async () => {
+    const listed = Array.from({ length: 100 }, (_, i) => ({ ...ADDED, column: `c${i}`, position: P(100 + i) }));
+    statusRow('public.orders', 'schema', { schema: { S: schema(listed, 150, 2) } });
+    statusRow('public.orders', 'job#snapshot', { runId: { S: 'old' }, schemaChanges: { N: '20' }, schemaIncompatible: { N: '1' } });
+    const report = await reportSnapshotRun({ run: (await planSnapshotRun({ runId: 'd-3', tables: ['public.orders'] }, deps)).run }, deps);
+    const [orders] = report.tables;
+    assert.equal(orders?.drift.changes.length, 100);
+    assert.equal(orders?.drift.unlisted, 30);
+    assert.equal(orders?.drift.incompatible, 1, 'exact from the counts, though the incompatible change is not listed');
+    assert.deepEqual(report.drift, { changes: 130, incompatible: 1, tables: 1 });
+
+    statusRow('public.orders', 'schema', { schema: { S: schema([ADDED]) } });
+    const anew = await reportSnapshotRun({ run: (await planSnapshotRun({ runId: 'd-4', tables: ['public.orders'] }, deps)).run }, deps);
+    assert.deepEqual(anew.tables[0]?.drift.changes.map((c) => c.column), ['coupon']);
+    assert.equal(anew.tables[0]?.drift.unlisted, 0);
+  });
+
+  it('a suspended or stopped table is labelled and left out of the queries: no orphan or anomaly from its unapplied rows; its drift is still reported', async () => {
+    statusRow('public.orders', 'status', { lifecycle: { S: 'suspended' }, lifecycleAt: { N: String(NOW - 60_000) }, heldFrom: { N: String(NOW - 60_000) } });
+    statusRow('public.orders', 'schema', { schema: { S: schema([ADDED]) } });
+    const plan = await planSnapshotRun({ runId: 'h-1' }, deps);
+    assert.deepEqual(Object.keys(plan.run.held), ['public.orders']);
+    for (let index = 0; index < plan.queries.count; index++) {
+      const { query } = await queryAt({ ...plan.queries, index }, deps);
+      assert.deepEqual(query.statement.args.tables, ['public.items'], query.statement.name);
+    }
+    const report = await reportSnapshotRun({ run: plan.run }, deps);
+    const orders = report.tables.find((t) => t.table === 'public.orders');
+    assert.deepEqual(orders?.held, { state: 'suspended', heldFrom: new Date(NOW - 60_000).toISOString() });
+    assert.deepEqual(orders?.anomalies, []);
+    assert.equal(orders?.orphans.count, 0);
+    assert.deepEqual(orders?.drift.changes.map((c) => c.column), ['coupon']);
+    assert.deepEqual(report.held, ['public.orders']);
+    assert.equal(report.tables.find((t) => t.table === 'public.items')?.held, null);
+
+    statusRow('public.items', 'status', { lifecycle: { S: 'error' }, lifecycleAt: { N: String(NOW - 5_000) }, heldFrom: { N: String(NOW - 9_000) }, lifecycleReason: { S: 'the target table does not exist' } });
+    const all = await planSnapshotRun({ runId: 'h-2' }, deps);
+    assert.equal(all.queries.count, 0, 'every table held: nothing to query');
+    const stopped = await reportSnapshotRun({ run: all.run }, deps);
+    assert.deepEqual(stopped.tables.find((t) => t.table === 'public.items')?.held, { state: 'stopped', heldFrom: new Date(NOW - 9_000).toISOString() });
+    assert.ok(!JSON.stringify(stopped).includes('does not exist'), 'the reason is not copied into the report');
   });
 });
