@@ -13,7 +13,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
-import { gunzipSync } from 'node:zlib';
+import { gunzipSync, gzipSync } from 'node:zlib';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -44,7 +44,7 @@ import { DeleteObjectCommand } from '@aws-sdk/client-s3';
 import { compactLocally } from '../../bin/cli/jobs-local.js';
 import { eraseSummaryOf } from '../../bin/cli/erase.js';
 import { localSqlEngine } from '../../bin/cli/replay.js';
-import { historyWarehousePrefix } from '../../functions/adapters/raw-layout.js';
+import { historyWarehousePrefix, spillObjectKey } from '../../functions/adapters/raw-layout.js';
 import { EXPECTED_STATE, HISTORY } from '../../functions/sql/schemas.js';
 import { bind, call, sql } from '../../functions/sql/sql.js';
 import { selectStatement } from '../../functions/sql/statement.js';
@@ -53,7 +53,11 @@ import { listObjectKeys } from '../../functions/adapters/s3-list.js';
 
 const base = parseConfig({
   name: 'erase',
-  tables: [{ source: 'public.customers', target: 'erase-customers', key: ['id'], keyTypes: { id: 'number' } }],
+  tables: [
+    { source: 'public.customers', target: 'erase-customers', key: ['id'], keyTypes: { id: 'number' } },
+    // A name with a space and a non-ASCII letter: percent-encoded in raw paths, partitions and spill prefixes, quoted in SQL.
+    { source: 'public.café menu', target: 'erase-cafe-menu', key: ['id'], keyTypes: { id: 'number' } },
+  ],
   raw: { bucket: 'erase-raw' },
   replay: { objectsPerBatch: 3 },
 });
@@ -64,6 +68,7 @@ describe(`erase on the integration target (${process.env.TIDEMARK_TARGET ?? 'emb
   let target: Target;
   let config: TidemarkConfig;
   let customers: TableConfig;
+  let cafe: TableConfig;
   let deps: IngestDeps;
   const history = new PgHistory();
   const now = Date.now();
@@ -91,11 +96,11 @@ describe(`erase on the integration target (${process.env.TIDEMARK_TARGET ?? 'emb
   }
 
   /** The rows of history or expected_state of one key, read by DuckDB from the Parquet stand-in as the jobs read it. */
-  async function tableRows(table: 'history' | 'expected_state', keyId: string | null): Promise<Record<string, unknown>[]> {
+  async function tableRows(table: 'history' | 'expected_state', keyId: string | null, source = 'public.customers'): Promise<Record<string, unknown>[]> {
     const engine = await localSqlEngine(config, target.clients.s3);
     const schema = table === 'history' ? HISTORY : EXPECTED_STATE;
-    const where = keyId === null ? sql`t.source_table = ${bind('public.customers')}` : sql`t.source_table = ${bind('public.customers')} AND t.key_id = ${bind(keyId)}`;
-    const statement = selectStatement(`test-${table}`, sql`SELECT t.* FROM ${call((d) => d.table(table))} t WHERE ${where}`, { reads: [{ table, filter: { tables: ['public.customers'] } }], columns: schema.columns });
+    const where = keyId === null ? sql`t.source_table = ${bind(source)}` : sql`t.source_table = ${bind(source)} AND t.key_id = ${bind(keyId)}`;
+    const statement = selectStatement(`test-${table}`, sql`SELECT t.* FROM ${call((d) => d.table(table))} t WHERE ${where}`, { reads: [{ table, filter: { tables: [source] } }], columns: schema.columns });
     const rows: Record<string, unknown>[] = [];
     try {
       for await (const row of engine.query(statement)) rows.push(row);
@@ -117,6 +122,7 @@ describe(`erase on the integration target (${process.env.TIDEMARK_TARGET ?? 'emb
     config = uniqueConfig(base);
     await target.setup(config);
     customers = config.tables[0] as TableConfig;
+    cafe = config.tables[1] as TableConfig;
     deps = { ...localDeps(config, target.clients), log: quiet };
     // Six batches (six raw objects) of 20 customers each: key 7 only in batches 1 and 4.
     for (let b = 0; b < 6; b++) {
@@ -392,5 +398,30 @@ describe(`erase on the integration target (${process.env.TIDEMARK_TARGET ?? 'emb
     const full = await eraseSummaryOf(target.clients.s3, config.raw.bucket, String(out.summaryKey));
     assert.deepEqual(full.results.map((r) => r.found), [true, true, false]);
     assert.equal(full.objectsRewritten, 1, 'both keys sat in one raw object, rewritten once');
+  });
+
+  it('a table named with a space and a non-ASCII letter: the key leaves raw, history, expected state and its spilled rows', async () => {
+    const ctx: EraseContext = { config, clients: target.clients, log: quiet, env: ENV };
+    const mine = history.emit('café menu', 'c', { id: 5 }, { dish: 'crème brûlée' });
+    const other = history.emit('café menu', 'c', { id: 6 }, { dish: 'tarte' });
+    assert.deepEqual((await processBatch(recordsOf([mine, other]), deps)).batchItemFailures, []);
+    await compactLocally(config, target.clients, { throughNow: true }, { log: quiet });
+    assert.equal((await tableRows('history', '["5"]', 'public.café menu')).length, 1, 'compacted into history');
+    // A spilled copy of the row (an item past 400 KB), under the table's encoded segment.
+    const spill = spillObjectKey(config.raw.prefix, 'public.café menu', '["5"]', mine.position);
+    await target.clients.s3.send(new PutObjectCommand({ Bucket: config.raw.bucket, Key: spill, Body: gzipSync(JSON.stringify({ dish: 'crème brûlée' })) }));
+    const requestKey = await submitErase(ctx, 'erase-cafe', { table: 'public.café menu', key: { id: 5 }, reason: 'encoded names' });
+    const s = (await runEraseLocally(ctx, { runId: 'erase-cafe', requestKey })).summary as Record<string, JsonValue>;
+    assert.equal(s.found, true);
+    assert.equal(s.spilledDeleted, 1);
+    assert.equal(s.linesRemoved, 1);
+    assert.equal(s.historyLines, 1);
+    assert.ok(!(await keysUnder(`${config.raw.prefix}spill/`)).includes(spill), 'the spilled row is deleted');
+    assert.ok(!(await rawLines()).some((o) => o.lines.some((l) => l.table === 'public.café menu' && l.keyId === '["5"]')), 'gone from raw');
+    assert.deepEqual(await tableRows('history', '["5"]', 'public.café menu'), []);
+    assert.deepEqual(await tableRows('expected_state', '["5"]', 'public.café menu'), []);
+    assert.equal((await tableRows('history', '["6"]', 'public.café menu')).length, 1, 'the other key of the table stays');
+    assert.equal((await getRow(target.clients.dynamodb, cafe, { id: 5 }))?.__deleted, true);
+    assert.equal((await getRow(target.clients.dynamodb, cafe, { id: 6 }))?.dish, 'tarte');
   });
 });
