@@ -197,6 +197,30 @@ describe('erase on a versioned store', () => {
     await assert.rejects(rewriteEraseBatch(ctx, { runId: 'e2', requestKey, batch: 1, objects: ['s3://elsewhere/raw/x.jsonl.gz'] }), /is not a raw object/);
   });
 
+  it('two runs erasing keys of one object concurrently: each rewrite is conditional, re-read and re-decided, and both keys go', async () => {
+    s3 = fakeS3();
+    const { ctx } = ctxOf(s3);
+    const lines = [line('public.customers', 42, 1), line('public.customers', 43, 2), line('public.customers', 44, 3)];
+    s3.put(rawKey(1), body(lines), keyFilterMetadata(lines));
+    const a = await submitErase(ctx, 'ea', { table: 'public.customers', key: { id: 42 }, reason: 'a' });
+    const b = await submitErase(ctx, 'eb', { table: 'public.customers', key: { id: 43 }, reason: 'b' });
+    const objects = [`s3://${config.raw.bucket}/${rawKey(1)}`];
+    let raced = false;
+    // Run B rewrites the object between run A's read and its PUT.
+    s3.onBeforeWrite((command, key) => {
+      if (raced || command !== 'Put' || key !== rawKey(1)) return;
+      raced = true;
+      s3.put(rawKey(1), body([lines[0] as object, lines[2] as object]));
+    });
+    const resA = await rewriteEraseBatch(ctx, { runId: 'ea', requestKey: a, batch: 0, objects });
+    s3.onBeforeWrite(undefined);
+    assert.equal(raced, true);
+    assert.equal(resA.contended, 1, 'A read the object again');
+    assert.deepEqual(read(s3, rawKey(1)).map((l) => l.key), ['{"id":44}'], "B's erasure is not undone by A's");
+    const resB = await rewriteEraseBatch(ctx, { runId: 'eb', requestKey: b, batch: 0, objects });
+    assert.equal(resB.falsePositives, 1, 'B finds its key already gone');
+  });
+
   it('drops every line of a record that carried the key: a multi-row message holds its values (both layouts)', async () => {
     s3 = fakeS3();
     const { ctx } = ctxOf(s3);
