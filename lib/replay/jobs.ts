@@ -276,8 +276,8 @@ export class ReplayJobs extends Construct {
    * What the erase state machine's Athena tasks need (their queries run with its role): the
    * workgroup; the catalog's raw_lines, raw_events, erase_keys, history and expected_state (and
    * committing the last two); raw, the run's keys and the warehouse read, the warehouse written and
-   * its expired files deleted (VACUUM), the finds unloaded under the erase runs' prefix, the query
-   * results; the pipeline key through S3 only.
+   * its expired files deleted (VACUUM), the finds unloaded under the erase runs' prefix and the
+   * Map's items read back from there, the query results; the pipeline key through S3 only.
    */
   private grantEraseQueries(role: iam.IRole, props: ReplayJobsProps): void {
     const { config, rawStore, history } = props;
@@ -302,6 +302,8 @@ export class ReplayJobs extends Construct {
     add('QueryResults', ['s3:GetObject', 's3:PutObject', 's3:AbortMultipartUpload', 's3:ListMultipartUploadParts'], objects([results]));
     add('WriteErasedTables', ['s3:PutObject', 's3:DeleteObject', 's3:AbortMultipartUpload', 's3:ListMultipartUploadParts'], objects([warehouse]));
     add('UnloadFinds', ['s3:PutObject', 's3:AbortMultipartUpload', 's3:ListMultipartUploadParts'], objects([runs]));
+    // The Rewrite Map's ItemReader reads the objects found (`<run>/objects.jsonl`) with this role.
+    add('ReadMapItems', ['s3:GetObject'], objects([runs]));
     if (props.encryptionKey) add('QueryDataUnderPipelineKey', KEY_ACTIONS, [props.encryptionKey.keyArn], { StringEquals: { 'kms:ViaService': `s3.${stack.region}.amazonaws.com` } });
     const bucketId = `<${logicalId(bucket)}.Arn>`;
     for (const p of new Set([...raw, keys, warehouse, results, runs])) {

@@ -59,6 +59,7 @@ describe('ReplayJobs construct', () => {
     assert.deepEqual(deletes.map((s) => s.Sid), ['WriteErasedTables']);
     assert.match(text('WriteErasedTables'), /history\/warehouse\/\*/);
     assert.match(text('UnloadFinds'), /jobs\/erase\/\*/);
+    assert.match(text('ReadMapItems'), /jobs\/erase\/\*/, "the ItemReader reads the run's objects list");
     const list = bySid.get('ListQueryData') as Statement & { Condition?: { StringLike?: Record<string, string[]> } };
     assert.deepEqual(list.Condition?.StringLike?.['s3:prefix'], ['raw/dt=*', 'raw/table=*', 'history/erase_keys/*', 'history/warehouse/*', 'history/athena/*', 'jobs/erase/*']);
     assert.equal(statements.some((s) => JSON.stringify(s.Action).includes('kms:')), false, 'no key grants under aws-managed encryption');
