@@ -386,6 +386,12 @@ describe(`erase on the integration target (${process.env.TIDEMARK_TARGET ?? 'emb
     assert.ok(!(await rawLines()).some((o) => o.lines.some((l) => l.keyId === '["130"]')), 'nor in raw');
     assert.equal((await tableRows('history', '["131"]')).length, 1, 'other keys stay');
 
+    // Text, for people: a line per key, then the run's counts.
+    writeFileSync(file, `${JSON.stringify({ table: 'public.customers', key: { id: 150 } })}\n${JSON.stringify({ table: 'public.customers', key: { id: 557 } })}\n`);
+    const text = runCli(target, config, ['erase', '--keys-file', file, '--reason', 'text run']);
+    assert.equal(text.status, 0, text.stderr);
+    assert.match(text.stdout, /^erase erase-\S+: 2 keys, 1 erased, 1 not found, in \S+\n {2}erased public\.customers id=150 up to LSN 0\/[0-9A-F]+: keyed hash \S+; item deleted, 1 raw and 1 history lines\n {2}not found: public\.customers id=557 is in no copy tidemark holds; nothing recorded in the ledger\n {2}raw: 1 objects held the keys: 1 rewritten, 0 emptied, 0 versions removed; history: 1 lines deleted\n$/);
+
     // The same run through the API: the full summary holds every result.
     const ctx: EraseContext = { config, clients: target.clients, log: quiet, env: ENV };
     const requestKey = await submitEraseBatch(ctx, 'erase-b', [
