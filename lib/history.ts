@@ -16,7 +16,10 @@
  *   `_`, `-` unchanged), and so does the value: `public.café` is `source_table = 'public.caf%C3%A9'`;
  * - `quarantine_lines`: `<quarantine prefix>dt=…/hr=…/…`;
  * - `table_side`: what reconcile reads of DynamoDB, `<history>table_side/run_id=<run>/…` (`run_id`
- *   injected: every query names its run).
+ *   injected: every query names its run);
+ * - `erase_keys`: the keys of one erase run, `<history>erase_keys/run_id=<run>/keys.jsonl.gz`
+ *   (`run_id` injected), which the erase statements join instead of carrying keys in their text;
+ *   each run deletes its own object when it ends.
  *
  * Iceberg tables (format version 2, Parquet) under `<history>warehouse/<table>/`: `history`
  * (partitioned by `source_table` and `dt`), `expected_state` (`source_table`), `truncates`, and
@@ -39,9 +42,10 @@ import * as glue from 'aws-cdk-lib/aws-glue';
 import type * as kms from 'aws-cdk-lib/aws-kms';
 import type * as s3 from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
-import { athenaResultsPrefix, historyWarehousePrefix, rawBatchLocationTemplate, rawLocationTemplate, tableSidePrefix } from '../functions/adapters/raw-layout.js';
+import { athenaResultsPrefix, eraseKeysPrefix, historyWarehousePrefix, rawBatchLocationTemplate, rawLocationTemplate, tableSidePrefix } from '../functions/adapters/raw-layout.js';
 import { historyDatabase, historyWorkGroup } from '../functions/config/types.js';
 import {
+  ERASE_KEYS,
   EXPECTED_STATE,
   HISTORY,
   hiveType,
@@ -157,7 +161,7 @@ export function icebergPartitionSpec(schema: TableSchema): glue.CfnTable.Iceberg
 /** The Iceberg tables, in the order the stack creates them. */
 export const ICEBERG_TABLES = [HISTORY, EXPECTED_STATE, TRUNCATES, TABLE_HOURS] as const;
 /** The JSON sources. */
-export const JSON_TABLES = [RAW_LINES, RAW_EVENTS, QUARANTINE_LINES, TABLE_SIDE] as const;
+export const JSON_TABLES = [RAW_LINES, RAW_EVENTS, QUARANTINE_LINES, TABLE_SIDE, ERASE_KEYS] as const;
 export type HistoryTableName = (typeof ICEBERG_TABLES)[number]['name'] | (typeof JSON_TABLES)[number]['name'];
 
 /** Athena's smallest per-query data usage control: 10 MB. */
@@ -221,6 +225,11 @@ export class History extends Construct {
     jsonTable('TableSide', TABLE_SIDE, sideRoot, "Reconcile's table side: the items of a DynamoDB export or of a window's keys, per run (gzip JSON Lines)", {
       'projection.run_id.type': 'injected',
       'storage.location.template': `${sideRoot}run_id=\${run_id}/`,
+    });
+    const eraseKeysRoot = s3Root(eraseKeysPrefix(history));
+    jsonTable('EraseKeys', ERASE_KEYS, eraseKeysRoot, "The keys of one erase run, which erase's queries join (gzip JSON Lines; deleted when the run ends)", {
+      'projection.run_id.type': 'injected',
+      'storage.location.template': `${eraseKeysRoot}run_id=\${run_id}/`,
     });
 
     const warehouse = historyWarehousePrefix(history);

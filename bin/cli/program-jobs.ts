@@ -39,11 +39,12 @@ function registerReplay(p: Command): void {
 
 function registerErase(p: Command): void {
   p.command('erase')
-    .description('erase one key from current state, raw, quarantine, failed batches and reports, recorded in the erase ledger; or --list it')
+    .description('erase keys from current state, raw, history, quarantine, failed batches and reports, each recorded in the erase ledger; or --list it')
     .addOption(configOption())
     .option('-t, --table <source>', 'source table')
     .option('-k, --key <json>', 'key columns as JSON, e.g. \'{"id": 42}\'')
-    .option('--reason <text>', 'why (kept in the ledger; never put values here)')
+    .option('--keys-file <file>', 'many keys in one run: one JSON object a line, {"table", "key", "reason"?, "blockFuture"?}; each gets its own ledger entry and result line')
+    .option('--reason <text>', 'why (kept in the ledger; never put values here); with --keys-file, for the lines that give none')
     .option('--block-future', 'hold the key above every position: refuse all its future arrivals, found or not')
     .option('--list', 'list the ledger: table, keyed hash, position, time, reason')
     .addOption(onOption('erase'))

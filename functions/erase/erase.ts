@@ -1,27 +1,39 @@
 /**
- * Erase one key everywhere tidemark keeps it, in the order that never lets it come back:
+ * Erase keys everywhere tidemark keeps them, in the order that never lets them come back. One run
+ * erases one key or many (the day's requests), each with its own ledger entry and result:
  *
- *   begin    ledger entry first (keyed hash, stored position, time, reason), then the item: deleted,
- *            and by default replaced by a bare tombstone (key and position, no values) for
- *            tombstoneTtlDays so a redelivered older change cannot revive it through ingest
- *   find     list the table's raw objects and HEAD each: the key filter in its metadata (written
- *            at landing) says whether the key may be inside; only those are read
- *   rewrite  per object: drop the key's lines (and every line of a record that carried it: a
- *            multi-row message holds the key's values too), PUT the object back with a new key
- *            filter, delete its older versions; spilled rows of the key are deleted
- *   finish   raise the ledger to the highest position found in raw, delete the item again if a
- *            concurrent replay revived it, blank quarantine lines that mention the key, remove the
- *            records that carry it from the on-failure objects (copies.ts), summary
+ *   begin    every request validated first; then per key the ledger entry (keyed hash, stored
+ *            position, time, reason) and the item: deleted, by default replaced by a bare tombstone
+ *            (key and position, no values) for tombstoneTtlDays so a redelivered older change cannot
+ *            revive it through ingest. The run's keys go to `erase_keys`
+ *            (`<history>erase_keys/run_id=<run>/keys.jsonl.gz`), which the SQL joins, and the run's
+ *            queries are stored for the state machine's query loops (find.ts)
+ *   Find     (query loop) erase-find-raw: the raw objects still in S3 holding a line of a key, over
+ *            the hours raw holds and the first layout's; erase-find-history: what history holds of
+ *            each key (count, highest position). Athena on AWS, DuckDB locally
+ *   objects  the objects found, in batches, as the Map's items (find.ts)
+ *   rewrite  per batch of objects: drop the keys' lines (and every line of a record that carried
+ *            one: a multi-row message holds the key's values too), PUT the object back with a new
+ *            key filter, delete its older versions
+ *   History  (query loop) erase-history and erase-expected delete the keys' lines from history and
+ *            expected_state, OPTIMIZE (narrowed to the run's tables) rewrites the files that held
+ *            them and VACUUM expires the snapshots that still reference the old files
+ *   finish   per key: raise the ledger to the highest position found in raw and history, delete
+ *            the item again if a concurrent replay revived it, spilled rows, quarantine lines, the
+ *            on-failure objects' records and the reports' entries (copies.ts); the summary with one
+ *            result per key; the run's erase_keys objects and its request deleted with every version
  *
  * Every object rewrite is conditional (`If-Match` on the ETag read, conditional-rewrite.ts): two
  * erasures of keys in one object each re-read and re-decide instead of undoing the other's.
  *
- * A key found nowhere (no item, no raw line, no spilled row, no copy) is reported as not found and
- * leaves no ledger entry, unless the request asked to block its future arrivals (`blockFuture`):
- * then the ledger and a tombstone that never expires hold it at a position above every other.
+ * A key found nowhere (no item, no raw line, no history line, no spilled row, no copy) is reported
+ * as not found and leaves no ledger entry, unless its request asked to block its future arrivals
+ * (`blockFuture`): then the ledger and a tombstone that never expires hold it at a position above
+ * every other.
  *
- * The key itself only ever sits in the request object (<jobsPrefix>erase/<run>/request.json), which
- * finish deletes; manifests, results, summaries and logs carry the keyed hash only.
+ * The keys themselves only ever sit in the request object (<jobsPrefix>erase/<run>/request.json)
+ * and the run's erase_keys object, both deleted when the run ends, failed or not; query texts,
+ * manifests, results, summaries, state-machine state and logs carry the keyed hash only.
  */
 import {
   type AttributeValue,
@@ -31,15 +43,7 @@ import {
   GetItemCommand,
   PutItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import {
-  DeleteObjectCommand,
-  GetObjectCommand,
-  HeadObjectCommand,
-  ListObjectVersionsCommand,
-  type ListObjectVersionsCommandOutput,
-  PutObjectCommand,
-  type S3Client,
-} from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, GetObjectCommand, ListObjectVersionsCommand, type ListObjectVersionsCommandOutput, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { promisify } from 'node:util';
 import { gunzip, gzip } from 'node:zlib';
 import type { TableConfig, TidemarkConfig } from '../config/types.js';
@@ -47,21 +51,19 @@ import { asError, errorMessage, TidemarkError } from '../core/errors.js';
 import { type JsonObject, parseJson } from '../core/json.js';
 import { keyId, normalizeKey } from '../core/keys.js';
 import { keyAttributes, META } from '../adapters/item-codec.js';
-import { jobRunPrefix } from '../adapters/raw-layout.js';
-import { listRawObjects } from '../adapters/raw-reader.js';
+import { eraseKeysRunPrefix, jobRunPrefix } from '../adapters/raw-layout.js';
 import { rewriteIfUnchanged } from '../adapters/conditional-rewrite.js';
 import type { Log } from '../telemetry/sinks.js';
-import { mapLimit } from '../core/concurrency.js';
-import { canonicalKeyText, keyFilterMetadata, mayContainKey } from '../core/key-filter.js';
+import { canonicalKeyText, keyFilterMetadata } from '../core/key-filter.js';
 import { BLOCK_ALL_POSITION, EraseLedger, type LedgerKeyring, loadLedgerKeys } from '../adapters/erase-ledger.js';
 import { deleteSpilled, type ErasedKey, eraseFromOnFailure, eraseFromQuarantine, eraseFromReports } from './copies.js';
 import { listObjectKeys } from '../adapters/s3-list.js';
+import { type EraseQueries, eraseQueries, readFound } from './find.js';
 
 export { mentionsKey } from './copies.js';
 
 const gzipAsync = promisify(gzip);
 const gunzipAsync = promisify(gunzip);
-const HEAD_CONCURRENCY = 16;
 
 export class EraseError extends TidemarkError {
   constructor(message: string, options?: ErrorOptions) {
@@ -81,6 +83,14 @@ export interface EraseRequest {
   readonly blockFuture?: boolean;
 }
 
+/** The request object of a run: its requests, in order (a result per request, by its index). */
+interface StoredRequests {
+  readonly requests: readonly EraseRequest[];
+}
+
+/** At most this many keys per run: each costs a ledger write and a scan of the copies outside raw in finish. */
+export const MAX_KEYS_PER_RUN = 1000;
+
 export interface EraseContext {
   readonly config: TidemarkConfig;
   readonly clients: { readonly dynamodb: DynamoDBClient; readonly s3: S3Client };
@@ -89,7 +99,10 @@ export interface EraseContext {
   readonly now?: () => number;
 }
 
-interface Resolved {
+/** One request of a run, checked and hashed. */
+export interface Resolved {
+  /** Its index in the run's request object: what erase_keys and the results name it by. */
+  readonly index: number;
   readonly table: TableConfig;
   readonly canonical: string;
   readonly hash: string;
@@ -99,6 +112,9 @@ interface Resolved {
 }
 
 export const erasePrefix = (config: TidemarkConfig, runId: string) => jobRunPrefix(config.replay.jobsPrefix, 'erase', runId);
+const beginKey = (config: TidemarkConfig, runId: string) => `${erasePrefix(config, runId)}begin.json`;
+/** The run's keys as erase_keys holds them. */
+export const eraseKeysObject = (config: TidemarkConfig, runId: string) => `${eraseKeysRunPrefix(config.history.prefix, runId)}keys.jsonl.gz`;
 
 async function putJson(s3: S3Client, bucket: string, key: string, value: unknown): Promise<void> {
   await s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: JSON.stringify(value), ContentType: 'application/json' }));
@@ -109,25 +125,69 @@ async function getJson<T>(s3: S3Client, bucket: string, key: string): Promise<T>
   return JSON.parse(Buffer.from((await got.Body?.transformToByteArray()) ?? []).toString('utf8')) as T;
 }
 
+/** Checks one request completely but the ledger key; EraseError naming the request when it is one of several. */
+function checkRequest(config: TidemarkConfig, request: EraseRequest, where: string): void {
+  const at = (m: string) => new EraseError(where === '' ? m : `${where}: ${m}`);
+  if (typeof request !== 'object' || request === null) throw at('a request is {"table", "key", "reason"}');
+  if (typeof request.reason !== 'string' || request.reason.trim() === '') throw at('an erase needs a reason (--reason), kept in the ledger');
+  if (typeof request.table !== 'string') throw at('an erase needs a table');
+  if (typeof request.key !== 'object' || request.key === null || Array.isArray(request.key)) throw at('an erase needs a key: a JSON object of the key columns');
+  try {
+    canonicalOf(resolveTable(config, request.table), request.key);
+  } catch (err) {
+    throw err instanceof EraseError ? at(err.message) : err;
+  }
+}
+
+/** Checks every request of a run, naming the first wrong one by its place (1-based) when there are several. */
+function checkRequests(config: TidemarkConfig, requests: readonly EraseRequest[]): void {
+  for (const [i, r] of requests.entries()) checkRequest(config, r, requests.length === 1 ? '' : `request ${i + 1}`);
+}
+
 /**
- * Validates the request completely (table, key columns, reason, the ledger key and its fingerprint)
- * and only then stores it (the only place the key is written); returns its S3 key. A request that
- * cannot run leaves nothing behind.
+ * Validates every request completely (table, key columns, reason, the ledger key and its
+ * fingerprint) and only then stores them (the only place the keys are written); returns the request
+ * object's S3 key. A run that cannot run leaves nothing behind.
  */
-export async function submitErase(ctx: EraseContext, runId: string, request: EraseRequest): Promise<string> {
-  if (request.reason.trim() === '') throw new EraseError('an erase needs a reason (--reason), kept in the ledger');
-  canonicalOf(resolveTable(ctx.config, request.table), request.key);
+export async function submitEraseBatch(ctx: EraseContext, runId: string, requests: readonly EraseRequest[]): Promise<string> {
+  if (requests.length === 0) throw new EraseError('an erase run needs at least one key');
+  if (requests.length > MAX_KEYS_PER_RUN) throw new EraseError(`an erase run takes at most ${MAX_KEYS_PER_RUN} keys, got ${requests.length}: split the requests over several runs`);
+  checkRequests(ctx.config, requests);
   await ledgerKeysOf(ctx);
   const key = `${erasePrefix(ctx.config, runId)}request.json`;
-  await putJson(ctx.clients.s3, ctx.config.raw.bucket, key, request);
+  const stored: StoredRequests = { requests: requests.map((r) => ({ table: r.table, key: r.key, reason: r.reason, ...(r.blockFuture === true ? { blockFuture: true } : {}) })) };
+  await putJson(ctx.clients.s3, ctx.config.raw.bucket, key, stored);
   return key;
 }
 
-/** Deletes the request object (and its versions): every run ends with it gone, failed or not. */
-export async function abandonErase(ctx: EraseContext, input: { requestKey: string }): Promise<{ requestDeleted: true }> {
-  await ctx.clients.s3.send(new DeleteObjectCommand({ Bucket: ctx.config.raw.bucket, Key: input.requestKey }));
-  await deleteOlderVersions(ctx.clients.s3, ctx.config.raw.bucket, input.requestKey, undefined, true);
-  return { requestDeleted: true };
+/** One key: `submitEraseBatch` of one request. */
+export const submitErase = (ctx: EraseContext, runId: string, request: EraseRequest): Promise<string> => submitEraseBatch(ctx, runId, [request]);
+
+/** Deletes an object and every version of it (a plain delete where the store keeps none). */
+async function deleteEverywhere(s3: S3Client, bucket: string, key: string): Promise<void> {
+  await s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }));
+  await deleteOlderVersions(s3, bucket, key, undefined, true);
+}
+
+/** Deletes the run's erase_keys objects with every version; returns how many objects there were. */
+async function deleteRunKeys(ctx: EraseContext, runId: string): Promise<number> {
+  const { s3 } = ctx.clients;
+  const bucket = ctx.config.raw.bucket;
+  let n = 0;
+  for await (const key of listObjectKeys(s3, bucket, eraseKeysRunPrefix(ctx.config.history.prefix, runId))) {
+    await deleteEverywhere(s3, bucket, key);
+    n++;
+  }
+  // An object whose current version is already gone may still keep older ones.
+  await deleteOlderVersions(s3, bucket, eraseKeysObject(ctx.config, runId), undefined, true);
+  return n;
+}
+
+/** Deletes the request object and the run's keys (with their versions): every run ends with both gone, failed or not. */
+export async function abandonErase(ctx: EraseContext, input: { runId?: string; requestKey: string }): Promise<{ requestDeleted: true; keysDeleted: number }> {
+  await deleteEverywhere(ctx.clients.s3, ctx.config.raw.bucket, input.requestKey);
+  const keysDeleted = input.runId ? await deleteRunKeys(ctx, input.runId) : 0;
+  return { requestDeleted: true, keysDeleted };
 }
 
 /** The canonical text of a request's key; EraseError naming what is wrong with it. */
@@ -150,49 +210,80 @@ function resolveTable(config: TidemarkConfig, source: string): TableConfig {
   return table;
 }
 
-/** The request and its keyed hash; `verify` (the steps that write the ledger) checks the key's fingerprint first. */
-async function resolve(ctx: EraseContext, requestKey: string, verify = false): Promise<Resolved> {
-  const request = await getJson<EraseRequest>(ctx.clients.s3, ctx.config.raw.bucket, requestKey);
-  const table = resolveTable(ctx.config, request.table);
-  const canonical = canonicalOf(table, request.key);
-  const keys = verify ? await ledgerKeysOf(ctx) : await loadLedgerKeys(ctx.config.replay.erase.ledgerKeySecret, ctx.env);
-  const hashed = keys.hash(table.source, canonical);
-  return { table, canonical, hash: hashed.keyHash, keyId: hashed.keyId, request };
+/** A run's requests (the object of one request, as runs before batching stored it, reads as a run of one). */
+async function requestsOf(ctx: EraseContext, requestKey: string): Promise<readonly EraseRequest[]> {
+  const stored = await getJson<StoredRequests | EraseRequest>(ctx.clients.s3, ctx.config.raw.bucket, requestKey);
+  return 'requests' in stored && Array.isArray(stored.requests) ? stored.requests : [stored as EraseRequest];
 }
 
-export interface BeginOutput {
+/** The run's requests and their keyed hashes; `verify` (the steps that write the ledger) checks the key's fingerprint first. */
+export async function resolveErase(ctx: EraseContext, requestKey: string, verify = false): Promise<Resolved[]> {
+  const requests = await requestsOf(ctx, requestKey);
+  checkRequests(ctx.config, requests);
+  const keys = verify ? await ledgerKeysOf(ctx) : await loadLedgerKeys(ctx.config.replay.erase.ledgerKeySecret, ctx.env);
+  return requests.map((request, index) => {
+    const table = resolveTable(ctx.config, request.table);
+    const canonical = canonicalOf(table, request.key);
+    const hashed = keys.hash(table.source, canonical);
+    return { index, table, canonical, hash: hashed.keyHash, keyId: hashed.keyId, request };
+  });
+}
+
+/** What begin found and did for one request (stored in S3, never in the state: a run may hold many keys). */
+export interface BeginEntry {
+  readonly request: number;
   readonly keyHash: string;
   readonly table: string;
   readonly storedPosition: string | null;
   /** The table held an item of the key (live or a tombstone). */
   readonly itemFound: boolean;
   readonly itemDeleted: boolean;
+}
+
+export interface BeginOutput {
+  /** The raw bucket: where the queries' outputs and the Map's items are. */
+  readonly bucket: string;
+  readonly keys: number;
+  readonly tables: readonly string[];
+  readonly itemsDeleted: number;
+  readonly queries: EraseQueries;
   [k: string]: unknown;
 }
 
 /**
- * Ledger entry, then the item (and a bare tombstone unless configured off). A key the table does
- * not hold gets its ledger entry in finish, once raw and the copies were searched, and only if
- * something was found there or the request blocks future arrivals.
+ * Per request: the ledger entry, then the item (and a bare tombstone unless configured off); a key
+ * the table does not hold gets its ledger entry in finish, once raw, history and the copies were
+ * searched, and only if something was found there or the request blocks future arrivals. Then the
+ * run's keys go to erase_keys and its queries are stored.
  */
-export async function beginErase(ctx: EraseContext, input: { requestKey: string }): Promise<BeginOutput> {
-  const r = await resolve(ctx, input.requestKey, true);
+export async function beginErase(ctx: EraseContext, input: { runId: string; requestKey: string }): Promise<BeginOutput> {
+  const all = await resolveErase(ctx, input.requestKey, true);
   const now = (ctx.now ?? Date.now)();
-  const key = keyAttributes(r.table, normalizeKey(r.table, r.request.key));
-  const got = await ctx.clients.dynamodb.send(new GetItemCommand({ TableName: r.table.target, Key: key, ConsistentRead: true, ProjectionExpression: '#p', ExpressionAttributeNames: { '#p': META.position } }));
-  const itemFound = got.Item !== undefined;
-  const storedPosition = got.Item?.[META.position]?.S ?? null;
-  const blockFuture = r.request.blockFuture === true;
-  if (!itemFound && !blockFuture) {
-    ctx.log.info('erase begun: no item', { table: r.table.source, keyHash: r.hash });
-    return { keyHash: r.hash, table: r.table.source, storedPosition, itemFound, itemDeleted: false };
-  }
-  const position = blockFuture ? BLOCK_ALL_POSITION : (storedPosition ?? '');
+  const { s3 } = ctx.clients;
+  const bucket = ctx.config.raw.bucket;
   const ledger = new EraseLedger(ctx.clients.dynamodb, ctx.config.statusTable, ctx.config.name);
-  await ledger.record({ table: r.table.source, keyHash: r.hash, keyId: r.keyId, position, erasedAt: now, reason: r.request.reason });
-  const itemDeleted = await eraseItem(ctx, r.table, key, position, now, blockFuture);
-  ctx.log.info('erase begun', { table: r.table.source, keyHash: r.hash, position: storedPosition });
-  return { keyHash: r.hash, table: r.table.source, storedPosition, itemFound, itemDeleted };
+  const entries: BeginEntry[] = [];
+  for (const r of all) {
+    const key = keyAttributes(r.table, normalizeKey(r.table, r.request.key));
+    const got = await ctx.clients.dynamodb.send(new GetItemCommand({ TableName: r.table.target, Key: key, ConsistentRead: true, ProjectionExpression: '#p', ExpressionAttributeNames: { '#p': META.position } }));
+    const itemFound = got.Item !== undefined;
+    const storedPosition = got.Item?.[META.position]?.S ?? null;
+    const blockFuture = r.request.blockFuture === true;
+    let itemDeleted = false;
+    if (itemFound || blockFuture) {
+      const position = blockFuture ? BLOCK_ALL_POSITION : (storedPosition ?? '');
+      await ledger.record({ table: r.table.source, keyHash: r.hash, keyId: r.keyId, position, erasedAt: now, reason: r.request.reason });
+      itemDeleted = await eraseItem(ctx, r.table, key, position, now, blockFuture);
+    }
+    ctx.log.info(itemFound ? 'erase begun' : 'erase begun: no item', { runId: input.runId, table: r.table.source, keyHash: r.hash, position: storedPosition });
+    entries.push({ request: r.index, keyHash: r.hash, table: r.table.source, storedPosition, itemFound, itemDeleted });
+  }
+  await putJson(s3, bucket, beginKey(ctx.config, input.runId), entries);
+  const lines = all.map((r) => JSON.stringify({ source_table: r.table.source, key_id: r.canonical, key_hash: r.hash, request: String(r.index) }));
+  await s3.send(new PutObjectCommand({ Bucket: bucket, Key: eraseKeysObject(ctx.config, input.runId), Body: await gzipAsync(Buffer.from(`${lines.join('\n')}\n`, 'utf8')), ContentType: 'application/x-ndjson', ContentEncoding: 'gzip' }));
+  const tables = [...new Set(all.map((r) => r.table.source))];
+  const queries = await eraseQueries(ctx, { runId: input.runId, tables, now });
+  return { bucket, keys: all.length, tables, itemsDeleted: entries.filter((e) => e.itemDeleted).length, queries };
 }
 
 /**
@@ -230,37 +321,10 @@ async function eraseItem(ctx: EraseContext, table: TableConfig, key: Record<stri
   }
 }
 
-export interface FindOutput {
-  readonly manifestKey: string;
-  readonly objects: number;
-  readonly heads: number;
-  readonly candidates: number;
-  /** Objects landed before key filters existed: read without a HEAD verdict. */
-  readonly unfiltered: number;
-  readonly batches: number[];
-  [k: string]: unknown;
-}
-
-/** Lists the table's raw objects and keeps those whose key filter may hold the key. */
-export async function findEraseObjects(ctx: EraseContext, input: { runId: string; requestKey: string }): Promise<FindOutput> {
-  const r = await resolve(ctx, input.requestKey);
-  const { s3 } = ctx.clients;
-  const bucket = ctx.config.raw.bucket;
-  const objects = await listRawObjects(s3, { bucket, prefix: ctx.config.raw.prefix, table: r.table.source });
-  let unfiltered = 0;
-  const verdicts = await mapLimit(objects, HEAD_CONCURRENCY, async (o) => {
-    const head = await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: o.key }));
-    const may = mayContainKey(head.Metadata, r.canonical);
-    if (may === undefined) unfiltered++;
-    return may !== false;
-  });
-  const candidates = objects.filter((_o, i) => verdicts[i]).map((o) => o.key);
-  const per = Math.max(ctx.config.replay.objectsPerBatch, Math.ceil(candidates.length / 5000));
-  const batches: string[][] = [];
-  for (let i = 0; i < candidates.length; i += per) batches.push(candidates.slice(i, i + per));
-  const manifestKey = `${erasePrefix(ctx.config, input.runId)}manifest.json`;
-  await putJson(s3, bucket, manifestKey, { keyHash: r.hash, table: r.table.source, batches });
-  return { manifestKey, objects: objects.length, heads: objects.length, candidates: candidates.length, unfiltered, batches: batches.map((_b, i) => i) };
+/** What one request lost from raw: its own lines and their highest position. */
+export interface KeyRemoved {
+  lines: number;
+  maxPosition: string;
 }
 
 export interface RewriteResult {
@@ -268,10 +332,10 @@ export interface RewriteResult {
   readonly objectsRead: number;
   readonly objectsRewritten: number;
   readonly objectsDeleted: number;
-  /** Read because the filter said "maybe", and the key was not there. */
+  /** Named by the query, and no longer holding a key when read (a concurrent erasure got there first). */
   readonly falsePositives: number;
   readonly linesRemoved: number;
-  /** Lines of other keys removed with the key's own: rows of the same multi-row message. */
+  /** Lines of other keys removed with the keys' own: rows of the same multi-row message. */
   readonly otherRowsRemoved: number;
   readonly versionsDeleted: number;
   /** Objects that changed between their read and their rewrite, and were read and decided again. */
@@ -281,20 +345,38 @@ export interface RewriteResult {
    * Null when nothing was rewritten, so nothing told.
    */
   readonly versioning: boolean | null;
-  /** Highest position among the removed lines of the key. */
+  /** Highest position among the removed lines of the keys. */
   readonly maxPosition: string;
+  /** Per request (by index): its lines removed and their highest position. */
+  readonly byRequest: Readonly<Record<string, KeyRemoved>>;
   [k: string]: unknown;
 }
 
 interface Line {
   readonly text: string;
   readonly coord: string | null;
-  readonly mine: boolean;
+  /** The requests whose key the line is of; empty for another key's. */
+  readonly mine: readonly number[];
   readonly position: string | null;
   readonly key: string | null;
 }
 
-function readLines(body: string, table: string, canonical: string): Line[] {
+/** The run's keys by table and canonical key text → the requests naming them. */
+type KeyIndex = ReadonlyMap<string, ReadonlyMap<string, readonly number[]>>;
+
+export function keyIndex(all: readonly Resolved[]): KeyIndex {
+  const out = new Map<string, Map<string, number[]>>();
+  for (const r of all) {
+    const byKey = out.get(r.table.source) ?? new Map<string, number[]>();
+    byKey.set(r.canonical, [...(byKey.get(r.canonical) ?? []), r.index]);
+    out.set(r.table.source, byKey);
+  }
+  return out;
+}
+
+const NONE: readonly number[] = [];
+
+function readLines(body: string, keys: KeyIndex): Line[] {
   return body
     .split('\n')
     .filter((t) => t.trim() !== '')
@@ -305,51 +387,82 @@ function readLines(body: string, table: string, canonical: string): Line[] {
         const lineKey = typeof l.key === 'string' ? l.key : null;
         // Lines of the batch layout carry their canonical key text; the first layout's are derived from the key.
         const lineKeyId = typeof l.keyId === 'string' ? l.keyId : lineKey !== null ? canonicalKeyText(lineKey) : null;
-        const mine = l.table === table && lineKeyId === canonical;
+        const mine = typeof l.table === 'string' && lineKeyId !== null ? (keys.get(l.table)?.get(lineKeyId) ?? NONE) : NONE;
         return { text, coord: JSON.stringify([t.kind, t.stream, t.shard, t.sequence]), mine, position: typeof l.position === 'string' ? l.position : null, key: lineKey };
       } catch {
-        return { text, coord: null, mine: false, position: null, key: null };
+        return { text, coord: null, mine: NONE, position: null, key: null };
       }
     });
 }
 
-type RewriteTally = { -readonly [K in keyof RewriteResult]: RewriteResult[K] };
-
-/** Counts the lines removed with the key's messages: its own (and their highest position) and other rows of them. */
-function countRemoved(out: RewriteTally, lines: readonly Line[], tainted: ReadonlySet<string | null>): void {
-  for (const l of lines) {
-    if (l.coord === null || !tainted.has(l.coord)) continue;
-    if (l.mine) {
-      out.linesRemoved++;
-      if (l.position !== null && l.position > out.maxPosition) out.maxPosition = l.position;
-    } else out.otherRowsRemoved++;
-  }
+/** The counts of a rewrite, as they are added up. */
+interface Tally {
+  objectsRead: number;
+  objectsRewritten: number;
+  objectsDeleted: number;
+  falsePositives: number;
+  linesRemoved: number;
+  otherRowsRemoved: number;
+  versionsDeleted: number;
+  contended: number;
+  versioning: boolean | null;
+  maxPosition: string;
+  byRequest: Record<string, KeyRemoved>;
 }
+type RewriteTally = Tally & { batch: number };
 
 /** What one object loses: its kept lines (none: delete it), and the counts of what goes. */
 interface ObjectCut {
   readonly kept: readonly Line[];
-  readonly removed: { linesRemoved: number; otherRowsRemoved: number; maxPosition: string };
+  readonly otherRowsRemoved: number;
+  readonly byRequest: Readonly<Record<string, KeyRemoved>>;
 }
 
-/** The object's lines without the key's messages; null when it does not hold the key. */
-function cutObject(body: string, r: Resolved): ObjectCut | null {
-  const lines = readLines(body, r.table.source, r.canonical);
-  const tainted = new Set(lines.filter((l) => l.mine && l.coord !== null).map((l) => l.coord));
+/** The object's lines without the keys' messages; null when it holds none of the keys. */
+function cutObject(body: string, keys: KeyIndex): ObjectCut | null {
+  const lines = readLines(body, keys);
+  const tainted = new Set(lines.filter((l) => l.mine.length > 0 && l.coord !== null).map((l) => l.coord));
   if (tainted.size === 0) return null;
-  const removed = { linesRemoved: 0, otherRowsRemoved: 0, maxPosition: '' };
-  countRemoved(removed as RewriteTally, lines, tainted);
-  return { kept: lines.filter((l) => !(l.coord !== null && tainted.has(l.coord))), removed };
+  const byRequest: Record<string, KeyRemoved> = {};
+  let otherRowsRemoved = 0;
+  for (const l of lines) {
+    if (l.coord === null || !tainted.has(l.coord)) continue;
+    if (l.mine.length === 0) otherRowsRemoved++;
+    for (const i of l.mine) {
+      const k = removedOf(byRequest, String(i));
+      k.lines++;
+      if (l.position !== null && l.position > k.maxPosition) k.maxPosition = l.position;
+    }
+  }
+  return { kept: lines.filter((l) => !(l.coord !== null && tainted.has(l.coord))), otherRowsRemoved, byRequest };
+}
+
+/** The tally of request `i` in `into`, created empty. */
+function removedOf(into: Record<string, KeyRemoved>, i: string): KeyRemoved {
+  const existing = into[i];
+  if (existing) return existing;
+  const created = { lines: 0, maxPosition: '' };
+  into[i] = created;
+  return created;
+}
+
+/** Adds one object's or batch's removals to a tally. */
+function addRemoved(into: Record<string, KeyRemoved>, from: Readonly<Record<string, KeyRemoved>>): void {
+  for (const [i, k] of Object.entries(from)) {
+    const t = removedOf(into, i);
+    t.lines += k.lines;
+    if (k.maxPosition > t.maxPosition) t.maxPosition = k.maxPosition;
+  }
 }
 
 /**
- * Rewrites one object without the key's messages (conditionally: re-read and re-decided when
+ * Rewrites one object without the keys' messages (conditionally: re-read and re-decided when
  * another writer changed it meanwhile), and deletes its older versions.
  */
-async function rewriteObject(s3: S3Client, bucket: string, objectKey: string, r: Resolved, out: RewriteTally): Promise<void> {
+async function rewriteObject(s3: S3Client, bucket: string, objectKey: string, keys: KeyIndex, out: RewriteTally): Promise<void> {
   out.objectsRead++;
   const done = await rewriteIfUnchanged<ObjectCut>(s3, bucket, objectKey, async (body) => {
-    const cut = cutObject((await gunzipAsync(body)).toString('utf8'), r);
+    const cut = cutObject((await gunzipAsync(body)).toString('utf8'), keys);
     if (cut === null) return { decision: { kind: 'keep' } };
     if (cut.kept.length === 0) return { decision: { kind: 'delete' }, detail: cut };
     const gz = await gzipAsync(Buffer.from(`${cut.kept.map((l) => l.text).join('\n')}\n`, 'utf8'));
@@ -360,10 +473,13 @@ async function rewriteObject(s3: S3Client, bucket: string, objectKey: string, r:
     out.falsePositives++;
     return;
   }
-  const { removed } = done.detail;
-  out.linesRemoved += removed.linesRemoved;
-  out.otherRowsRemoved += removed.otherRowsRemoved;
-  if (removed.maxPosition > out.maxPosition) out.maxPosition = removed.maxPosition;
+  const cut = done.detail;
+  for (const k of Object.values(cut.byRequest)) {
+    out.linesRemoved += k.lines;
+    if (k.maxPosition > out.maxPosition) out.maxPosition = k.maxPosition;
+  }
+  out.otherRowsRemoved += cut.otherRowsRemoved;
+  addRemoved(out.byRequest, cut.byRequest);
   if (done.outcome === 'put') out.objectsRewritten++;
   else out.objectsDeleted++;
   const versions = await deleteOlderVersions(s3, bucket, objectKey, done.outcome === 'put' ? done.versionId : undefined, done.outcome === 'deleted');
@@ -377,17 +493,27 @@ async function rewriteObject(s3: S3Client, bucket: string, objectKey: string, r:
 /** The key as copies.ts names it. */
 const erasedKey = (r: Resolved): ErasedKey => ({ table: r.table, canonical: r.canonical, columns: normalizeKey(r.table, r.request.key), hash: r.hash });
 
-/** Rewrites one batch of candidate objects without the key. */
-export async function rewriteEraseBatch(ctx: EraseContext, input: { runId: string; requestKey: string; manifestKey: string; batch: number }): Promise<RewriteResult> {
-  const r = await resolve(ctx, input.requestKey);
+/** A raw object's key from the query's `s3://bucket/key`; null for another bucket's or anything outside raw. */
+function rawKeyOf(config: TidemarkConfig, uri: string): string | null {
+  const root = `s3://${config.raw.bucket}/`;
+  if (!uri.startsWith(root)) return uri.startsWith('s3://') ? null : uri.startsWith(config.raw.prefix) ? uri : null;
+  const key = uri.slice(root.length);
+  return key.startsWith(config.raw.prefix) ? key : null;
+}
+
+/** Rewrites one batch of the objects the query found without the run's keys. */
+export async function rewriteEraseBatch(ctx: EraseContext, input: { runId: string; requestKey: string; batch: number; objects: readonly string[] }): Promise<RewriteResult> {
+  const keys = keyIndex(await resolveErase(ctx, input.requestKey));
   const { s3 } = ctx.clients;
   const bucket = ctx.config.raw.bucket;
-  const manifest = await getJson<{ batches: string[][] }>(s3, bucket, input.manifestKey);
-  const keys = manifest.batches[input.batch] ?? [];
-  const out: RewriteTally = { batch: input.batch, objectsRead: 0, objectsRewritten: 0, objectsDeleted: 0, falsePositives: 0, linesRemoved: 0, otherRowsRemoved: 0, versionsDeleted: 0, contended: 0, versioning: null, maxPosition: '' };
-  for (const objectKey of keys) await rewriteObject(s3, bucket, objectKey, r, out);
+  const out: RewriteTally = { batch: input.batch, objectsRead: 0, objectsRewritten: 0, objectsDeleted: 0, falsePositives: 0, linesRemoved: 0, otherRowsRemoved: 0, versionsDeleted: 0, contended: 0, versioning: null, maxPosition: '', byRequest: {} };
+  for (const uri of input.objects) {
+    const objectKey = rawKeyOf(ctx.config, uri);
+    if (objectKey === null) throw new EraseError(`${uri} is not a raw object of s3://${bucket}/${ctx.config.raw.prefix}`);
+    await rewriteObject(s3, bucket, objectKey, keys, out);
+  }
   await putJson(s3, bucket, `${erasePrefix(ctx.config, input.runId)}results/${String(input.batch).padStart(6, '0')}.json`, out);
-  return out;
+  return { ...out };
 }
 
 /** One page of an object's versions, or null when the store does not implement versions. */
@@ -435,15 +561,16 @@ export async function deleteOlderVersions(s3: S3Client, bucket: string, key: str
   return deleted;
 }
 
-/** The rewrite batches' counts added up (see {@link RewriteResult}), with what the other steps did. */
-export interface EraseSummary extends Omit<RewriteResult, 'batch' | 'maxPosition'> {
-  readonly runId: string;
+/** One request's result: what was found of its key, and what the run did about it. */
+export interface EraseKeyResult {
+  /** The request's index in the run (the order of the CLI's keys). */
+  readonly request: number;
   readonly table: string;
   readonly keyHash: string;
   /**
-   * False when the key was found nowhere: no item, no raw line, no spilled row, no copy in
-   * quarantine or the on-failure objects. Nothing was erased, and no ledger entry was written
-   * unless `blocked`.
+   * False when the key was found nowhere: no item, no raw line, no history line, no spilled row,
+   * no copy in quarantine, the on-failure objects or the reports. Nothing was erased, and no ledger
+   * entry was written unless `blocked`.
    */
   readonly found: boolean;
   /** The ledger holds the key (and, with `blockFuture`, refuses all its future arrivals). */
@@ -452,33 +579,45 @@ export interface EraseSummary extends Omit<RewriteResult, 'batch' | 'maxPosition
   readonly blocked: boolean;
   readonly ledgerPosition: string;
   readonly itemDeleted: boolean;
-  readonly objects: number;
-  readonly candidates: number;
+  /** The key's own raw lines removed. */
+  readonly rawLinesRemoved: number;
+  /** The key's history lines found (and deleted by erase-history). */
+  readonly historyLines: number;
   readonly spilledDeleted: number;
   readonly quarantineLinesRewritten: number;
-  /** Reconcile findings and snapshot-report key entries of the key removed from the jobs' reports. */
-  readonly reportEntriesRemoved: number;
-  /** Records removed from the event source mapping's on-failure objects. */
   readonly onFailureRecordsRemoved: number;
+  readonly reportEntriesRemoved: number;
   [k: string]: unknown;
 }
 
-interface Totals {
-  objectsRead: number;
-  objectsRewritten: number;
-  objectsDeleted: number;
-  falsePositives: number;
-  linesRemoved: number;
-  otherRowsRemoved: number;
-  versionsDeleted: number;
-  contended: number;
-  versioning: boolean | null;
-  maxPosition: string;
+/** The run's counts (see {@link RewriteResult}) added up, one result per key, and for a run of one key that key's result at the top. */
+export interface EraseSummary extends Omit<RewriteResult, 'batch' | 'maxPosition' | 'byRequest'> {
+  readonly runId: string;
+  readonly keys: number;
+  /** Keys found somewhere (and erased), and keys found nowhere. */
+  readonly keysFound: number;
+  readonly keysNotFound: number;
+  /** Raw objects the query named as holding a key (`candidates`: the same, the name of before). */
+  readonly objects: number;
+  readonly candidates: number;
+  /** History lines of the run's keys, deleted by erase-history. */
+  readonly historyLines: number;
+  readonly itemsDeleted: number;
+  readonly spilledDeleted: number;
+  readonly quarantineLinesRewritten: number;
+  readonly reportEntriesRemoved: number;
+  readonly onFailureRecordsRemoved: number;
+  /** The run's erase_keys objects deleted (with every version). */
+  readonly keysObjectsDeleted: number;
+  readonly results: readonly EraseKeyResult[];
+  [k: string]: unknown;
 }
+
+type Totals = Tally;
 
 /** Every rewrite batch's result, added up: all pages of the results listing. */
 async function addUpResults(s3: S3Client, bucket: string, prefix: string): Promise<Totals> {
-  const totals: Totals = { objectsRead: 0, objectsRewritten: 0, objectsDeleted: 0, falsePositives: 0, linesRemoved: 0, otherRowsRemoved: 0, versionsDeleted: 0, contended: 0, versioning: null, maxPosition: '' };
+  const totals: Totals = { objectsRead: 0, objectsRewritten: 0, objectsDeleted: 0, falsePositives: 0, linesRemoved: 0, otherRowsRemoved: 0, versionsDeleted: 0, contended: 0, versioning: null, maxPosition: '', byRequest: {} };
   for await (const key of listObjectKeys(s3, bucket, prefix)) {
     const res = await getJson<RewriteResult>(s3, bucket, key);
     totals.objectsRead += res.objectsRead;
@@ -491,51 +630,42 @@ async function addUpResults(s3: S3Client, bucket: string, prefix: string): Promi
     totals.contended += res.contended ?? 0;
     if (res.versioning !== null && res.versioning !== undefined) totals.versioning = (totals.versioning ?? true) && res.versioning;
     if (res.maxPosition > totals.maxPosition) totals.maxPosition = res.maxPosition;
+    addRemoved(totals.byRequest, res.byRequest ?? {});
   }
   return totals;
 }
 
-/**
- * Removes the copies outside raw (spilled rows, quarantine, on-failure objects), raises the ledger
- * to what raw held, re-deletes a revived item, stores the summary and deletes the request.
- */
-export async function finishErase(
-  ctx: EraseContext,
-  input: { runId: string; requestKey: string; begin: BeginOutput; find: Pick<FindOutput, 'objects' | 'candidates'> },
-): Promise<EraseSummary> {
-  const r = await resolve(ctx, input.requestKey);
+/** The highest of positions (text, compared as text). */
+function highest(...positions: readonly string[]): string {
+  let top = '';
+  for (const p of positions) if (p > top) top = p;
+  return top;
+}
+
+/** Finishes one request: the copies outside raw, the ledger at the highest position found, a revived item deleted again. */
+async function finishKey(ctx: EraseContext, r: Resolved, begun: BeginEntry | undefined, raw: KeyRemoved | undefined, history: { lines: number; maxPosition: string } | undefined, now: number): Promise<EraseKeyResult> {
   const { s3 } = ctx.clients;
-  const bucket = ctx.config.raw.bucket;
-  const totals = await addUpResults(s3, bucket, `${erasePrefix(ctx.config, input.runId)}results/`);
-  const now = (ctx.now ?? Date.now)();
   const k = erasedKey(r);
   const spilledDeleted = await deleteSpilled(s3, ctx.config, k, deleteOlderVersions);
   const quarantineLinesRewritten = await eraseFromQuarantine(s3, ctx.config, k, now, deleteOlderVersions);
   const onFailure = await eraseFromOnFailure(s3, ctx.config, k, deleteOlderVersions);
   const reportEntriesRemoved = await eraseFromReports(s3, ctx.config, k, deleteOlderVersions);
   const blocked = r.request.blockFuture === true;
-  const itemFound = input.begin.itemFound ?? input.begin.storedPosition !== null;
-  const found = itemFound || totals.linesRemoved > 0 || spilledDeleted > 0 || quarantineLinesRewritten > 0 || onFailure.records > 0 || reportEntriesRemoved > 0;
-  const highest = [input.begin.storedPosition ?? '', totals.maxPosition].reduce((a, b) => (b > a ? b : a), '');
-  const ledgerPosition = blocked ? BLOCK_ALL_POSITION : highest;
+  const itemFound = begun?.itemFound ?? false;
+  const rawLines = raw?.lines ?? 0;
+  const historyLines = history?.lines ?? 0;
+  const found = itemFound || rawLines > 0 || historyLines > 0 || spilledDeleted > 0 || quarantineLinesRewritten > 0 || onFailure.records > 0 || reportEntriesRemoved > 0;
+  const ledgerPosition = blocked ? BLOCK_ALL_POSITION : highest(begun?.storedPosition ?? '', raw?.maxPosition ?? '', history?.maxPosition ?? '');
   const ledgerRecorded = found || blocked;
-  let itemDeleted = input.begin.itemDeleted;
+  let itemDeleted = begun?.itemDeleted ?? false;
   if (ledgerRecorded) {
-    await new EraseLedger(ctx.clients.dynamodb, ctx.config.statusTable, ctx.config.name).record({
-      table: r.table.source,
-      keyHash: r.hash,
-      keyId: r.keyId,
-      position: ledgerPosition,
-      erasedAt: now,
-      reason: r.request.reason,
-    });
+    await new EraseLedger(ctx.clients.dynamodb, ctx.config.statusTable, ctx.config.name).record({ table: r.table.source, keyHash: r.hash, keyId: r.keyId, position: ledgerPosition, erasedAt: now, reason: r.request.reason });
     // A concurrent replay may have revived the item from raw before its lines were removed.
     const key = keyAttributes(r.table, normalizeKey(r.table, r.request.key));
     itemDeleted = (await eraseItem(ctx, r.table, key, ledgerPosition, now, blocked)) || itemDeleted;
   }
-  const { maxPosition: _max, ...counts } = totals;
-  const summary: EraseSummary = {
-    runId: input.runId,
+  return {
+    request: r.index,
     table: r.table.source,
     keyHash: r.hash,
     found,
@@ -543,17 +673,61 @@ export async function finishErase(
     blocked,
     ledgerPosition: ledgerRecorded ? ledgerPosition : '',
     itemDeleted: found && itemDeleted,
-    objects: input.find.objects,
-    candidates: input.find.candidates,
-    ...counts,
+    rawLinesRemoved: rawLines,
+    historyLines,
     spilledDeleted,
     quarantineLinesRewritten,
     onFailureRecordsRemoved: onFailure.records,
     reportEntriesRemoved,
   };
-  await putJson(s3, bucket, `${erasePrefix(ctx.config, input.runId)}summary.json`, summary);
-  await s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: input.requestKey }));
-  await deleteOlderVersions(s3, bucket, input.requestKey, undefined, true);
-  ctx.log.info(found ? 'erase finished' : 'erase finished: key not found', { table: r.table.source, keyHash: r.hash, linesRemoved: totals.linesRemoved, objectsRewritten: totals.objectsRewritten, ledgerRecorded });
+}
+
+const sum = (results: readonly EraseKeyResult[], field: keyof EraseKeyResult): number => results.reduce((n, r) => n + Number(r[field] ?? 0), 0);
+
+/**
+ * Per key: the copies outside raw (spilled rows, quarantine, on-failure objects, reports), the
+ * ledger raised to what raw and history held, a revived item deleted again. Then the summary, and
+ * the run's keys and request deleted with every version.
+ */
+export async function finishErase(ctx: EraseContext, input: { runId: string; requestKey: string; objects?: number }): Promise<EraseSummary> {
+  const all = await resolveErase(ctx, input.requestKey);
+  const { s3 } = ctx.clients;
+  const bucket = ctx.config.raw.bucket;
+  const prefix = erasePrefix(ctx.config, input.runId);
+  const begun = new Map((await getJson<BeginEntry[]>(s3, bucket, beginKey(ctx.config, input.runId))).map((e) => [e.request, e]));
+  const totals = await addUpResults(s3, bucket, `${prefix}results/`);
+  const history = await readFound(ctx, input.runId);
+  const now = (ctx.now ?? Date.now)();
+  const results: EraseKeyResult[] = [];
+  for (const r of all) {
+    const result = await finishKey(ctx, r, begun.get(r.index), totals.byRequest[String(r.index)], history.get(String(r.index)), now);
+    ctx.log.info(result.found ? 'erase finished' : 'erase finished: key not found', { runId: input.runId, table: r.table.source, keyHash: r.hash, rawLines: result.rawLinesRemoved, historyLines: result.historyLines, ledgerRecorded: result.ledgerRecorded });
+    results.push(result);
+  }
+  const keysObjectsDeleted = await deleteRunKeys(ctx, input.runId);
+  const { maxPosition: _max, byRequest: _by, ...counts } = totals;
+  const objects = input.objects ?? totals.objectsRead;
+  const only = results.length === 1 ? results[0] : undefined;
+  const summary: EraseSummary = {
+    runId: input.runId,
+    keys: results.length,
+    keysFound: results.filter((r) => r.found).length,
+    keysNotFound: results.filter((r) => !r.found).length,
+    // A run of one key: its result at the top level too, as a one-key erase reported it before batching.
+    ...(only ? { table: only.table, keyHash: only.keyHash, found: only.found, ledgerRecorded: only.ledgerRecorded, blocked: only.blocked, ledgerPosition: only.ledgerPosition, itemDeleted: only.itemDeleted } : {}),
+    objects,
+    candidates: objects,
+    ...counts,
+    historyLines: sum(results, 'historyLines'),
+    itemsDeleted: results.filter((r) => r.itemDeleted).length,
+    spilledDeleted: sum(results, 'spilledDeleted'),
+    quarantineLinesRewritten: sum(results, 'quarantineLinesRewritten'),
+    onFailureRecordsRemoved: sum(results, 'onFailureRecordsRemoved'),
+    reportEntriesRemoved: sum(results, 'reportEntriesRemoved'),
+    keysObjectsDeleted,
+    results,
+  };
+  await putJson(s3, bucket, `${prefix}summary.json`, summary);
+  await deleteEverywhere(s3, bucket, input.requestKey);
   return summary;
 }

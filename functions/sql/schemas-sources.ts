@@ -149,7 +149,7 @@ export const TABLE_SIDE = {
 } as const satisfies TableSchema;
 
 /**
- * The keys one erase run erases, one line per key (written by the run's Collect step, gzip JSON
+ * The keys one erase run erases, one line per key (written by the run's Begin step, gzip JSON
  * Lines, deleted with every version when the run ends): `<prefix>run_id=<run>/keys.jsonl.gz`. The
  * statements join it rather than carry key values in their text, which Athena keeps in its query
  * history for 45 days; they name only the run.
@@ -161,7 +161,7 @@ export const ERASE_KEYS = {
     col('source_table', 'string', 'source table'),
     col('key_id', 'string', 'canonical key text of a key to erase (functions/core/keys.ts keyId)'),
     col('key_hash', 'string', "the ledger's keyed hash of the key (functions/core/key-hash.ts): what outputs name it by"),
-    col('request', 'string', 'the erase request the key came from (its object key, no key material)'),
+    col('request', 'string', "the erase request the key came from: its index among the run's requests (no key material)"),
   ],
   partitionKeys: [col('run_id', 'string', 'the erase run that wrote the lines')],
 } as const satisfies TableSchema;

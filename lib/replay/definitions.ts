@@ -7,8 +7,10 @@
  *          ToleratedFailurePercentage from config; each batch writes its result to S3) →
  *          Summarize (adds the results up into summary.json) → Verify (fresh tables only) → done,
  *          or Incomplete when the Map failed past its tolerance.
- * Erase:   Begin (ledger, item) → Find (HEAD + key filter) → Distributed Map rewriting the
- *          candidate objects → Finish (ledger position, quarantine, summary).
+ * Erase:   Begin (ledger, items, the run's keys) → Find (query loop over Athena: the raw objects
+ *          holding the keys, what history holds) → Distributed Map rewriting those objects →
+ *          History (query loop: the keys out of history and expected state, OPTIMIZE, VACUUM) →
+ *          Finish (ledger positions, the copies outside raw, one result per key).
  *
  * Map items are batch numbers: the object keys stay in the manifest in S3, so no state carries
  * more than a few kilobytes, whatever the size of raw.
@@ -169,25 +171,70 @@ export function replaySqlDefinition(opts: JobMachineOptions): Record<string, unk
 }
 
 /**
- * The erase state machine. Input: `{runId, requestKey}`. The request object is the only place the
- * key is written: Finish deletes it when the run completes, and every path that fails goes through
- * Abandon first, which deletes it too (the jobs prefix also expires what a crash could leave).
+ * The erase state machine, on SQL (functions/erase/erase.ts, find.ts). Input: `{runId, requestKey}`,
+ * the request object holding one key or many (a day's requests).
+ *
+ *   Begin (every request validated, ledger, items → tombstones, the run's keys into erase_keys, the
+ *   queries stored) → Find (query loop: erase-find-raw, erase-find-history) → Objects (the objects
+ *   found, in batches, as JSON Lines in S3) → Rewrite (Distributed Map, its items read by an
+ *   ItemReader: conditional rewrites of the objects of one batch per child) → History (query loop:
+ *   erase-history, erase-expected, OPTIMIZE, VACUUM) → Finish (ledger positions, copies, results,
+ *   the keys and the request deleted) → done, or Incomplete when the Map failed past its tolerance.
+ *
+ * The request object and the run's erase_keys object are the only places the keys are written:
+ * Finish deletes them when the run completes, and every path that fails goes through Abandon first,
+ * which deletes them too (the jobs prefix also expires what a crash could leave). No state holds a
+ * key: steps return counts and S3 keys, the queries name the run.
+ *
+ * Needs the definition substitutions `${EraseFunction}`, `${JobQueryAtFunction}` (the query loops'
+ * fetch: the erase function answers it) and `${AthenaWorkGroup}`.
  */
 export function eraseDefinition(opts: JobMachineOptions): Record<string, unknown> {
   const ids = { 'runId.$': '$.runId', 'requestKey.$': '$.requestKey' };
   const abandonOnError = [{ ErrorEquals: ['States.ALL'], ResultPath: '$.error', Next: 'Abandon' }];
+  const onError = 'Abandon';
   return {
-    Comment: 'tidemark erase: one key out of current state, raw, quarantine; recorded in the ledger',
+    Comment: 'tidemark erase: keys out of current state, raw, history, expected state and every copy; recorded in the ledger',
     StartAt: 'Begin',
     States: {
-      Begin: { ...task(ERASE_FUNCTION, 'begin', ids, '$.begin', 'Find'), Catch: abandonOnError },
-      Find: { ...task(ERASE_FUNCTION, 'find', ids, '$.find', 'Rewrite'), Catch: abandonOnError },
-      Rewrite: distributedMap(opts, ERASE_FUNCTION, 'rewrite', '$.find.batches', { ...ids, 'manifestKey.$': '$.find.manifestKey' }, 'Finish'),
-      Finish: { ...task(ERASE_FUNCTION, 'finish', { ...ids, 'begin.$': '$.begin', 'find.$': '$.find' }, '$.summary', 'CheckFailures'), Catch: abandonOnError },
+      Begin: { ...task(ERASE_FUNCTION, 'begin', ids, '$.begin', 'FindStart'), Catch: abandonOnError },
+      ...queryLoop({ from: '$.begin.queries.find', name: 'Find', next: 'Objects', onError, timeoutSeconds: 60 }),
+      Objects: { ...task(ERASE_FUNCTION, 'objects', { 'runId.$': '$.runId' }, '$.objects', 'AnyObjects'), Catch: abandonOnError },
+      AnyObjects: { Type: 'Choice', Choices: [{ Variable: '$.objects.batches', NumericGreaterThan: 0, Next: 'Rewrite' }], Default: 'HistoryStart' },
+      Rewrite: {
+        ...mapOverItems({
+          items: { bucketPath: '$.objects.bucket', keyPath: '$.objects.itemsKey', kind: 'jsonl' },
+          itemSelector: { 'batch.$': '$$.Map.Item.Value.batch', 'objects.$': '$$.Map.Item.Value.objects', ...ids },
+          processor: {
+            StartAt: 'Batch',
+            States: {
+              Batch: {
+                Type: 'Task',
+                Resource: substitution(ERASE_FUNCTION),
+                Parameters: { step: 'rewrite', 'batch.$': '$.batch', 'objects.$': '$.objects', ...ids },
+                TimeoutSeconds: 900,
+                // The batch's full result is in S3; the Map keeps only its number.
+                ResultSelector: { 'batch.$': '$.batch' },
+                Retry: batchRetry,
+                End: true,
+              },
+            },
+          },
+          maxConcurrency: opts.maxConcurrency,
+          toleratedFailurePercentage: opts.toleratedFailurePercentage,
+          label: 'rewrite',
+          next: 'HistoryStart',
+          onError: 'HistoryStart',
+        }),
+        // Objects left unrewritten: history is still erased, Finish still runs, and the run ends Incomplete.
+        Catch: [{ ErrorEquals: ['States.ALL'], ResultPath: '$.mapError', Next: 'HistoryStart' }],
+      },
+      ...queryLoop({ from: '$.begin.queries.history', name: 'History', next: 'Finish', onError, timeoutSeconds: 60 }),
+      Finish: { ...task(ERASE_FUNCTION, 'finish', { ...ids, 'found.$': '$.objects.objects' }, '$.summary', 'CheckFailures'), Catch: abandonOnError },
       CheckFailures: incompleteIfMapFailed('Done'),
       Done: { Type: 'Succeed' },
       Incomplete: { Type: 'Fail', Error: 'EraseIncomplete', Cause: 'some raw objects could not be rewritten; run the erase again' },
-      Abandon: { ...task(ERASE_FUNCTION, 'abandon', { 'requestKey.$': '$.requestKey' }, '$.abandoned', 'Failed'), Catch: catchAll },
+      Abandon: { ...task(ERASE_FUNCTION, 'abandon', ids, '$.abandoned', 'Failed'), Catch: catchAll },
       Failed: failed,
     },
   };

@@ -11,7 +11,12 @@
  *   CreateGrant and DescribeKey on the pipeline key through DynamoDB only), point-in-time recovery
  *   and deletion protection; it reads the erase ledger and raises truncate watermarks;
  * - erase also deletes and rewrites raw and quarantine objects (with their versions), deletes the
- *   key's item, and writes the ledger.
+ *   key's item, writes the ledger, and writes and deletes its run's keys under
+ *   `<history>erase_keys/`; its state machine runs erase's queries (lib/replay/definitions.ts) in
+ *   the jobs' Athena workgroup: it reads raw, the run's keys and the Iceberg history and
+ *   expected_state, rewrites those two (MERGE, OPTIMIZE) and expires their old files (VACUUM), and
+ *   unloads what it found under the run's prefix; Glue only on those tables (UpdateTable on the two
+ *   it commits), KMS only through S3 under `kms`.
  * Both read the erase ledger key from Secrets Manager with GetSecretValue (the SDK call in
  * functions/adapters/erase-ledger.ts; no extension layer, so it also deploys where AWS's layers cannot be
  * fetched, such as LocalStack), allowed to read that one secret:
@@ -40,7 +45,10 @@ import { handlerCode } from '../handler-asset.js';
 import { encryptStateMachine, freshTableKeyStatement } from '../encryption.js';
 import { KEY_ACTIONS, tableStatements } from '../ingest-function.js';
 import type { RawStore } from '../raw-store.js';
-import { jobOutputsPrefix } from '../../functions/adapters/raw-layout.js';
+import { athenaResultsPrefix, eraseKeysPrefix, historyWarehousePrefix, jobOutputsPrefix, jobRunPrefix, rawBatchesPrefix, rawTablesPrefix } from '../../functions/adapters/raw-layout.js';
+import type { History } from '../history.js';
+import { ATHENA_QUERY_ACTIONS, GLUE_READ_ACTIONS } from '../jobs/jobs.js';
+import { ATHENA_WORKGROUP, QUERY_AT_FUNCTION } from '../jobs/asl.js';
 import { ERASE_FUNCTION, eraseDefinition, REPLAY_FUNCTION, replayDefinition } from './definitions.js';
 
 /** What replay does to the items of a live or fresh table: guarded writes (with their pre-reads) and the diff's scan. */
@@ -95,6 +103,8 @@ export interface ReplayJobsProps {
   readonly config: TidemarkConfig;
   readonly rawStore: RawStore;
   readonly currentState: CurrentState;
+  /** The Glue tables and the Athena workgroup erase's queries use (raw, its run's keys, history, expected state). */
+  readonly history: History;
   /**
    * Handler source files; each must export `handler`.
    * @default `functions/replay.ts` and `functions/erase.ts`, or the prebuilt handlers of the installed package
@@ -180,6 +190,8 @@ export class ReplayJobs extends Construct {
           // The jobs' SQL outputs (reconcile findings, snapshot orphans) name keys too.
           rawStore.objectsUnder(jobOutputsPrefix(config.history.prefix)),
           rawStore.objectsUnder(config.replay.onFailurePrefix),
+          // The run's keys (erase_keys): written by begin, deleted with every version at the end.
+          rawStore.objectsUnder(eraseKeysPrefix(config.history.prefix)),
         ],
       ),
       statement('ListRawAndVersions', ['s3:ListBucket', 's3:ListBucketVersions'], [rawStore.bucket.bucketArn]),
@@ -192,7 +204,11 @@ export class ReplayJobs extends Construct {
 
     this.acknowledge(props);
     this.replayStateMachine = this.machine('ReplayStateMachine', `${config.name}-replay`, replayDefinition(opts), REPLAY_FUNCTION, this.replayFunction, props);
-    this.eraseStateMachine = this.machine('EraseStateMachine', `${config.name}-erase`, eraseDefinition(opts), ERASE_FUNCTION, this.eraseFunction, props);
+    // The erase function also answers its query loops' fetch; the queries run in the jobs' workgroup.
+    this.eraseStateMachine = this.machine('EraseStateMachine', `${config.name}-erase`, eraseDefinition(opts), ERASE_FUNCTION, this.eraseFunction, props, {
+      substitutions: { [QUERY_AT_FUNCTION]: this.eraseFunction.functionArn, [ATHENA_WORKGROUP]: props.history.workGroupName },
+      grant: (role) => this.grantEraseQueries(role, props),
+    });
   }
 
   private jobFunction(
@@ -256,7 +272,54 @@ export class ReplayJobs extends Construct {
     }
   }
 
-  private machine(id: string, name: string, definition: Record<string, unknown>, substitution: string, fn: lambda.IFunction, props: ReplayJobsProps): sfn.StateMachine {
+  /**
+   * What the erase state machine's Athena tasks need (their queries run with its role): the
+   * workgroup; the catalog's raw_lines, raw_events, erase_keys, history and expected_state (and
+   * committing the last two); raw, the run's keys and the warehouse read, the warehouse written and
+   * its expired files deleted (VACUUM), the finds unloaded under the erase runs' prefix and the
+   * Map's items read back from there, the query results; the pipeline key through S3 only.
+   */
+  private grantEraseQueries(role: iam.IRole, props: ReplayJobsProps): void {
+    const { config, rawStore, history } = props;
+    const h = config.history.prefix;
+    const stack = Stack.of(this);
+    const bucket = rawStore.bucket;
+    const runs = jobRunPrefix(config.replay.jobsPrefix, 'erase', '').slice(0, -1);
+    const raw = [rawBatchesPrefix(config.raw.prefix), rawTablesPrefix(config.raw.prefix)];
+    const keys = eraseKeysPrefix(h);
+    const warehouse = historyWarehousePrefix(h);
+    const results = athenaResultsPrefix(h);
+    const objects = (prefixes: readonly string[]) => prefixes.map((p) => rawStore.objectsUnder(p));
+    const add = (sid: string, actions: readonly string[], resources: string[], conditions?: Record<string, unknown>) =>
+      role.addToPrincipalPolicy(new iam.PolicyStatement({ sid, actions: [...actions], resources, ...(conditions ? { conditions } : {}) }));
+    const glue = history.glueArns(['raw_lines', 'raw_events', 'erase_keys', 'history', 'expected_state']);
+    add('RunEraseQueries', ATHENA_QUERY_ACTIONS, [history.workGroupArn]);
+    add('ReadEraseCatalog', GLUE_READ_ACTIONS, glue);
+    add('CommitErasedTables', ['glue:UpdateTable'], history.glueArns(['history', 'expected_state']).slice(2));
+    add('LocateBucket', ['s3:GetBucketLocation'], [bucket.bucketArn]);
+    add('ListQueryData', ['s3:ListBucket'], [bucket.bucketArn], { StringLike: { 's3:prefix': [...raw, keys, warehouse, results, runs].map((p) => `${p}*`) } });
+    add('ReadQueryData', ['s3:GetObject'], objects([...raw, keys, warehouse]));
+    add('QueryResults', ['s3:GetObject', 's3:PutObject', 's3:AbortMultipartUpload', 's3:ListMultipartUploadParts'], objects([results]));
+    add('WriteErasedTables', ['s3:PutObject', 's3:DeleteObject', 's3:AbortMultipartUpload', 's3:ListMultipartUploadParts'], objects([warehouse]));
+    add('UnloadFinds', ['s3:PutObject', 's3:AbortMultipartUpload', 's3:ListMultipartUploadParts'], objects([runs]));
+    // The Rewrite Map's ItemReader reads the objects found (`<run>/objects.jsonl`) with this role.
+    add('ReadMapItems', ['s3:GetObject'], objects([runs]));
+    if (props.encryptionKey) add('QueryDataUnderPipelineKey', KEY_ACTIONS, [props.encryptionKey.keyArn], { StringEquals: { 'kms:ViaService': `s3.${stack.region}.amazonaws.com` } });
+    const bucketId = `<${logicalId(bucket)}.Arn>`;
+    for (const p of new Set([...raw, keys, warehouse, results, runs])) {
+      Validations.of(role).acknowledge({ id: `AwsSolutions-IAM5[Resource::${bucketId}/${p}*]`, reason: `erase's queries read or write objects under "${p}" only; their keys are per hour, run or data file.` });
+    }
+  }
+
+  private machine(
+    id: string,
+    name: string,
+    definition: Record<string, unknown>,
+    substitution: string,
+    fn: lambda.IFunction,
+    props: ReplayJobsProps,
+    queries?: { readonly substitutions: Record<string, string>; readonly grant: (role: iam.IRole) => void },
+  ): sfn.StateMachine {
     const logGroup = new logs.LogGroup(this, `${id}Logs`, {
       logGroupName: `/aws/vendedlogs/states/${name}`,
       retention: props.config.logRetentionDays as logs.RetentionDays,
@@ -266,7 +329,7 @@ export class ReplayJobs extends Construct {
     const machine = new sfn.StateMachine(this, id, {
       stateMachineName: name,
       definitionBody: sfn.DefinitionBody.fromString(JSON.stringify(definition)),
-      definitionSubstitutions: { [substitution]: fn.functionArn },
+      definitionSubstitutions: { [substitution]: fn.functionArn, ...(queries?.substitutions ?? {}) },
       // Every event, without execution data: inputs and outputs may hold keys (never row values).
       logs: { destination: logGroup, level: sfn.LogLevel.ALL, includeExecutionData: false },
       tracingEnabled: true,
@@ -274,6 +337,7 @@ export class ReplayJobs extends Construct {
     // Under `kms`, the definition and execution history under the pipeline key, as reconcile and snapshot.
     if (props.encryptionKey) encryptStateMachine(machine, props.encryptionKey, name);
     fn.grantInvoke(machine);
+    queries?.grant(machine.role);
     // A Distributed Map runs its iterations as child executions of the same state machine.
     const self = Stack.of(this).formatArn({ service: 'states', resource: 'stateMachine', resourceName: name, arnFormat: ArnFormat.COLON_RESOURCE_NAME });
     const executions = Stack.of(this).formatArn({ service: 'states', resource: 'execution', resourceName: `${name}:*`, arnFormat: ArnFormat.COLON_RESOURCE_NAME });
@@ -294,7 +358,7 @@ export class ReplayJobs extends Construct {
     const { raw, replay, name } = props.config;
     const prefixes: [lambda.Function, string[]][] = [
       [this.replayFunction, [raw.prefix, replay.jobsPrefix, `${raw.prefix}spill/`]],
-      [this.eraseFunction, [raw.prefix, raw.quarantinePrefix, replay.jobsPrefix, props.config.jobs.reportPrefix, jobOutputsPrefix(props.config.history.prefix), replay.onFailurePrefix]],
+      [this.eraseFunction, [raw.prefix, raw.quarantinePrefix, replay.jobsPrefix, props.config.jobs.reportPrefix, jobOutputsPrefix(props.config.history.prefix), replay.onFailurePrefix, eraseKeysPrefix(props.config.history.prefix)]],
     ];
     for (const [fn, list] of prefixes) {
       const role = fn.role;

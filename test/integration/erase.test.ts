@@ -13,7 +13,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
-import { gunzipSync } from 'node:zlib';
+import { gunzipSync, gzipSync } from 'node:zlib';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { localDeps } from '../../bin/cli/context.js';
 import { runEraseLocally } from '../../bin/cli/erase.js';
 import { runReplayLocally } from '../../bin/cli/replay.js';
@@ -23,7 +26,7 @@ import { freshTablePrefix } from '../../functions/config/types.js';
 import type { JsonObject, JsonValue } from '../../functions/core/json.js';
 import type { RawRecord } from '../../functions/core/normalize.js';
 import type { Log } from '../../functions/telemetry/sinks.js';
-import { type EraseContext, submitErase } from '../../functions/erase/erase.js';
+import { type EraseContext, submitErase, submitEraseBatch } from '../../functions/erase/erase.js';
 import { KEY_FILTER_METADATA } from '../../functions/core/key-filter.js';
 import { EraseLedger } from '../../functions/adapters/erase-ledger.js';
 import { type IngestDeps, processBatch } from '../../functions/ingest/process-batch.js';
@@ -37,10 +40,24 @@ import { buildReplayEngine, ledgerViewFor, replayTables } from '../../functions/
 import { parseFailedBatchLines } from '../../functions/replay/dlq.js';
 import { replayFailedBatches } from '../../functions/replay/from-dlq.js';
 import { CollectingMetricSink } from '../../functions/telemetry/sinks.js';
+import { DeleteObjectCommand } from '@aws-sdk/client-s3';
+import { compactLocally } from '../../bin/cli/jobs-local.js';
+import { eraseSummaryOf } from '../../bin/cli/erase.js';
+import { localSqlEngine } from '../../bin/cli/replay.js';
+import { historyWarehousePrefix, spillObjectKey } from '../../functions/adapters/raw-layout.js';
+import { EXPECTED_STATE, HISTORY } from '../../functions/sql/schemas.js';
+import { bind, call, sql } from '../../functions/sql/sql.js';
+import { selectStatement } from '../../functions/sql/statement.js';
+import { runCli } from './jobs-env.js';
+import { listObjectKeys } from '../../functions/adapters/s3-list.js';
 
 const base = parseConfig({
   name: 'erase',
-  tables: [{ source: 'public.customers', target: 'erase-customers', key: ['id'], keyTypes: { id: 'number' } }],
+  tables: [
+    { source: 'public.customers', target: 'erase-customers', key: ['id'], keyTypes: { id: 'number' } },
+    // A name with a space and a non-ASCII letter: percent-encoded in raw paths, partitions and spill prefixes, quoted in SQL.
+    { source: 'public.café menu', target: 'erase-cafe-menu', key: ['id'], keyTypes: { id: 'number' } },
+  ],
   raw: { bucket: 'erase-raw' },
   replay: { objectsPerBatch: 3 },
 });
@@ -51,6 +68,7 @@ describe(`erase on the integration target (${process.env.TIDEMARK_TARGET ?? 'emb
   let target: Target;
   let config: TidemarkConfig;
   let customers: TableConfig;
+  let cafe: TableConfig;
   let deps: IngestDeps;
   const history = new PgHistory();
   const now = Date.now();
@@ -77,12 +95,34 @@ describe(`erase on the integration target (${process.env.TIDEMARK_TARGET ?? 'emb
     return out;
   }
 
+  /** The rows of history or expected_state of one key, read by DuckDB from the Parquet stand-in as the jobs read it. */
+  async function tableRows(table: 'history' | 'expected_state', keyId: string | null, source = 'public.customers'): Promise<Record<string, unknown>[]> {
+    const engine = await localSqlEngine(config, target.clients.s3);
+    const schema = table === 'history' ? HISTORY : EXPECTED_STATE;
+    const where = keyId === null ? sql`t.source_table = ${bind(source)}` : sql`t.source_table = ${bind(source)} AND t.key_id = ${bind(keyId)}`;
+    const statement = selectStatement(`test-${table}`, sql`SELECT t.* FROM ${call((d) => d.table(table))} t WHERE ${where}`, { reads: [{ table, filter: { tables: [source] } }], columns: schema.columns });
+    const rows: Record<string, unknown>[] = [];
+    try {
+      for await (const row of engine.query(statement)) rows.push(row);
+    } finally {
+      await engine.close();
+    }
+    return rows;
+  }
+
+  async function keysUnder(prefix: string): Promise<string[]> {
+    const out: string[] = [];
+    for await (const key of listObjectKeys(target.clients.s3, config.raw.bucket, prefix)) out.push(key);
+    return out;
+  }
+
   before(async () => {
     process.env.TIDEMARK_ERASE_KEY = ENV.TIDEMARK_ERASE_KEY;
     target = await openTarget();
     config = uniqueConfig(base);
     await target.setup(config);
     customers = config.tables[0] as TableConfig;
+    cafe = config.tables[1] as TableConfig;
     deps = { ...localDeps(config, target.clients), log: quiet };
     // Six batches (six raw objects) of 20 customers each: key 7 only in batches 1 and 4.
     for (let b = 0; b < 6; b++) {
@@ -105,7 +145,7 @@ describe(`erase on the integration target (${process.env.TIDEMARK_TARGET ?? 'emb
     await target?.close();
   });
 
-  it('erases the key from current state, raw and quarantine, reading only objects whose key filter matches', async () => {
+  it('erases the key from current state, raw and quarantine, reading only the objects the SQL finds holding it', async () => {
     const objectsBefore = await rawLines();
     assert.equal(objectsBefore.length, 6);
     for (const o of objectsBefore) {
@@ -116,8 +156,9 @@ describe(`erase on the integration target (${process.env.TIDEMARK_TARGET ?? 'emb
     const requestKey = await submitErase(ctx, 'erase-1', { table: 'public.customers', key: { id: 7 }, reason: 'test request 1' });
     const out = await runEraseLocally(ctx, { runId: 'erase-1', requestKey });
     const s = out.summary as Record<string, JsonValue>;
-    assert.equal(s.objects, 6);
-    assert.ok((s.candidates as number) >= 2 && (s.candidates as number) <= 3, `key filter kept ${s.candidates} of 6 objects`);
+    assert.equal(s.objects, 2, 'the query names exactly the two objects holding the key, no listing or HEAD of the rest');
+    assert.equal(s.objectsRead, 2, 'only those are read');
+    assert.equal(s.falsePositives, 0);
     assert.equal(s.objectsRewritten, 2);
     assert.equal(s.linesRemoved, 2);
     assert.equal(s.otherRowsRemoved, 0);
@@ -267,5 +308,126 @@ describe(`erase on the integration target (${process.env.TIDEMARK_TARGET ?? 'emb
     assert.equal((await getRow(target.clients.dynamodb, customers, { id: 998 }))?.name, undefined);
     const view = await ledgerViewFor(config, target.clients.dynamodb, ['public.customers'], ENV);
     assert.equal(view?.blocks('public.customers', '["998"]', arrival.position), true);
+  });
+
+  it('a key erased after its hour was compacted, its raw gone past the grace, is found in history and gone from history and expected_state; replays do not restore it', async () => {
+    const ctx: EraseContext = { config, clients: target.clients, log: quiet, env: ENV };
+    const compacted = await compactLocally(config, target.clients, { throughNow: true }, { log: quiet });
+    assert.ok(compacted.hours.length >= 1, 'raw compacted into history');
+    assert.equal((await tableRows('history', '["101"]')).length, 1, 'history holds key 101');
+    assert.equal((await tableRows('expected_state', '["101"]')).length, 1, 'and expected state');
+    const othersBefore = (await tableRows('expected_state', null)).length;
+    // Raw past its grace: compaction deletes the hour's objects; only history holds key 101 now.
+    const holding = (await rawLines()).filter((o) => o.lines.some((l) => l.keyId === '["101"]'));
+    assert.equal(holding.length, 1);
+    await target.clients.s3.send(new DeleteObjectCommand({ Bucket: config.raw.bucket, Key: holding[0]?.key }));
+    const partition = `${historyWarehousePrefix(config.history.prefix)}history/source_table=public.customers/`;
+    const filesBefore = await keysUnder(partition);
+    const position = (await tableRows('history', '["101"]'))[0]?.position;
+
+    const requestKey = await submitErase(ctx, 'erase-h', { table: 'public.customers', key: { id: 101 }, reason: 'compacted' });
+    const s = (await runEraseLocally(ctx, { runId: 'erase-h', requestKey })).summary as Record<string, JsonValue>;
+    assert.equal(s.found, true);
+    assert.equal(s.objects, 0, 'raw no longer held it');
+    assert.equal(s.historyLines, 1, 'history did');
+    assert.equal(s.ledgerPosition, position, 'the ledger holds it up to the position history had');
+    assert.deepEqual(await tableRows('history', '["101"]'), [], 'gone from history');
+    assert.deepEqual(await tableRows('expected_state', '["101"]'), [], 'gone from expected state');
+    assert.equal((await tableRows('expected_state', null)).length, othersBefore - 1, 'every other key kept');
+    const filesAfter = await keysUnder(partition);
+    assert.ok(filesBefore.every((k) => !filesAfter.includes(k)), 'the Parquet files that held the row are deleted, every version');
+    assert.deepEqual(await keysUnder(`${config.history.prefix}erase_keys/`), [], "the run's keys are deleted");
+    assert.ok(!(await keysUnder(config.replay.jobsPrefix)).includes(requestKey), 'and its request');
+
+    const rctx: JobContext = replayContext(config, target.clients, quiet, ENV);
+    await runReplayLocally(rctx, { runId: 'rh', tables: ['public.customers'], into: 'live', since: now - 2 * 3_600_000, now: Date.now() });
+    const row = await getRow(target.clients.dynamodb, customers, { id: 101 });
+    assert.equal(row?.name, undefined, 'the live replay did not restore it');
+    assert.equal((await getRow(target.clients.dynamodb, customers, { id: 102 }))?.name, 'n102', 'its neighbours come back from history');
+    const fresh = `${freshTablePrefix(config.name)}afterhistory`;
+    await runReplayLocally(rctx, { runId: 'rh2', tables: ['public.customers'], into: `fresh:${fresh}`, now: Date.now() });
+    assert.equal(await getRow(target.clients.dynamodb, { ...customers, target: fresh }, { id: 101 }), null, 'nor a fresh one');
+    assert.equal((await getRow(target.clients.dynamodb, { ...customers, target: fresh }, { id: 102 }))?.name, 'n102');
+  });
+
+  it('erases a batch of keys in one run (tidemark erase --keys-file): one ledger entry and one result line per key, not found said per key', async () => {
+    const ledgerStore = new EraseLedger(target.clients.dynamodb, config.statusTable, config.name);
+    const before = await ledgerStore.list();
+    // 130 is in raw and history, 104 only in history (its raw object deleted above), 555 nowhere.
+    const file = join(mkdtempSync(join(tmpdir(), 'erase-keys-')), 'requests.jsonl');
+    writeFileSync(file, `${JSON.stringify({ table: 'public.customers', key: { id: 130 }, reason: 'batch 1' })}\n\n{"table":"public.customers","key":{"id":555}}\n${JSON.stringify({ table: 'public.customers', key: { id: 104 }, reason: 'batch 3' })}\n`);
+    const bad = runCli(target, config, ['erase', '--keys-file', file]);
+    assert.equal(bad.status, 2, bad.stderr);
+    assert.match(bad.stderr, /line 3: no "reason"/);
+    assert.equal((await ledgerStore.list()).length, before.length, 'a file with a mistake writes nothing');
+    const run = runCli(target, config, ['erase', '--keys-file', file, '--reason', 'batch default', '--json']);
+    assert.equal(run.status, 0, run.stderr);
+    const lines = run.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const results = lines.filter((l) => l.summary === undefined);
+    assert.deepEqual(results.map((r) => [r.request, r.found, r.ledgerRecorded]), [
+      [0, true, true],
+      [1, false, false],
+      [2, true, true],
+    ]);
+    assert.ok(Number(results[0]?.rawLinesRemoved) >= 1 && Number(results[0]?.historyLines) >= 1, 'raw and history both held 130');
+    assert.deepEqual([results[2]?.rawLinesRemoved, results[2]?.historyLines], [0, 1], '104 only in history');
+    assert.ok(!run.stdout.includes('"id"'), 'the output names keys by their keyed hash');
+    const summary = lines.at(-1)?.summary as Record<string, unknown>;
+    assert.deepEqual([summary.keys, summary.keysFound, summary.keysNotFound], [3, 2, 1]);
+    const after = await ledgerStore.list();
+    assert.equal(after.length, before.length + 2, 'one ledger entry per key found');
+    assert.deepEqual(after.filter((e) => !before.some((b) => b.keyHash === e.keyHash)).map((e) => e.reason).sort(), ['batch 1', 'batch 3']);
+    for (const id of [130, 104]) assert.equal((await getRow(target.clients.dynamodb, customers, { id }))?.__deleted, true, `${id} is a tombstone`);
+    assert.equal(await getRow(target.clients.dynamodb, customers, { id: 555 }), null);
+    for (const id of ['["130"]', '["104"]']) {
+      assert.deepEqual(await tableRows('history', id), []);
+      assert.deepEqual(await tableRows('expected_state', id), []);
+    }
+    assert.ok(!(await rawLines()).some((o) => o.lines.some((l) => l.keyId === '["130"]')), 'nor in raw');
+    assert.equal((await tableRows('history', '["131"]')).length, 1, 'other keys stay');
+
+    // Text, for people: a line per key, then the run's counts.
+    writeFileSync(file, `${JSON.stringify({ table: 'public.customers', key: { id: 150 } })}\n${JSON.stringify({ table: 'public.customers', key: { id: 557 } })}\n`);
+    const text = runCli(target, config, ['erase', '--keys-file', file, '--reason', 'text run']);
+    assert.equal(text.status, 0, text.stderr);
+    assert.match(text.stdout, /^erase erase-\S+: 2 keys, 1 erased, 1 not found, in \S+\n {2}erased public\.customers id=150 up to LSN 0\/[0-9A-F]+: keyed hash \S+; item deleted, 1 raw and 1 history lines\n {2}not found: public\.customers id=557 is in no copy tidemark holds; nothing recorded in the ledger\n {2}raw: 1 objects held the keys: 1 rewritten, 0 emptied, 0 versions removed; history: 1 lines deleted\n$/);
+
+    // The same run through the API: the full summary holds every result.
+    const ctx: EraseContext = { config, clients: target.clients, log: quiet, env: ENV };
+    const requestKey = await submitEraseBatch(ctx, 'erase-b', [
+      { table: 'public.customers', key: { id: 140 }, reason: 'api 1' },
+      { table: 'public.customers', key: { id: 141 }, reason: 'api 2' },
+      { table: 'public.customers', key: { id: 556 }, reason: 'api 3' },
+    ]);
+    const out = (await runEraseLocally(ctx, { runId: 'erase-b', requestKey })).summary as Record<string, JsonValue>;
+    assert.equal(out.results, undefined, 'the state carries no per-key results');
+    const full = await eraseSummaryOf(target.clients.s3, config.raw.bucket, String(out.summaryKey));
+    assert.deepEqual(full.results.map((r) => r.found), [true, true, false]);
+    assert.equal(full.objectsRewritten, 1, 'both keys sat in one raw object, rewritten once');
+  });
+
+  it('a table named with a space and a non-ASCII letter: the key leaves raw, history, expected state and its spilled rows', async () => {
+    const ctx: EraseContext = { config, clients: target.clients, log: quiet, env: ENV };
+    const mine = history.emit('café menu', 'c', { id: 5 }, { dish: 'crème brûlée' });
+    const other = history.emit('café menu', 'c', { id: 6 }, { dish: 'tarte' });
+    assert.deepEqual((await processBatch(recordsOf([mine, other]), deps)).batchItemFailures, []);
+    await compactLocally(config, target.clients, { throughNow: true }, { log: quiet });
+    assert.equal((await tableRows('history', '["5"]', 'public.café menu')).length, 1, 'compacted into history');
+    // A spilled copy of the row (an item past 400 KB), under the table's encoded segment.
+    const spill = spillObjectKey(config.raw.prefix, 'public.café menu', '["5"]', mine.position);
+    await target.clients.s3.send(new PutObjectCommand({ Bucket: config.raw.bucket, Key: spill, Body: gzipSync(JSON.stringify({ dish: 'crème brûlée' })) }));
+    const requestKey = await submitErase(ctx, 'erase-cafe', { table: 'public.café menu', key: { id: 5 }, reason: 'encoded names' });
+    const s = (await runEraseLocally(ctx, { runId: 'erase-cafe', requestKey })).summary as Record<string, JsonValue>;
+    assert.equal(s.found, true);
+    assert.equal(s.spilledDeleted, 1);
+    assert.equal(s.linesRemoved, 1);
+    assert.equal(s.historyLines, 1);
+    assert.ok(!(await keysUnder(`${config.raw.prefix}spill/`)).includes(spill), 'the spilled row is deleted');
+    assert.ok(!(await rawLines()).some((o) => o.lines.some((l) => l.table === 'public.café menu' && l.keyId === '["5"]')), 'gone from raw');
+    assert.deepEqual(await tableRows('history', '["5"]', 'public.café menu'), []);
+    assert.deepEqual(await tableRows('expected_state', '["5"]', 'public.café menu'), []);
+    assert.equal((await tableRows('history', '["6"]', 'public.café menu')).length, 1, 'the other key of the table stays');
+    assert.equal((await getRow(target.clients.dynamodb, cafe, { id: 5 }))?.__deleted, true);
+    assert.equal((await getRow(target.clients.dynamodb, cafe, { id: 6 }))?.dish, 'tarte');
   });
 });

@@ -176,10 +176,13 @@ export function replayBill(s: MeasuredSizes, p: Pipeline, warm = false): Bill {
 }
 
 /**
- * One day's erasure pass of `requests` keys (spread over the tables): erase-find-raw over the raw
- * grace, a conditional rewrite (GET, PUT with If-Match, the old version listed and deleted) of each
- * raw object found, erase-history and erase-expected (Iceberg DELETE), OPTIMIZE of the data files
- * holding the keys' rows (the physical removal), VACUUM, and one ledger write per key.
+ * One day's erasure pass of `requests` keys (spread over the tables), as the erase state machine
+ * runs it (functions/erase/find.ts): erase-find-raw over the raw grace, erase-find-history over the
+ * keys' tables' history (what it holds of each key: its lines and highest position), a conditional
+ * rewrite (GET, PUT with If-Match, the old version listed and deleted) of each raw object found and
+ * of no other (no listing or HEAD of raw), erase-history and erase-expected (Iceberg DELETE),
+ * OPTIMIZE of the data files holding the keys' rows (the physical removal), VACUUM, and one ledger
+ * write per key.
  */
 export function eraseBill(s: MeasuredSizes, p: Pipeline, requests: number = REFERENCE.erasuresPerDay): Bill {
   const d = shape(s, p);
@@ -199,9 +202,14 @@ export function eraseBill(s: MeasuredSizes, p: Pipeline, requests: number = REFE
   bill.put += found;
   bill.list += found;
   bill.lambda(found, (found * s.rewriteObjectMicros * (REFERENCE.batchRecords / s.rawObjectEvents)) / 1e6, ASSUMPTIONS.eraseLambdaMb);
+  const partitions = touched * p.retentionDays;
+  // erase-find-history: the keys' lines in their tables' history, every day of retention (keys are not clustered).
+  const findHistory = one(buildStatements('erase-find-history', keys));
+  const findCols = columnsRead(findHistory, 'history');
+  bill.query(partitions * (EVENTS_PER_DAY / p.tables) * bytesOf(s.history.zstd, findCols));
+  bill.parquetRead(partitions * d.tableDayBytes, partitions * d.filesPerTableDay, findCols.length);
   const del = one(buildStatements('erase-history', keys));
   const delCols = columnsRead(del, 'history');
-  const partitions = touched * p.retentionDays;
   bill.query(partitions * (EVENTS_PER_DAY / p.tables) * bytesOf(s.history.zstd, delCols));
   bill.parquetRead(partitions * d.tableDayBytes, partitions * d.filesPerTableDay, delCols.length);
   // A data file of a partition holds one of the keys' rows unless each of their events of the day is in another file.

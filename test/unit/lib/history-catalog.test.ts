@@ -44,7 +44,7 @@ describe('the history catalog', () => {
 
   it('creates the database and every table of functions/sql in it', () => {
     template.hasResourceProperties('AWS::Glue::Database', { CatalogId: '111122223333', DatabaseInput: { Name: 'tidemark_shop' } });
-    assert.deepEqual([...tables.keys()].sort(), ['expected_state', 'history', 'quarantine_lines', 'raw_events', 'raw_lines', 'table_hours', 'table_side', 'truncates']);
+    assert.deepEqual([...tables.keys()].sort(), ['erase_keys', 'expected_state', 'history', 'quarantine_lines', 'raw_events', 'raw_lines', 'table_hours', 'table_side', 'truncates']);
     for (const t of tables.values()) assert.equal(t.DatabaseName, 'tidemark_shop');
   });
 

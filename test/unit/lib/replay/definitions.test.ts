@@ -5,6 +5,8 @@ import { forEachState, localizeDefinition, runLocalStateMachine } from '../../..
 import { ERASE_FUNCTION, eraseDefinition, REPLAY_FUNCTION, replayDefinition, replaySqlDefinition } from '../../../../lib/replay/definitions.js';
 import type { JsonValue } from '../../../../functions/core/json.js';
 import { validateAsl } from '../../../helpers/asl.js';
+import { type FakeS3, fakeS3 } from '../../../helpers/fake-s3.js';
+import { QUERY_AT_FUNCTION } from '../../../../lib/jobs/asl.js';
 
 const opts = { maxConcurrency: 7, toleratedFailurePercentage: 5 };
 
@@ -76,42 +78,104 @@ describe('replay and erase definitions', () => {
     assert.ok(steps.includes('summarize'));
   });
 
-  it('erase runs begin → find → rewrite per batch → finish', async () => {
+  /** The erase machine run locally with stubbed steps: the query loops' fetch, Athena, and the items object in a fake S3. */
+  async function runErase(o: { failing?: string; batches?: number; s3: FakeS3 }): Promise<{ steps: string[]; statements: string[]; output: Promise<unknown> }> {
     const steps: string[] = [];
-    await runLocalStateMachine(eraseDefinition(opts), { runId: 'e', requestKey: 'k' }, {
+    const statements: string[] = [];
+    const queries: Record<string, string[]> = { 'q/find': ['erase-find-raw', 'erase-find-history'], 'q/history': ['erase-history', 'erase-expected', 'optimize', 'optimize', 'vacuum', 'vacuum'] };
+    const batches = o.batches ?? 2;
+    o.s3.put('jobs/erase/e/objects.jsonl', Array.from({ length: batches }, (_, b) => JSON.stringify({ batch: b, objects: [`s3://raw/raw/o${b}.jsonl.gz`] })).join('\n'));
+    const fail = (step: string) => {
+      if (step === o.failing) throw new Error(`${step} failed`);
+    };
+    const output = runLocalStateMachine(eraseDefinition(opts), { runId: 'e', requestKey: 'jobs/erase/e/request.json' }, {
+      retryIntervalMs: 1,
+      s3: o.s3.client,
+      athena: (statement) => {
+        fail(statement.name);
+        statements.push(statement.name);
+        return { dataScannedInBytes: 0 };
+      },
       handlers: {
+        [QUERY_AT_FUNCTION]: (input): JsonValue => {
+          const i = input as { queriesKey: string; index: number };
+          const names = queries[i.queriesKey] ?? [];
+          const name = names[i.index] ?? 'none';
+          return { query: { statement: { name, args: {} }, athena: { QueryString: `-- ${name}` } }, next: i.index + 1, more: i.index + 1 < names.length };
+        },
         [ERASE_FUNCTION]: (input): JsonValue => {
-          const i = input as { step: string; runId: string; requestKey: string };
+          const i = input as { step: string; runId: string; requestKey: string; batch?: number; objects?: string[] };
           assert.equal(i.runId, 'e');
-          assert.equal(i.requestKey, 'k');
-          steps.push(i.step);
-          if (i.step === 'find') return { manifestKey: 'm', batches: [0, 1] };
-          if (i.step === 'rewrite') return { batch: 0 };
-          return {};
+          steps.push(i.batch === undefined ? i.step : `${i.step}:${i.batch}:${i.objects?.join(',')}`);
+          fail(i.step);
+          if (i.step === 'begin') return { bucket: 'raw', keys: 3, queries: { find: { queriesKey: 'q/find', count: 2 }, history: { queriesKey: 'q/history', count: 6 } } };
+          if (i.step === 'objects') return { bucket: 'raw', itemsKey: 'jobs/erase/e/objects.jsonl', objects: batches, batches };
+          if (i.step === 'rewrite') return { batch: i.batch ?? -1, linesRemoved: 1 };
+          return { ok: true };
         },
       },
     });
-    assert.deepEqual(steps, ['begin', 'find', 'rewrite', 'rewrite', 'finish']);
+    return { steps, statements, output };
+  }
+
+  it('erase on SQL: begin → find queries → objects → one rewrite per item the ItemReader reads → history queries → finish', async () => {
+    const s3 = fakeS3();
+    try {
+      const run = await runErase({ s3 });
+      const out = (await run.output) as Record<string, unknown>;
+      assert.deepEqual(run.steps.filter((s) => !s.startsWith('rewrite')), ['begin', 'objects', 'finish']);
+      assert.deepEqual(run.steps.filter((s) => s.startsWith('rewrite')).sort(), ['rewrite:0:s3://raw/raw/o0.jsonl.gz', 'rewrite:1:s3://raw/raw/o1.jsonl.gz']);
+      assert.deepEqual(run.statements, ['erase-find-raw', 'erase-find-history', 'erase-history', 'erase-expected', 'optimize', 'optimize', 'vacuum', 'vacuum']);
+      assert.deepEqual(out.summary, { ok: true });
+      // Nothing found in raw: no Map, history still erased.
+      const none = await runErase({ s3, batches: 0 });
+      await none.output;
+      assert.deepEqual(none.steps, ['begin', 'objects', 'finish']);
+      assert.equal(none.statements.length, 8);
+    } finally {
+      s3.restore();
+    }
   });
 
-  it('erase: a failing step goes through Abandon, which deletes the request object, before the run fails (issue 20, item 6)', async () => {
-    for (const failing of ['begin', 'find', 'finish']) {
-      const steps: string[] = [];
-      const run = runLocalStateMachine(eraseDefinition(opts), { runId: 'e', requestKey: 'jobs/erase/e/request.json' }, {
-        handlers: {
-          [ERASE_FUNCTION]: (input): JsonValue => {
-            const i = input as { step: string; requestKey?: string };
-            steps.push(i.step);
-            if (i.step === failing) throw new Error(`${failing} failed`);
-            if (i.step === 'find') return { manifestKey: 'm', batches: [] };
-            if (i.step === 'abandon') return { requestDeleted: true, requestKey: i.requestKey ?? null };
-            return { ok: true };
-          },
-        },
-      });
-      await assert.rejects(run);
-      assert.equal(steps.at(-1), 'abandon', `${failing}: ${steps.join(' → ')}`);
-      assert.equal(steps.filter((s) => s === 'abandon').length, 1);
+  it('erase on SQL: its queries run in the Athena workgroup, the Map reads its items from S3, and no state carries a key or the objects list', () => {
+    const d = eraseDefinition(opts);
+    const states = d.States as Record<string, Record<string, unknown>>;
+    for (const loop of ['Find', 'History']) {
+      assert.equal(states[`${loop}Run`]?.Resource, 'arn:aws:states:::athena:startQueryExecution.sync');
+      assert.equal((states[`${loop}Run`]?.Parameters as Record<string, unknown> | undefined)?.WorkGroup, ["$", "{AthenaWorkGroup}"].join(""));
+      assert.equal(states[`${loop}Fetch`]?.Resource, ['$', '{JobQueryAtFunction}'].join(''));
+    }
+    const map = states.Rewrite as Record<string, unknown>;
+    assert.equal(map.ItemsPath, undefined, 'items never inline in the state');
+    assert.deepEqual(map.ItemReader, { Resource: 'arn:aws:states:::s3:getObject', ReaderConfig: { InputType: 'JSONL' }, Parameters: { 'Bucket.$': '$.objects.bucket', 'Key.$': '$.objects.itemsKey' } });
+    assert.equal(map.ResultPath, null, 'the batches\' results stay in S3');
+    assert.equal(JSON.stringify(d).includes('$.request.'), false);
+  });
+
+  it('erase: a failing step or query goes through Abandon, which deletes the request and the run\'s keys, before the run fails (issue 20, item 6)', async () => {
+    for (const failing of ['begin', 'erase-find-raw', 'objects', 'erase-history', 'vacuum', 'finish']) {
+      const s3 = fakeS3();
+      try {
+        const run = await runErase({ s3, failing });
+        await assert.rejects(run.output);
+        assert.equal(run.steps.at(-1), 'abandon', `${failing}: ${run.steps.join(' → ')}`);
+        assert.equal(run.steps.filter((s) => s === 'abandon').length, 1);
+      } finally {
+        s3.restore();
+      }
+    }
+  });
+
+  it('erase: objects that could not be rewritten still leave history erased and the run finished, then fail it as EraseIncomplete', async () => {
+    const s3 = fakeS3();
+    try {
+      const run = await runErase({ s3, failing: 'rewrite' });
+      await assert.rejects(run.output, /EraseIncomplete/);
+      assert.ok(run.statements.includes('erase-history'));
+      assert.equal(run.steps.at(-1), 'finish');
+      assert.ok(!run.steps.includes('abandon'), 'finish deleted the keys itself');
+    } finally {
+      s3.restore();
     }
   });
 });

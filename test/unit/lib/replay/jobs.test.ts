@@ -26,7 +26,12 @@ describe('ReplayJobs construct', () => {
       assert.match(body, /"ToleratedFailurePercentage":2/);
       assert.match(body, /"Mode":"DISTRIBUTED"/);
       const subs = machine.Properties.DefinitionSubstitutions as Record<string, unknown>;
-      assert.deepEqual(Object.keys(subs), [name === 'shop-replay' ? 'ReplayFunction' : 'EraseFunction']);
+      // Erase runs its queries: the query loops' fetch (the erase function itself) and the jobs' workgroup.
+      assert.deepEqual(Object.keys(subs), name === 'shop-replay' ? ['ReplayFunction'] : ['EraseFunction', 'JobQueryAtFunction', 'AthenaWorkGroup']);
+      if (name === 'shop-erase') {
+        assert.deepEqual(subs.JobQueryAtFunction, subs.EraseFunction);
+        assert.equal(subs.AthenaWorkGroup, 'shop-jobs');
+      }
       assert.equal(machine.Properties.TracingConfiguration !== undefined, true);
     }
   });
@@ -38,6 +43,32 @@ describe('ReplayJobs construct', () => {
     for (const a of ['s3:DeleteObject', 's3:DeleteObjectVersion', 'dynamodb:DeleteTable']) assert.equal(replay.has(a), false, a);
     for (const a of ['s3:DeleteObject', 's3:DeleteObjectVersion', 's3:ListBucketVersions', 'dynamodb:DeleteItem']) assert.ok(erase.has(a), a);
     for (const a of ['dynamodb:CreateTable', 'dynamodb:DeleteTable', 'dynamodb:Scan']) assert.equal(erase.has(a), false, a);
+  });
+
+  it("lets the erase state machine run its queries in the workgroup only, on exactly raw, its keys and the Iceberg tables it erases", () => {
+    const statements = statementsOf(template, 'PipelineReplayEraseStateMachineRole');
+    const bySid = new Map(statements.map((s) => [s.Sid, s]));
+    const text = (sid: string) => JSON.stringify(bySid.get(sid)?.Resource ?? null);
+    assert.match(text('RunEraseQueries'), /workgroup\/shop-jobs"/);
+    const glue = text('ReadEraseCatalog');
+    for (const t of ['raw_lines', 'raw_events', 'erase_keys', 'history', 'expected_state']) assert.match(glue, new RegExp(`table/tidemark_shop/${t}"`), t);
+    for (const t of ['truncates', 'table_hours', 'table_side', 'quarantine_lines']) assert.doesNotMatch(glue, new RegExp(`/${t}"`), t);
+    assert.deepEqual(text('CommitErasedTables').match(/table\/tidemark_shop\/[a-z_]+/g), ['table/tidemark_shop/history', 'table/tidemark_shop/expected_state']);
+    // Deletes only where VACUUM expires Iceberg files: the warehouse.
+    const deletes = statements.filter((s) => JSON.stringify(s.Action).includes('s3:DeleteObject'));
+    assert.deepEqual(deletes.map((s) => s.Sid), ['WriteErasedTables']);
+    assert.match(text('WriteErasedTables'), /history\/warehouse\/\*/);
+    assert.match(text('UnloadFinds'), /jobs\/erase\/\*/);
+    assert.match(text('ReadMapItems'), /jobs\/erase\/\*/, "the ItemReader reads the run's objects list");
+    const list = bySid.get('ListQueryData') as Statement & { Condition?: { StringLike?: Record<string, string[]> } };
+    assert.deepEqual(list.Condition?.StringLike?.['s3:prefix'], ['raw/dt=*', 'raw/table=*', 'history/erase_keys/*', 'history/warehouse/*', 'history/athena/*', 'jobs/erase/*']);
+    assert.equal(statements.some((s) => JSON.stringify(s.Action).includes('kms:')), false, 'no key grants under aws-managed encryption');
+    const kms = statementsOf(templateOf(testConfig({ encryption: 'kms' })), 'PipelineReplayEraseStateMachineRole').find((s) => s.Sid === 'QueryDataUnderPipelineKey') as (Statement & { Condition?: unknown }) | undefined;
+    assert.ok(kms, 'under kms, the pipeline key for the queries');
+    assert.match(JSON.stringify(kms.Condition), /kms:ViaService/);
+    // The erase function writes and deletes the run's keys.
+    const fnRole = statementsOf(template, 'PipelineReplayEraseRole').find((s) => s.Sid === 'RewriteRawAndQuarantine');
+    assert.match(JSON.stringify(fnRole?.Resource), /history\/erase_keys\/\*/);
   });
 
   it('scopes every fresh-table grant to the reserved prefix shop-fresh-*, with tagging, tag reads and PITR, and no table deletion', () => {
