@@ -216,7 +216,9 @@ export class TidemarkPipeline extends Construct {
 
     // Replay and erase own the erase ledger key; the ingest and the jobs read it to name keys in logs.
     const entries = props.ingestEntry ? { replay: props.ingestEntry, erase: props.ingestEntry } : undefined;
-    this.replay = new ReplayJobs(this, 'Replay', { config, rawStore: this.rawStore, currentState: this.currentState, removalPolicy, entries, ...withKey });
+    // The Glue tables and the workgroup, before replay: its selection query runs over them.
+    this.history = new History(this, 'History', { config, bucket: this.rawStore.bucket, removalPolicy, ...withKey });
+    this.replay = new ReplayJobs(this, 'Replay', { config, rawStore: this.rawStore, currentState: this.currentState, history: this.history, removalPolicy, entries, ...withKey });
     this.ingest = new IngestFunction(this, 'Ingest', {
       config,
       bucket: this.rawStore.bucket,
@@ -231,8 +233,6 @@ export class TidemarkPipeline extends Construct {
     if (stream !== undefined) this.stream = stream;
     // A mapping starts reading as soon as it exists: let the tables exist first.
     for (const mapping of this.eventSourceMappings) mapping.node.addDependency(this.currentState);
-
-    this.history = new History(this, 'History', { config, bucket: this.rawStore.bucket, removalPolicy, ...withKey });
 
     this.metrics = new TidemarkMetricFactory({ pipeline: config.name });
     if (props.monitoring ?? true) this.monitoring = this.createMonitoring(config, key);

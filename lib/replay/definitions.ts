@@ -1,17 +1,19 @@
 /**
  * The replay and erase state machines as plain ASL JSON. The CDK construct deploys exactly this
- * (with `${ReplayFunction}` / `${EraseFunction}` as definition substitutions) and the CLI runs the
+ * (with `${ReplayFunction}` / `${EraseFunction}` and, for replay, the query loop's
+ * `${JobQueryAtFunction}` and `${AthenaWorkGroup}` as definition substitutions) and the CLI runs the
  * same JSON locally with bin/local/stepfunctions.ts, mapping those names to in-process handlers.
  *
- * Replay:  Plan → Distributed Map over batches of raw objects (MaxConcurrency and
- *          ToleratedFailurePercentage from config; each batch writes its result to S3) →
- *          Summarize (adds the results up into summary.json) → Verify (fresh tables only) → done,
- *          or Incomplete when the Map failed past its tolerance.
+ * Replay:  Plan → Select (one selection query, Athena; DuckDB locally) → Buckets → Distributed Map
+ *          over the key buckets (MaxConcurrency and ToleratedFailurePercentage from config; each
+ *          bucket writes its result to S3) → Summarize (adds the results up into summary.json) →
+ *          Verify (fresh tables only) → done, or Incomplete when the Map failed past its tolerance.
  * Erase:   Begin (ledger, item) → Find (HEAD + key filter) → Distributed Map rewriting the
  *          candidate objects → Finish (ledger position, quarantine, summary).
  *
- * Map items are batch numbers: the object keys stay in the manifest in S3, so no state carries
- * more than a few kilobytes, whatever the size of raw.
+ * Map items are bucket or batch numbers (replay reads its items from S3 with an ItemReader; erase's
+ * object keys stay in the manifest in S3), so no state carries more than a few kilobytes, whatever
+ * the size of raw.
  */
 import { distributedMap as mapOverItems, queryLoop } from '../jobs/asl.js';
 
@@ -88,26 +90,6 @@ const incompleteIfMapFailed = (name: string): State => ({
   Choices: [{ Variable: '$.mapError', IsPresent: true, Next: 'Incomplete' }],
   Default: name,
 });
-
-/** The replay state machine. Input: a ReplayRequest (functions/replay/job.ts). */
-export function replayDefinition(opts: JobMachineOptions): Record<string, unknown> {
-  const manifest = { 'manifestKey.$': '$.plan.manifestKey' };
-  return {
-    Comment: 'tidemark replay: raw objects re-applied through the guarded writer',
-    StartAt: 'Plan',
-    States: {
-      Plan: { ...task(REPLAY_FUNCTION, 'plan', { 'request.$': '$' }, '$.plan', 'Replay'), Catch: catchAll },
-      Replay: distributedMap(opts, REPLAY_FUNCTION, 'batch', '$.plan.batches', manifest, 'Summarize'),
-      Summarize: { ...task(REPLAY_FUNCTION, 'summarize', manifest, '$.summary', 'IsFresh'), Catch: catchAll },
-      IsFresh: { Type: 'Choice', Choices: [{ Variable: '$.plan.freshTable', IsNull: true, Next: 'CheckFailures' }], Default: 'Verify' },
-      Verify: { ...task(REPLAY_FUNCTION, 'verify', manifest, '$.verify', 'CheckFailures'), Catch: catchAll },
-      CheckFailures: incompleteIfMapFailed('Done'),
-      Done: { Type: 'Succeed' },
-      Incomplete: { Type: 'Fail', Error: 'ReplayIncomplete', Cause: 'batches failed past the tolerated percentage; their results are in S3 next to the summary' },
-      Failed: failed,
-    },
-  };
-}
 
 /**
  * The replay state machine on SQL (functions/replay/sql-job.ts). Input: a ReplayRequest.

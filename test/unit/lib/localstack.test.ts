@@ -24,7 +24,7 @@ import { jobDeps } from '../../../functions/composition.js';
 import { planReconcileRun } from '../../../functions/jobs/reconcile/run.js';
 import type { ReconcileRequest } from '../../../functions/jobs/reconcile/types.js';
 import { planSnapshotRun } from '../../../functions/jobs/snapshot/run.js';
-import { planReplay } from '../../../functions/replay/job.js';
+import { planReplaySql } from '../../../functions/replay/sql-job.js';
 import { PACKAGE_ROOT } from '../../../lib/defaults.js';
 import { TidemarkStack } from '../../../lib/stack.js';
 import { type CfnTemplate, deployedJobs, deployedTemplates, eraseBlocker, eraseInput, JOB_OUTPUT_IDS, replayTestWindow, settledReconcile, stateMachineIds } from '../../../localstack/jobs.js';
@@ -273,11 +273,11 @@ describe('LocalStack jobs: what e2e.ts finds and sends', () => {
       const request = replayTestWindow(config, newRunId('replay'), { since: NOW - 3_600_000, until: NOW }, NOW);
       const asl = JSON.parse(definitionOf(jobOf('replay').stateMachine)) as { States: { Plan: { Parameters: Record<string, unknown> } } };
       assert.equal(asl.States.Plan.Parameters['request.$'], '$', 'the whole input is the ReplayRequest');
-      const plan = await planReplay(ctx, request);
+      const plan = await planReplaySql(ctx, request);
       assert.equal(plan.runId, request.runId);
       assert.equal(plan.freshTable, null, 'into the live tables');
       assert.ok(s3.keys().includes(plan.manifestKey));
-      await assert.rejects(planReplay(ctx, { ...request, into: 'elsewhere' }));
+      await assert.rejects(planReplaySql(ctx, { ...request, into: 'elsewhere' }));
     });
 
     it('erase: the input carries every field the first state reads, and the stored request resolves; an unknown table is refused', async () => {
