@@ -25,6 +25,7 @@ import { planReconcileRun } from '../../../functions/jobs/reconcile/run.js';
 import type { ReconcileRequest } from '../../../functions/jobs/reconcile/types.js';
 import { planSnapshotRun } from '../../../functions/jobs/snapshot/run.js';
 import { planReplaySql } from '../../../functions/replay/sql-job.js';
+import { planMaintenance } from '../../../functions/jobs/maintenance/plan.js';
 import { PACKAGE_ROOT } from '../../../lib/defaults.js';
 import { TidemarkStack } from '../../../lib/stack.js';
 import { type CfnTemplate, deployedJobs, deployedTemplates, eraseBlocker, eraseInput, JOB_OUTPUT_IDS, replayTestWindow, settledReconcile, stateMachineIds } from '../../../localstack/jobs.js';
@@ -209,12 +210,12 @@ describe('LocalStack jobs: what e2e.ts finds and sends', () => {
     const off = parseConfig({
       ...JSON.parse(readFileSync(LOCALSTACK_CONFIG, 'utf8')),
       jobs: { reconcile: { window: { enabled: false }, full: { enabled: false } }, snapshot: { enabled: false } },
-      history: { compaction: { enabled: false } },
+      history: { compaction: { enabled: false }, maintenance: { enabled: false } },
     });
     const jobs = deployedJobs(localstackTemplate(off));
     assert.equal(jobs.length, Object.keys(JOB_OUTPUT_IDS).length);
     const scheduled = jobs.flatMap((j) => j.scheduled);
-    assert.equal(scheduled.length, 4);
+    assert.equal(scheduled.length, 5, 'compaction, reconcile window and full, snapshot, maintenance');
     assert.ok(scheduled.every((s) => !s.enabled));
   });
 
@@ -265,6 +266,18 @@ describe('LocalStack jobs: what e2e.ts finds and sends', () => {
         assert.equal(plan.queries.count, 3, 'anomalies, re-snapshots, orphans');
       }
       await assert.rejects(planSnapshotRun({ hours: 0 }, deps), JobInputError);
+    });
+
+    it('maintenance: the scheduled input plans OPTIMIZE and VACUUM of the four Iceberg tables; a table that is not Iceberg is refused', async () => {
+      s3 = fakeS3();
+      const deps = jobDeps(config, { s3: s3.client, dynamodb }, { metrics: new CollectingMetricSink(), log: quiet, now: () => NOW });
+      const scheduled = jobOf('maintenance').scheduled;
+      assert.equal(scheduled.length, 1);
+      for (const s of scheduled) {
+        const plan = await planMaintenance(s.input, deps);
+        assert.equal(plan.queries.count, 8);
+      }
+      await assert.rejects(planMaintenance({ tables: ['raw_lines'] }, deps), JobInputError);
     });
 
     it('replay: the test-window request plans a live replay; a bad target is refused', async () => {
