@@ -25,7 +25,8 @@
  * (partitioned by `source_table` and `dt`), `expected_state` (`source_table`), `truncates`, and
  * `table_hours` (`dt`). They are created through `AWS::Glue::Table` `OpenTableFormatInput`:
  * `IcebergInput` with `MetadataOperation: CREATE` and an `IcebergTableInput` (location, schema,
- * partition spec, properties); Glue then writes the first metadata file itself. With
+ * partition spec, properties: Parquet with zstd, and the VACUUM bounds of `vacuumProperties`); Glue
+ * then writes the first metadata file itself. With
  * `OpenTableFormatInput` the resource names the table at its top level and carries no `TableInput`
  * (CloudFormation User Guide, AWS::Glue::Table, properties `Name` and `OpenTableFormatInput`;
  * AWS::Glue::Table IcebergInput, IcebergTableInput, IcebergSchema, IcebergStructField,
@@ -164,6 +165,22 @@ export const ICEBERG_TABLES = [HISTORY, EXPECTED_STATE, TRUNCATES, TABLE_HOURS] 
 export const JSON_TABLES = [RAW_LINES, RAW_EVENTS, QUARANTINE_LINES, TABLE_SIDE, ERASE_KEYS] as const;
 export type HistoryTableName = (typeof ICEBERG_TABLES)[number]['name'] | (typeof JSON_TABLES)[number]['name'];
 
+/**
+ * The Iceberg table properties that bound Athena's VACUUM (Athena User Guide, "VACUUM"): snapshots
+ * older than `vacuum_max_snapshot_age_seconds` are expired (Athena's default is 5 days), keeping at
+ * least `vacuum_min_snapshots_to_keep`; the data and metadata files only expired snapshots reference
+ * are deleted, and so are orphan files older than the same age. Set from
+ * `history.maintenance.snapshotRetentionDays`: time travel reaches that far back, and an erased
+ * row's old files outlive its erasure by at most that plus the maintenance interval (docs/jobs.md).
+ */
+export function vacuumProperties(snapshotRetentionDays: number): Record<string, string> {
+  return {
+    vacuum_max_snapshot_age_seconds: String(snapshotRetentionDays * 86_400),
+    vacuum_min_snapshots_to_keep: '1',
+    vacuum_max_metadata_files_to_keep: '100',
+  };
+}
+
 /** Athena's smallest per-query data usage control: 10 MB. */
 export const MIN_BYTES_SCANNED_CUTOFF_MB = 10;
 
@@ -247,7 +264,7 @@ export class History extends Construct {
               location: s3Root(`${warehouse}${schema.name}/`),
               schema: { schemaId: 0, type: 'struct', fields: icebergFields(schema) },
               partitionSpec: icebergPartitionSpec(schema),
-              properties: { 'write.format.default': 'parquet', 'write.parquet.compression-codec': 'zstd' },
+              properties: { 'write.format.default': 'parquet', 'write.parquet.compression-codec': 'zstd', ...vacuumProperties(config.history.maintenance.snapshotRetentionDays) },
             },
           },
         },

@@ -397,6 +397,11 @@ export class TidemarkPipeline extends Construct {
       `reconcile job; input a ReconcileRequest, e.g. {"mode":"window"} (${schedule(reconcile.window.enabled)}) or {"mode":"full"} (${schedule(reconcile.full.enabled)})`,
     );
     out('SnapshotStateMachineArn', this.jobs.snapshot.stateMachine.stateMachineArn, `snapshot detection job; input a SnapshotRequest, {} (${schedule(snapshot.enabled)})`);
+    out(
+      'MaintenanceStateMachineArn',
+      this.jobs.maintenance.stateMachine.stateMachineArn,
+      `table maintenance (OPTIMIZE, VACUUM) of the Iceberg tables; input a MaintenanceRequest, {} or {"tables":["history"]} (${schedule(config.history.maintenance.enabled)})`,
+    );
     out('ReplayStateMachineArn', this.replay.replayStateMachine.stateMachineArn, 'replay job, on demand; input a ReplayRequest {"runId","tables","into":"live"|"fresh:<table>",...} (tidemark replay --on aws)');
     out('EraseStateMachineArn', this.replay.eraseStateMachine.stateMachineArn, `erase job, on demand; input {"runId","requestKey"}, the request object under ${config.replay.jobsPrefix}erase/ (tidemark erase --on aws)`);
   }

@@ -21,6 +21,7 @@ export const JOB_OUTPUT_IDS = {
   compaction: 'CompactionStateMachineArn',
   reconcile: 'ReconcileStateMachineArn',
   snapshot: 'SnapshotStateMachineArn',
+  maintenance: 'MaintenanceStateMachineArn',
   replay: 'ReplayStateMachineArn',
   erase: 'EraseStateMachineArn',
 } as const;

@@ -17,12 +17,23 @@ import type { JsonValue } from '../../functions/core/json.js';
 import { jobDeps } from '../../functions/composition.js';
 import type { JobDeps } from '../../functions/jobs/deps.js';
 import { type CompactionRequest, type CompactionSummary, finishCompaction, planCompaction } from '../../functions/jobs/history/compaction.js';
+import { planMaintenance } from '../../functions/jobs/maintenance/plan.js';
 import { queryAt } from '../../functions/jobs/queries.js';
 import { exportFiles, planReconcileRepair, planReconcileRun, reconcileRepair, reportReconcileRun } from '../../functions/jobs/reconcile/run.js';
 import { exportToTableSide, windowToTableSide } from '../../functions/jobs/reconcile/table-side.js';
 import { planSnapshotRun, reportSnapshotRun } from '../../functions/jobs/snapshot/run.js';
 import { CollectingMetricSink, type Log, type MetricSink } from '../../functions/telemetry/sinks.js';
-import { COMPACTION_TASKS, compactionDefinition, QUERY_AT_FUNCTION, RECONCILE_TASKS, reconcileDefinition, SNAPSHOT_TASKS, snapshotDefinition } from '../../lib/jobs/definitions.js';
+import {
+  COMPACTION_TASKS,
+  compactionDefinition,
+  MAINTENANCE_TASKS,
+  maintenanceDefinition,
+  QUERY_AT_FUNCTION,
+  RECONCILE_TASKS,
+  reconcileDefinition,
+  SNAPSHOT_TASKS,
+  snapshotDefinition,
+} from '../../lib/jobs/definitions.js';
 import type { LocalProgressEvent, LocalTaskHandler } from '../local/stepfunctions.js';
 import { cliLog } from './context.js';
 import { localEngine, requireSqlEngine } from './dev-packages.js';
@@ -64,6 +75,11 @@ const JOBS = {
     definition: snapshotDefinition,
     tasks: { [SNAPSHOT_TASKS.plan]: planSnapshotRun as Body, [SNAPSHOT_TASKS.report]: reportSnapshotRun as Body },
   },
+  // On DuckDB OPTIMIZE and VACUUM have no form (the dialect renders them as nothing): the queries run as no-ops.
+  maintenance: {
+    definition: maintenanceDefinition,
+    tasks: { [MAINTENANCE_TASKS.plan]: planMaintenance as Body },
+  },
 } as const;
 
 export type LocalJobName = keyof typeof JOBS;
@@ -71,7 +87,7 @@ export type LocalJobName = keyof typeof JOBS;
 /** Runs one job's state machine locally; returns its output (the job's report or summary). */
 export async function runLocalJob(cfg: TidemarkConfig, c: Pick<Clients, 's3' | 'dynamodb'>, job: LocalJobName, input: object, options: LocalJobOptions = {}): Promise<JsonValue> {
   const deps = jobDeps(cfg, c, { metrics: options.metrics ?? new CollectingMetricSink(), log: options.log ?? cliLog(), ...(options.now ? { now: options.now } : {}) });
-  if (job !== 'compaction' && options.compactFirst !== false) await runLocalJob(cfg, c, 'compaction', { throughNow: true } satisfies CompactionRequest, { ...options, compactFirst: false });
+  if (job !== 'compaction' && job !== 'maintenance' && options.compactFirst !== false) await runLocalJob(cfg, c, 'compaction', { throughNow: true } satisfies CompactionRequest, { ...options, compactFirst: false });
   // Loaded here: only the commands that run a job need DuckDB.
   const { runLocalStateMachine } = await localEngine(job);
   requireSqlEngine(job);

@@ -1,5 +1,5 @@
 /**
- * The job commands' options and help: replay, erase, reconcile, snapshot-check and history compact. Like program.ts,
+ * The job commands' options and help: replay, erase, reconcile, snapshot-check, history compact and history maintain. Like program.ts,
  * nothing behind them loads until one runs. Each runs the job's state machine definition in this
  * process (`--on local`, the default; needs the dev dependency aws-local-stepfunctions) or starts the
  * deployed one and waits for it (`--on aws`).
@@ -103,6 +103,15 @@ function registerHistory(p: Command): void {
     .option('--hour <iso...>', 'compact these hours again, whatever the frontier says', hourOption)
     .addOption(jsonOption())
     .action(lazy(() => import('./history.js'), (m) => m.historyCompactCommand));
+  history
+    .command('maintain')
+    .description('OPTIMIZE (bin-pack) then VACUUM each Iceberg table, as the daily schedule does (locally: nothing to run on DuckDB)')
+    .addOption(configOption())
+    .addOption(new Option('-t, --table <iceberg table...>', 'only these tables').choices(['history', 'expected_state', 'truncates', 'table_hours']))
+    .addOption(onOption('maintenance'))
+    .addOption(arnOption('maintenance'))
+    .addOption(jsonOption())
+    .action(lazy(() => import('./history.js'), (m) => m.historyMaintainCommand));
 }
 
 

@@ -2,7 +2,9 @@
  * `tidemark replay --from-dlq [file]`: applies exactly the failed batches again: the local
  * on-failure file(s) of `tidemark run`, an SQS on-failure queue (`--queue-url`, its coordinates are
  * replayed from raw) and the S3 on-failure objects Lambda wrote. Exit 1 when a batch still fails or
- * a record could not be read. `--json` ends with `{"summary":{…}}`.
+ * a record could not be read. `--json` ends with `{"summary":{…}}`. Not the replay state machine:
+ * whole failed records never reached raw or history, so no selection query finds them; they go
+ * through the ingest path (functions/replay/from-dlq.ts, docs/replay.md).
  *
  *   tidemark replay --from-dlq                         (.tidemark/on-failure/*.jsonl and the S3 prefix)
  *   tidemark replay --from-dlq --queue-url https://sqs…/shop-ingest-dlq

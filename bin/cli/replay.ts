@@ -255,7 +255,9 @@ export async function replayCommand(o: ReplayCliOptions): Promise<void> {
     return;
   }
   const selection = checkedSelection(cfg, o);
-  if (o.dryRun) await dryRun(cfg, o, selection, await jobContext(cfg));
-  else if (o.on === 'aws') await onAws(cfg, o, selection);
+  if (o.dryRun) {
+    const ctx = await jobContext(cfg);
+    await dryRun(cfg, o, selection, ctx, await requestOf(cfg, o, ctx, selection));
+  } else if (o.on === 'aws') await onAws(cfg, o, selection);
   else await local(cfg, o, selection);
 }

@@ -250,7 +250,7 @@ export const spillPrefixes = (rawPrefix: string, table: string, keyId: string): 
 // Jobs and reports
 
 /** The jobs whose runs keep state and results under the jobs prefix. */
-export type JobRunKind = 'replay' | 'erase' | 'compaction';
+export type JobRunKind = 'replay' | 'erase' | 'compaction' | 'maintenance';
 /** The jobs whose runs keep scratch space and reports under the report prefix. */
 export type ReportRunKind = 'reconcile' | 'snapshot';
 

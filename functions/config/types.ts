@@ -164,6 +164,8 @@ export interface HistoryConfig {
   database?: string | undefined;
   rawGraceDays: number;
   compaction: ScheduleConfig & { maxHoursPerRun: number; lateScanHours?: number | undefined };
+  /** OPTIMIZE and VACUUM of the Iceberg tables; `snapshotRetentionDays` bounds VACUUM (lib/config/history.ts). */
+  maintenance: ScheduleConfig & { snapshotRetentionDays: number };
   replayBuckets: number;
   workGroup?: string | undefined;
   /** Per-query bytes-scanned cutoff of the workgroup tidemark creates, in MB (lib/config/history.ts). */

@@ -10,6 +10,7 @@ import { logFromPowertools, PowertoolsMetricSink } from '../telemetry/sinks.js';
 import type { JobDeps } from './deps.js';
 import { jobDeps, ledgerKeyRef } from '../composition.js';
 import { type CompactionPlan, type CompactionRequest, finishCompaction, planCompaction } from './history/compaction.js';
+import { type MaintenanceRequest, planMaintenance } from './maintenance/plan.js';
 import { queryAt } from './queries.js';
 import { type ExportItem, exportFiles, planReconcileRepair, planReconcileRun, type ReconcileRun, reconcileRepair as repairKeys, reportReconcileRun } from './reconcile/run.js';
 import type { RepairOutcome, RepairPlan } from './reconcile/repair.js';
@@ -39,6 +40,7 @@ const withDeps =
 
 export const jobQueryAt = withDeps((input: { queriesKey: string; index: number; count: number }, d) => queryAt(input, d));
 export const compactionPlan = withDeps((input: CompactionRequest, d) => planCompaction(input, d));
+export const maintenancePlan = withDeps((input: MaintenanceRequest, d) => planMaintenance(input, d));
 export const compactionFinish = withDeps((input: { plan: CompactionPlan }, d) => finishCompaction(input, d));
 export const reconcilePlan = withDeps((input: ReconcileRequest, d) => planReconcileRun(input, d));
 export const reconcileExportFiles = withDeps((input: { item: ExportItem; export: { manifest: string } }) => exportFiles(input));

@@ -247,6 +247,8 @@ export interface ApplyRowsResult {
   readonly rows: number;
   readonly chunks: number;
   readonly failures: ReplayResult['failures'];
+  /** With `dryRun`: per key, what a real run would do (the last chunk's line of a key that spans two). */
+  readonly dryRun: ReplayResult['dryRun'];
 }
 
 /**
@@ -258,6 +260,8 @@ export async function applyRows(engine: ReplayEngine, rows: AsyncIterable<Replay
   if (!Number.isSafeInteger(options.chunkRows) || options.chunkRows < 1) throw new ReplayRowError(`chunkRows must be a positive integer, got ${options.chunkRows}`);
   const tally = emptyTally();
   const failures: ReplayResult['failures'][number][] = [];
+  // Nothing is written in a dry run, so a later chunk's line of the same key (its higher positions) is the run's answer.
+  const dryRun = new Map<string, ReplayResult['dryRun'][number]>();
   let records = new Map<string, RawRecord>();
   let names = new Set<string>();
   let inChunk = 0;
@@ -268,6 +272,7 @@ export async function applyRows(engine: ReplayEngine, rows: AsyncIterable<Replay
     const r = await engine.replay([...records.values()], { ...selection, events: names }, options.dryRun ? { dryRun: true } : {});
     addTally(tally, r.tally);
     failures.push(...r.failures);
+    for (const line of r.dryRun) dryRun.set(JSON.stringify([line.table, line.key]), line);
     chunks++;
     records = new Map();
     names = new Set();
@@ -282,5 +287,5 @@ export async function applyRows(engine: ReplayEngine, rows: AsyncIterable<Replay
     if (inChunk >= options.chunkRows) await flush();
   }
   await flush();
-  return { tally, rows: total, chunks, failures };
+  return { tally, rows: total, chunks, failures, dryRun: [...dryRun.values()] };
 }

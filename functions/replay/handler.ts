@@ -9,7 +9,7 @@ import { loadRuntimeConfig } from '../config/runtime.js';
 import type { JsonValue } from '../core/json.js';
 import { TidemarkError } from '../core/errors.js';
 import { type Log, logFromPowertools } from '../telemetry/sinks.js';
-import { type JobContext, planReplay, type ReplayRequest, replayBatch, summarizeReplay, verifyFresh } from './job.js';
+import { type JobContext, type ReplayRequest, summarizeReplay, verifyFresh } from './job.js';
 import { ledgerKeyRef, replayContext } from '../composition.js';
 import { listReplayBuckets, planReplaySql, replayBucket } from './sql-job.js';
 
@@ -20,19 +20,12 @@ export class UnknownStepError extends TidemarkError {
   }
 }
 
-type StepInput = { step?: unknown; request?: ReplayRequest; manifestKey?: string; batch?: number; bucket?: number };
+type StepInput = { step?: unknown; request?: ReplayRequest; manifestKey?: string; bucket?: number };
 
 /** Runs one step of the replay state machine. */
 export async function replayStep(input: StepInput, ctx: JobContext): Promise<JsonValue> {
   const manifestKey = input.manifestKey ?? '';
   switch (input.step) {
-    case 'plan':
-      if (!input.request) throw new UnknownStepError('plan without a request');
-      return JSON.parse(JSON.stringify(await planReplay(ctx, input.request))) as JsonValue;
-    case 'batch': {
-      const { result: _result, ...out } = await replayBatch(ctx, { manifestKey, batch: input.batch ?? -1 });
-      return JSON.parse(JSON.stringify(out)) as JsonValue;
-    }
     case 'plan-sql':
       if (!input.request) throw new UnknownStepError('plan-sql without a request');
       return JSON.parse(JSON.stringify(await planReplaySql(ctx, input.request))) as JsonValue;

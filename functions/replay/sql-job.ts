@@ -26,8 +26,8 @@ import { buildReplayEngine, ledgerViewFor, replayTables } from './deps.js';
 import { createFreshTable } from './fresh.js';
 import { type BatchOutput, type JobContext, ReplayBatchError, type ReplayManifest, type ReplayRequest, runPrefix } from './job.js';
 import type { ReplayResult } from './engine.js';
-import { checkReplaySafety, parseTarget } from './safety.js';
 import { validateReplayRequest } from './inputs.js';
+import { checkReplaySafety, parseTarget } from './safety.js';
 
 /** Athena's longest query string, in bytes (StartQueryExecution, QueryString). */
 const MAX_QUERY_BYTES = 262_144;
@@ -108,6 +108,14 @@ export async function replaySources(config: TidemarkConfig, s3: S3Client, now: n
   return { uncompactedFrom, oldestRaw, compacted: compacted !== null };
 }
 
+/**
+ * The oldest landing time a replay may reach, for the safety check: `--since`, else the oldest raw
+ * hour, else (once compaction has begun, history may hold any landing time) the beginning.
+ */
+export function oldestLandingOf(since: number | undefined, sources: { oldestRaw: number | null; compacted: boolean }): number | null {
+  return since ?? (sources.compacted ? 0 : sources.oldestRaw);
+}
+
 /** The `--keys` the CLI stored (canonical keys per table), as the statement takes them. */
 async function keysOf(ctx: JobContext, request: ReplayRequest): Promise<TableKeys[] | undefined> {
   if (!request.keysKey) return undefined;
@@ -132,7 +140,7 @@ export async function planReplaySql(ctx: JobContext, request: ReplayRequest): Pr
   // any landing time, so the safety check judges an unbounded live replay as reaching the oldest.
   const since = request.since ?? 0;
   const until = request.until ?? now + 1;
-  const oldestLanding = request.since ?? (sources.compacted ? 0 : sources.oldestRaw);
+  const oldestLanding = oldestLandingOf(request.since, sources);
   checkReplaySafety({ config, tables, target, oldestLanding, now, force: request.force === true });
   let freshTable: SqlPlanOutput['freshTable'] = null;
   if (target.kind === 'fresh') {
@@ -159,17 +167,17 @@ export async function planReplaySql(ctx: JobContext, request: ReplayRequest): Pr
   const prefix = runPrefix(config, request.runId);
   const queriesKey = `${prefix}queries.json`;
   await putJson(clients.s3, config.raw.bucket, queriesKey, queries);
-  const manifest: ReplayManifest = { runId: request.runId, request, tables, target, objects: 0, bytes: 0, oldestLanding: since, batches: [], sql: { eventsPrefix: eventsPrefix(config, request.runId), buckets: config.history.replayBuckets, uncompactedFrom: sources.uncompactedFrom } };
+  const manifest: ReplayManifest = { runId: request.runId, request, tables, target, objects: 0, oldestLanding: since, sql: { eventsPrefix: eventsPrefix(config, request.runId), buckets: config.history.replayBuckets, uncompactedFrom: sources.uncompactedFrom } };
   const manifestKey = `${prefix}manifest.json`;
   await putJson(clients.s3, config.raw.bucket, manifestKey, manifest);
   ctx.log.info('replay planned', { runId: request.runId, tables, buckets: config.history.replayBuckets, uncompactedFrom: sources.uncompactedFrom, target: request.into });
   return { runId: request.runId, manifestKey, bucket: config.raw.bucket, queries: { queriesKey, count: queries.length }, freshTable };
 }
 
-async function manifestOf(ctx: JobContext, manifestKey: string): Promise<ReplayManifest & { sql: NonNullable<ReplayManifest['sql']> }> {
+async function manifestOf(ctx: JobContext, manifestKey: string): Promise<ReplayManifest> {
   const m = await getJson<ReplayManifest>(ctx.clients.s3, ctx.config.raw.bucket, manifestKey);
   if (m === null || !m.sql) throw new ReplayBatchError(`${manifestKey} is not the manifest of a replay on SQL`);
-  return m as ReplayManifest & { sql: NonNullable<ReplayManifest['sql']> };
+  return m;
 }
 
 /** `<events>bucket=<n>/…` → n, or null for anything else under the prefix. */
@@ -208,7 +216,7 @@ async function* rowsOfFile(s3: S3Client, bucket: string, key: string): AsyncGene
 }
 
 /** Applies one bucket: its files merged by key and position, in chunks, through the guarded writer. */
-export async function replayBucket(ctx: JobContext, input: { manifestKey: string; bucket: number }, options: { dryRun?: boolean } = {}): Promise<BatchOutput & { result: ReplayResult }> {
+export async function replayBucket(ctx: JobContext, input: { manifestKey: string; bucket: number }, options: { dryRun?: boolean } = {}): Promise<BatchOutput & { rows: number; result: ReplayResult }> {
   const m = await manifestOf(ctx, input.manifestKey);
   if (!Number.isSafeInteger(input.bucket) || input.bucket < 0 || input.bucket >= m.sql.buckets) throw new ReplayBatchError(`run ${m.runId} has no bucket ${input.bucket}`);
   const prefix = `${m.sql.eventsPrefix}bucket=${input.bucket}/`;
@@ -222,7 +230,7 @@ export async function replayBucket(ctx: JobContext, input: { manifestKey: string
     compareRows,
   );
   const applied = await applyRows(engine, rows, { tables: m.tables }, { chunkRows: CHUNK_ROWS, ...(options.dryRun ? { dryRun: true } : {}) });
-  const result: ReplayResult = { tally: applied.tally, dryRun: [], failures: applied.failures };
+  const result: ReplayResult = { tally: applied.tally, dryRun: applied.dryRun, failures: applied.failures };
   if (!options.dryRun) {
     await putJson(ctx.clients.s3, ctx.config.raw.bucket, `${runPrefix(ctx.config, m.runId)}results/${String(input.bucket).padStart(6, '0')}.json`, {
       bucket: input.bucket,
@@ -233,5 +241,5 @@ export async function replayBucket(ctx: JobContext, input: { manifestKey: string
     });
   }
   if (applied.failures.length > 0) throw new ReplayBatchError(`bucket ${input.bucket} of run ${m.runId}: ${applied.failures.length} writes failed (see its result object)`);
-  return { batch: input.bucket, tally: applied.tally, failures: 0, result };
+  return { batch: input.bucket, tally: applied.tally, failures: 0, rows: applied.rows, result };
 }

@@ -3,7 +3,8 @@
  * and the jobs' tables live, how long raw stays after its hour is compacted, and when compaction
  * runs. Every field has a default, so `"history"` may be left out:
  *
- *   "history": { "prefix": "history/", "rawGraceDays": 3, "compaction": { "schedule": "rate(1 hour)" } }
+ *   "history": { "prefix": "history/", "rawGraceDays": 3, "compaction": { "schedule": "rate(1 hour)" },
+ *                "maintenance": { "schedule": "cron(30 3 * * ? *)", "snapshotRetentionDays": 3 } }
  */
 import { z } from 'zod';
 
@@ -35,6 +36,25 @@ export const HistoryConfigSchema = z
         maxHoursPerRun: z.number().int().min(1).max(168).default(24),
         /** Compacted hours rescanned for objects that landed late (a retried batch, replay --from-dlq). @default rawGraceDays × 24 */
         lateScanHours: z.number().int().min(1).max(24 * 90).optional(),
+      })
+      .prefault({}),
+    /**
+     * Table maintenance of the Iceberg tables (history, expected_state, truncates, table_hours):
+     * `OPTIMIZE … REWRITE DATA USING BIN_PACK`, then `VACUUM`, on this schedule (docs/jobs.md,
+     * "Maintenance"). `snapshotRetentionDays` is each table's `vacuum_max_snapshot_age_seconds`:
+     * VACUUM expires snapshots older than it (no time travel past it) and deletes the files only they
+     * reference, an erased row's old files among them.
+     */
+    maintenance: z
+      .object({
+        /** @default "cron(30 3 * * ? *)": daily at 03:30 UTC, between the hourly compactions' busy minutes */
+        schedule: z
+          .string()
+          .regex(/^(rate|cron|at)\(.+\)$/, 'must be an EventBridge Scheduler expression: rate(...), cron(...) or at(...)')
+          .default('cron(30 3 * * ? *)'),
+        enabled: z.boolean().default(true),
+        /** Days of snapshots VACUUM keeps (time travel reaches this far back). @default 3 */
+        snapshotRetentionDays: z.number().int().min(1).max(90).default(3),
       })
       .prefault({}),
     /** Key buckets a replay's selection is split into: the apply runs one per bucket, in parallel. @default 16 */

@@ -32,11 +32,11 @@ export const EraseConfigSchema = z.strictObject({
 
 export const ReplayConfigSchema = z
   .strictObject({
-    /** Distributed Map child executions at once (one raw object batch each). @default 10 */
+    /** Distributed Map child executions at once (a replay's key bucket, an erase's batch of raw objects, each). @default 10 */
     maxConcurrency: z.number().int().min(1).max(10_000).default(10),
     /** Share of failed items the Distributed Map tolerates before the run fails. @default 0 */
     toleratedFailurePercentage: z.number().min(0).max(100).default(0),
-    /** Raw objects per Distributed Map item batch (and per local chunk). @default 20 */
+    /** Raw objects per item of erase's Distributed Map (replay's items are key buckets: `history.replayBuckets`). @default 20 */
     objectsPerBatch: z.number().int().min(1).max(1000).default(20),
     /**
      * Where job requests, manifests and results are written in the raw bucket; its objects expire

@@ -11,6 +11,7 @@
  *              → Classify (Athena: findings, counts) → --repair: RepairPlan → RepairQueries (Athena:
  *                replay-select of the repairable keys) → Repair (guarded writes) → Report
  * Snapshot:    Plan → Queries (anomalies, re-snapshots, orphans) → Report
+ * Maintenance: Plan → Queries (per Iceberg table: OPTIMIZE … BIN_PACK, then VACUUM) → Done
  * Every Lambda task retries transient errors (not input errors) and is caught; no list that grows
  * with the data is carried in the state: items are read from S3 by an ItemReader.
  */
@@ -33,6 +34,11 @@ export const RECONCILE_TASKS = {
   repairPlan: 'ReconcileRepairPlanFunction',
   repair: 'ReconcileRepairFunction',
   report: 'ReconcileReportFunction',
+} as const;
+
+/** Substitution names of the table-maintenance task functions. */
+export const MAINTENANCE_TASKS = {
+  plan: 'MaintenancePlanFunction',
 } as const;
 
 /** Substitution names of the snapshot-detection task functions. */
@@ -187,9 +193,30 @@ export function snapshotDefinition(options: DefinitionOptions = {}): State {
   };
 }
 
+/**
+ * The table maintenance state machine. Input: a `MaintenanceRequest` (functions/jobs/maintenance/plan.ts,
+ * `{}` from the schedule); output: the plan (run id, tables, the statements run). On Athena each
+ * table's OPTIMIZE then VACUUM; locally the Parquet stand-in has nothing to run for either, so the
+ * same machine completes without work (the CLI says so).
+ */
+export function maintenanceDefinition(options: DefinitionOptions = {}): State {
+  const timeout = options.taskTimeoutSeconds ?? 900;
+  return {
+    Comment: 'tidemark table maintenance: OPTIMIZE (BIN_PACK) then VACUUM of each Iceberg table of the history',
+    StartAt: 'Plan',
+    States: {
+      Plan: lambdaTask(MAINTENANCE_TASKS.plan, timeout, { ResultPath: '$.plan', Catch: catchTo('Failed'), Next: 'QueriesStart' }),
+      ...queryLoop({ from: '$.plan.queries', name: 'Queries', next: 'Done', onError: 'Failed', timeoutSeconds: timeout }),
+      Done: { Type: 'Pass', Parameters: { 'runId.$': '$.plan.runId', 'tables.$': '$.plan.tables', 'statements.$': '$.plan.statements', 'queries.$': '$.plan.queries' }, End: true },
+      Failed: failState(),
+    },
+  };
+}
+
 /** Every job: name → (definition, its task substitution names). */
 export const JOB_DEFINITIONS = {
   compaction: { build: compactionDefinition, tasks: COMPACTION_TASKS },
   reconcile: { build: reconcileDefinition, tasks: RECONCILE_TASKS },
   snapshot: { build: snapshotDefinition, tasks: SNAPSHOT_TASKS },
+  maintenance: { build: maintenanceDefinition, tasks: MAINTENANCE_TASKS },
 } as const;

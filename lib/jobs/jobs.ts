@@ -2,7 +2,8 @@
  * `TidemarkJobs`: the scheduled jobs of a pipeline, each its own state machine over Athena
  * (docs/contract.md, "Jobs"; docs/jobs.md; docs/history.md §4): hourly compaction of raw into the
  * Iceberg history (`history.compaction.schedule`), reconcile (a window schedule and a full
- * schedule) and snapshot detection. One Lambda function per handler of functions/jobs/handlers.ts,
+ * schedule), snapshot detection and table maintenance (OPTIMIZE and VACUUM of the Iceberg tables,
+ * `history.maintenance.schedule`). One Lambda function per handler of functions/jobs/handlers.ts,
  * each granted exactly what its step does; the state machines' roles hold what their service tasks
  * do: Athena queries in the jobs' workgroup, the Glue tables those queries read and write, the S3
  * prefixes under them, and, for reconcile, DynamoDB point-in-time exports of the target tables.
@@ -24,7 +25,18 @@ import type { History, HistoryTableName } from '../history.js';
 import { arnChars, chunksBySize, KEY_ACTIONS, tableStatements } from '../ingest-function.js';
 import type { RawStore } from '../raw-store.js';
 import type { LedgerKeyAccess } from '../replay/jobs.js';
-import { ATHENA_WORKGROUP, COMPACTION_TASKS, compactionDefinition, QUERY_AT_FUNCTION, RECONCILE_TASKS, reconcileDefinition, SNAPSHOT_TASKS, snapshotDefinition } from './definitions.js';
+import {
+  ATHENA_WORKGROUP,
+  COMPACTION_TASKS,
+  compactionDefinition,
+  MAINTENANCE_TASKS,
+  maintenanceDefinition,
+  QUERY_AT_FUNCTION,
+  RECONCILE_TASKS,
+  reconcileDefinition,
+  SNAPSHOT_TASKS,
+  snapshotDefinition,
+} from './definitions.js';
 import { JobFunction, TidemarkJob } from './job.js';
 
 export interface TidemarkJobsProps {
@@ -65,6 +77,8 @@ export function jobPrefixes(config: Pick<TidemarkConfig, 'raw' | 'history' | 'jo
     athenaResults: athenaResultsPrefix(h),
     /** Compaction's stored queries (`<jobs prefix>compaction/<run>/`). */
     compactionRuns: `${config.replay.jobsPrefix}compaction/`,
+    /** Table maintenance's stored queries (`<jobs prefix>maintenance/<run>/`). */
+    maintenanceRuns: `${config.replay.jobsPrefix}maintenance/`,
     /** Reconcile's and snapshot detection's runs and reports. */
     reconcileReports: `${config.jobs.reportPrefix}reconcile/`,
     snapshotReports: `${config.jobs.reportPrefix}snapshot/`,
@@ -76,6 +90,8 @@ export const JOB_TABLES = {
   compaction: { reads: ['raw_lines', 'raw_events', 'quarantine_lines', 'history', 'expected_state', 'truncates', 'table_hours'], writes: ['history', 'expected_state', 'truncates', 'table_hours'] },
   reconcile: { reads: ['raw_lines', 'history', 'expected_state', 'truncates', 'table_side'], writes: [] },
   snapshot: { reads: ['history', 'expected_state', 'table_hours'], writes: [] },
+  // OPTIMIZE rewrites each table's files and commits; VACUUM expires snapshots and deletes their files.
+  maintenance: { reads: ['history', 'expected_state', 'truncates', 'table_hours'], writes: ['history', 'expected_state', 'truncates', 'table_hours'] },
 } as const satisfies Record<string, { reads: readonly HistoryTableName[]; writes: readonly HistoryTableName[] }>;
 
 /** Athena actions of the `.sync` integration (Step Functions developer guide, "Run Athena queries with Step Functions", IAM policies). */
@@ -87,6 +103,8 @@ export class TidemarkJobs extends Construct {
   readonly compaction: TidemarkJob;
   readonly reconcile: TidemarkJob;
   readonly snapshot: TidemarkJob;
+  /** OPTIMIZE and VACUUM of the Iceberg tables, on `history.maintenance.schedule`. */
+  readonly maintenance: TidemarkJob;
   /** Every task function, by handler export name (`jobQueryAt`, `compactionPlan`, …). */
   readonly functions: ReadonlyMap<string, lambda.Function>;
   /** Finding alarms: `reconcile-ahead`, `reconcile-window-findings`, and one per snapshot finding kind. */
@@ -137,10 +155,11 @@ export class TidemarkJobs extends Construct {
     const onTargets = (sid: string, acts: string[]) => tableStatements(this, sid, acts, targetNames);
 
     // One query fetcher for every job's query loop: it reads the queries a planning step stored.
-    const queryAt = fn('jobs', 'jobQueryAt', 'fetch the next stored query of a query loop', [objects('ReadStoredQueries', ['s3:GetObject'], [p.compactionRuns, p.reconcileReports, p.snapshotReports])], [
+    const queryAt = fn('jobs', 'jobQueryAt', 'fetch the next stored query of a query loop', [objects('ReadStoredQueries', ['s3:GetObject'], [p.compactionRuns, p.reconcileReports, p.snapshotReports, p.maintenanceRuns])], [
       p.compactionRuns,
       p.reconcileReports,
       p.snapshotReports,
+      p.maintenanceRuns,
     ]);
 
     // Compaction: plan (frontier, hours, late objects) → queries → finish (markers, frontier, raw past the grace).
@@ -271,6 +290,10 @@ export class TidemarkJobs extends Construct {
       ),
       [QUERY_AT_FUNCTION]: queryAt,
     };
+    const maintenanceFunctions = {
+      [MAINTENANCE_TASKS.plan]: fn('maintenance', 'maintenancePlan', "store each Iceberg table's OPTIMIZE and VACUUM", [objects('StoreQueries', ['s3:PutObject'], [p.maintenanceRuns])], [p.maintenanceRuns]),
+      [QUERY_AT_FUNCTION]: queryAt,
+    };
     this.functions = functions;
 
     // ---- the state machines' own service tasks ------------------------------------------------
@@ -368,6 +391,23 @@ export class TidemarkJobs extends Construct {
       schedules: [{ id: 'Detect', expression: config.jobs.snapshot.schedule, enabled: config.jobs.snapshot.enabled, input: {} }],
     });
 
+    // Maintenance: OPTIMIZE reads and rewrites the warehouse's data files and commits each table;
+    // VACUUM deletes the files only expired snapshots reference (Athena needs s3:DeleteObject for
+    // that, else VACUUM succeeds and deletes nothing). The bucket is versioned: a deleted file stays
+    // a noncurrent version until the bucket's noncurrent-version rule removes it.
+    const maintenanceData = [p.warehouse];
+    this.maintenance = new TidemarkJob(this, 'Maintenance', {
+      ...common,
+      job: 'maintenance',
+      definition: maintenanceDefinition(),
+      functions: maintenanceFunctions,
+      grantStateMachine: grantTo(
+        [...queryGrants('maintenance', maintenanceData, maintenanceData), objects('ExpireSnapshotFiles', ['s3:DeleteObject'], maintenanceData)],
+        [p.athenaResults, ...maintenanceData],
+      ),
+      schedules: [{ id: 'Daily', expression: config.history.maintenance.schedule, enabled: config.history.maintenance.enabled, input: {} }],
+    });
+
     // Finding alarms read the all-tables totals the report steps emit (table = "*").
     const alarms = new Map<string, cloudwatch.Alarm>();
     const findingAlarm = (alarmId: string, metricName: string, description: string) => {
@@ -404,11 +444,12 @@ export class TidemarkJobs extends Construct {
   }
 
   /** Every job's state machine, by job name. */
-  get jobs(): ReadonlyMap<'compaction' | 'reconcile' | 'snapshot', TidemarkJob> {
+  get jobs(): ReadonlyMap<'compaction' | 'reconcile' | 'snapshot' | 'maintenance', TidemarkJob> {
     return new Map([
       ['compaction', this.compaction],
       ['reconcile', this.reconcile],
       ['snapshot', this.snapshot],
+      ['maintenance', this.maintenance],
     ]);
   }
 }

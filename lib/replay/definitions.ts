@@ -1,19 +1,20 @@
 /**
  * The replay and erase state machines as plain ASL JSON. The CDK construct deploys exactly this
- * (with `${ReplayFunction}` / `${EraseFunction}` as definition substitutions) and the CLI runs the
+ * (with `${ReplayFunction}` / `${EraseFunction}` and, for replay, the query loop's
+ * `${JobQueryAtFunction}` and `${AthenaWorkGroup}` as definition substitutions) and the CLI runs the
  * same JSON locally with bin/local/stepfunctions.ts, mapping those names to in-process handlers.
  *
- * Replay:  Plan → Distributed Map over batches of raw objects (MaxConcurrency and
- *          ToleratedFailurePercentage from config; each batch writes its result to S3) →
- *          Summarize (adds the results up into summary.json) → Verify (fresh tables only) → done,
- *          or Incomplete when the Map failed past its tolerance.
+ * Replay:  Plan → Select (one selection query, Athena; DuckDB locally) → Buckets → Distributed Map
+ *          over the key buckets (MaxConcurrency and ToleratedFailurePercentage from config; each
+ *          bucket writes its result to S3) → Summarize (adds the results up into summary.json) →
+ *          Verify (fresh tables only) → done, or Incomplete when the Map failed past its tolerance.
  * Erase:   Begin (ledger, items, the run's keys) → Find (query loop over Athena: the raw objects
  *          holding the keys, what history holds) → Distributed Map rewriting those objects →
  *          History (query loop: the keys out of history and expected state, OPTIMIZE, VACUUM) →
  *          Finish (ledger positions, the copies outside raw, one result per key).
  *
- * Map items are batch numbers: the object keys stay in the manifest in S3, so no state carries
- * more than a few kilobytes, whatever the size of raw.
+ * Map items are read from S3 with an ItemReader (replay's key buckets, erase's objects), so no state
+ * carries more than a few kilobytes, whatever the size of raw.
  */
 import { distributedMap as mapOverItems, queryLoop } from '../jobs/asl.js';
 
@@ -53,33 +54,24 @@ function task(fn: string, step: string, parameters: Record<string, unknown>, res
   };
 }
 
-function distributedMap(opts: JobMachineOptions, fn: string, step: string, itemsPath: string, selector: Record<string, unknown>, next: string): State {
+/**
+ * A Distributed Map child that runs one step on its item: the item's full result is in S3, so the
+ * Map keeps only its number; a failed item is tried again (the steps are idempotent).
+ */
+function oneStepChild(fn: string, name: string, step: string, parameters: Record<string, unknown>): { StartAt: string; States: Record<string, State> } {
   return {
-    Type: 'Map',
-    Label: step,
-    ItemsPath: itemsPath,
-    ItemSelector: { 'batch.$': '$$.Map.Item.Value', ...selector },
-    MaxConcurrency: opts.maxConcurrency,
-    ToleratedFailurePercentage: opts.toleratedFailurePercentage,
-    ItemProcessor: {
-      ProcessorConfig: { Mode: 'DISTRIBUTED', ExecutionType: 'STANDARD' },
-      StartAt: 'Batch',
-      States: {
-        Batch: {
-          Type: 'Task',
-          Resource: substitution(fn),
-          Parameters: { step, 'batch.$': '$.batch', ...Object.fromEntries(Object.keys(selector).map((k) => [k, `$.${k.replace(/\.\$$/, '')}`])) },
-          TimeoutSeconds: 900,
-          // Each batch's full result is in S3; the Map keeps only the batch number.
-          ResultSelector: { 'batch.$': '$.batch' },
-          Retry: batchRetry,
-          End: true,
-        },
+    StartAt: name,
+    States: {
+      [name]: {
+        Type: 'Task',
+        Resource: substitution(fn),
+        Parameters: { step, ...parameters },
+        TimeoutSeconds: 900,
+        ResultSelector: { 'batch.$': '$.batch' },
+        Retry: batchRetry,
+        End: true,
       },
     },
-    ResultPath: null,
-    Catch: [{ ErrorEquals: ['States.ALL'], ResultPath: '$.mapError', Next: next }],
-    Next: next,
   };
 }
 
@@ -90,26 +82,6 @@ const incompleteIfMapFailed = (name: string): State => ({
   Choices: [{ Variable: '$.mapError', IsPresent: true, Next: 'Incomplete' }],
   Default: name,
 });
-
-/** The replay state machine. Input: a ReplayRequest (functions/replay/job.ts). */
-export function replayDefinition(opts: JobMachineOptions): Record<string, unknown> {
-  const manifest = { 'manifestKey.$': '$.plan.manifestKey' };
-  return {
-    Comment: 'tidemark replay: raw objects re-applied through the guarded writer',
-    StartAt: 'Plan',
-    States: {
-      Plan: { ...task(REPLAY_FUNCTION, 'plan', { 'request.$': '$' }, '$.plan', 'Replay'), Catch: catchAll },
-      Replay: distributedMap(opts, REPLAY_FUNCTION, 'batch', '$.plan.batches', manifest, 'Summarize'),
-      Summarize: { ...task(REPLAY_FUNCTION, 'summarize', manifest, '$.summary', 'IsFresh'), Catch: catchAll },
-      IsFresh: { Type: 'Choice', Choices: [{ Variable: '$.plan.freshTable', IsNull: true, Next: 'CheckFailures' }], Default: 'Verify' },
-      Verify: { ...task(REPLAY_FUNCTION, 'verify', manifest, '$.verify', 'CheckFailures'), Catch: catchAll },
-      CheckFailures: incompleteIfMapFailed('Done'),
-      Done: { Type: 'Succeed' },
-      Incomplete: { Type: 'Fail', Error: 'ReplayIncomplete', Cause: 'batches failed past the tolerated percentage; their results are in S3 next to the summary' },
-      Failed: failed,
-    },
-  };
-}
 
 /**
  * The replay state machine on SQL (functions/replay/sql-job.ts). Input: a ReplayRequest.
@@ -136,21 +108,7 @@ export function replaySqlDefinition(opts: JobMachineOptions): Record<string, unk
         ...mapOverItems({
           items: { bucketPath: '$.plan.bucket', keyPath: '$.buckets.itemsKey', kind: 'json' },
           itemSelector: { 'bucket.$': '$$.Map.Item.Value.bucket', 'manifestKey.$': '$.plan.manifestKey' },
-          processor: {
-            StartAt: 'Bucket',
-            States: {
-              Bucket: {
-                Type: 'Task',
-                Resource: substitution(REPLAY_FUNCTION),
-                Parameters: { step: 'bucket', 'bucket.$': '$.bucket', 'manifestKey.$': '$.manifestKey' },
-                TimeoutSeconds: 900,
-                // The bucket's full result is in S3; the Map keeps only its number.
-                ResultSelector: { 'batch.$': '$.batch' },
-                Retry: batchRetry,
-                End: true,
-              },
-            },
-          },
+          processor: oneStepChild(REPLAY_FUNCTION, 'Bucket', 'bucket', { 'bucket.$': '$.bucket', 'manifestKey.$': '$.manifestKey' }),
           maxConcurrency: opts.maxConcurrency,
           toleratedFailurePercentage: opts.toleratedFailurePercentage,
           label: 'bucket',
@@ -205,21 +163,7 @@ export function eraseDefinition(opts: JobMachineOptions): Record<string, unknown
         ...mapOverItems({
           items: { bucketPath: '$.objects.bucket', keyPath: '$.objects.itemsKey', kind: 'jsonl' },
           itemSelector: { 'batch.$': '$$.Map.Item.Value.batch', 'objects.$': '$$.Map.Item.Value.objects', ...ids },
-          processor: {
-            StartAt: 'Batch',
-            States: {
-              Batch: {
-                Type: 'Task',
-                Resource: substitution(ERASE_FUNCTION),
-                Parameters: { step: 'rewrite', 'batch.$': '$.batch', 'objects.$': '$.objects', ...ids },
-                TimeoutSeconds: 900,
-                // The batch's full result is in S3; the Map keeps only its number.
-                ResultSelector: { 'batch.$': '$.batch' },
-                Retry: batchRetry,
-                End: true,
-              },
-            },
-          },
+          processor: oneStepChild(ERASE_FUNCTION, 'Batch', 'rewrite', { 'batch.$': '$.batch', 'objects.$': '$.objects', ...ids }),
           maxConcurrency: opts.maxConcurrency,
           toleratedFailurePercentage: opts.toleratedFailurePercentage,
           label: 'rewrite',

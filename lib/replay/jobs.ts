@@ -2,10 +2,14 @@
  * `ReplayJobs`: the on-demand replay and erase state machines, each with its one Lambda (every step
  * of a machine is one function, the step named in its input). The definitions are those of
  * ./definitions.ts, deployed as they are, with `${ReplayFunction}` / `${EraseFunction}` substituted.
+ * Replay is the machine on SQL (`replaySqlDefinition`): its query loop also names
+ * `${JobQueryAtFunction}` (a function of the jobs bundle that fetches the run's stored query, reading
+ * only `<jobsPrefix>replay/<run>/queries.json`) and `${AthenaWorkGroup}` (the history's workgroup).
  *
  * Least privilege, per function:
- * - replay reads raw (and the S3 on-failure prefix), writes job manifests and results under
- *   `replay.jobsPrefix` and spilled rows under the raw prefix, reads stored positions and writes
+ * - replay reads compaction's frontier (one object), writes job manifests, queries, items and
+ *   results under `<jobsPrefix>replay/` and reads the selection's files there, writes spilled rows
+ *   under the raw prefix and reads them back, reads stored positions and writes
  *   under the guard to the target tables, and may create, tag and fill fresh tables named
  *   `<pipeline>-fresh-*` only (never deletes one), with the live tables' encryption (under `kms`,
  *   CreateGrant and DescribeKey on the pipeline key through DynamoDB only), point-in-time recovery
@@ -17,6 +21,12 @@
  *   expected_state, rewrites those two (MERGE, OPTIMIZE) and expires their old files (VACUUM), and
  *   unloads what it found under the run's prefix; Glue only on those tables (UpdateTable on the two
  *   it commits), KMS only through S3 under `kms`.
+ *   key's item, and writes the ledger.
+ * The replay state machine's role runs Athena queries in the one workgroup, reads the Glue catalog,
+ * the history database and the two tables replay-select reads (`history`, `raw_lines`), reads their
+ * data (the warehouse and raw prefixes), writes the workgroup's results under `<history>athena/`
+ * and the selection's UNLOAD under `<jobsPrefix>replay/<run>/events/`, reads the Map's items
+ * (`<jobsPrefix>replay/<run>/buckets.json`), and, under `kms`, uses the pipeline key through S3 only.
  * Both read the erase ledger key from Secrets Manager with GetSecretValue (the SDK call in
  * functions/adapters/erase-ledger.ts; no extension layer, so it also deploys where AWS's layers cannot be
  * fetched, such as LocalStack), allowed to read that one secret:
@@ -45,11 +55,12 @@ import { handlerCode } from '../handler-asset.js';
 import { encryptStateMachine, freshTableKeyStatement } from '../encryption.js';
 import { KEY_ACTIONS, tableStatements } from '../ingest-function.js';
 import type { RawStore } from '../raw-store.js';
-import { athenaResultsPrefix, eraseKeysPrefix, historyWarehousePrefix, jobOutputsPrefix, jobRunPrefix, rawBatchesPrefix, rawTablesPrefix } from '../../functions/adapters/raw-layout.js';
-import type { History } from '../history.js';
-import { ATHENA_QUERY_ACTIONS, GLUE_READ_ACTIONS } from '../jobs/jobs.js';
+import { athenaResultsPrefix, compactionFrontierKey, eraseKeysPrefix, historyWarehousePrefix, jobOutputsPrefix, jobRunPrefix, rawBatchesPrefix, rawTablesPrefix } from '../../functions/adapters/raw-layout.js';
+import type { History, HistoryTableName } from '../history.js';
 import { ATHENA_WORKGROUP, QUERY_AT_FUNCTION } from '../jobs/asl.js';
-import { ERASE_FUNCTION, eraseDefinition, REPLAY_FUNCTION, replayDefinition } from './definitions.js';
+import { JobFunction } from '../jobs/job.js';
+import { ATHENA_QUERY_ACTIONS, GLUE_READ_ACTIONS } from '../jobs/jobs.js';
+import { ERASE_FUNCTION, eraseDefinition, REPLAY_FUNCTION, replaySqlDefinition } from './definitions.js';
 
 /** What replay does to the items of a live or fresh table: guarded writes (with their pre-reads) and the diff's scan. */
 const REPLAY_ITEM_ACTIONS = ['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Scan', 'dynamodb:DeleteItem'];
@@ -103,7 +114,10 @@ export interface ReplayJobsProps {
   readonly config: TidemarkConfig;
   readonly rawStore: RawStore;
   readonly currentState: CurrentState;
-  /** The Glue tables and the Athena workgroup erase's queries use (raw, its run's keys, history, expected state). */
+  /**
+   * The Glue tables and the Athena workgroup replay's selection query and erase's queries (raw, its
+   * run's keys, history, expected state) run over and in.
+   */
   readonly history: History;
   /**
    * Handler source files; each must export `handler`.
@@ -121,6 +135,8 @@ export class ReplayJobs extends Construct {
   readonly eraseFunction: lambda.Function;
   readonly replayStateMachine: sfn.StateMachine;
   readonly eraseStateMachine: sfn.StateMachine;
+  /** Fetches the replay run's stored query for the state machine's query loop (`jobQueryAt` of the jobs bundle). */
+  readonly replayQueryAtFunction: lambda.Function;
   /**
    * The erase ledger key the stack generated, when `replay.erase.ledgerKeySecret` is `env:…`;
    * undefined with a `secretsmanager:` reference (the operator's secret).
@@ -163,8 +179,10 @@ export class ReplayJobs extends Construct {
     const targetNames = config.tables.map((t) => t.target);
     const opts = { maxConcurrency: config.replay.maxConcurrency, toleratedFailurePercentage: config.replay.toleratedFailurePercentage };
 
+    const replayRuns = replayRunsPrefix(config);
     const replay = this.jobFunction('Replay', `${config.name}-replay`, 'replay', props.entries?.replay, jobProps, [
-      statement('ReadRawAndJobs', ['s3:GetObject'], [rawStore.objectsUnder(raw.prefix), rawStore.objectsUnder(jobs)]),
+      // Compaction's frontier (where history ends and raw begins), the run's objects, spilled rows.
+      statement('ReadFrontierRunsAndSpills', ['s3:GetObject'], [rawStore.bucket.arnForObjects(compactionFrontierKey(config.history.prefix)), rawStore.objectsUnder(jobs), rawStore.objectsUnder(`${raw.prefix}spill/`)]),
       statement('ListRaw', ['s3:ListBucket'], [rawStore.bucket.bucketArn]),
       statement('WriteJobsAndSpills', ['s3:PutObject'], [rawStore.objectsUnder(jobs), rawStore.objectsUnder(`${raw.prefix}spill/`)]),
       // The live tables: guarded writes, the diff's scan, and what a fresh table copies of them:
@@ -202,12 +220,33 @@ export class ReplayJobs extends Construct {
     this.eraseFunction = erase.fn;
     this.codeDirectories = { replay: replay.directory, erase: erase.directory };
 
+    // The query loop's fetch: the jobs bundle's `jobQueryAt`, allowed to read the replay runs' stored queries only.
+    const queryAtObjects = rawStore.bucket.arnForObjects(`${replayRuns}*/queries.json`);
+    this.replayQueryAtFunction = new JobFunction(this, 'ReplayQueryAt', {
+      config,
+      job: 'replay',
+      handler: 'jobQueryAt',
+      description: "fetch the replay run's stored selection query for the query loop",
+      grant: (role) => {
+        role.addToPrincipalPolicy(statement('ReadStoredQueries', ['s3:GetObject'], [queryAtObjects]));
+        this.ledgerKey.grantRead(role);
+        Validations.of(role).acknowledge({ id: `AwsSolutions-IAM5[Resource::<${logicalId(rawStore.bucket)}.Arn>/${replayRuns}*/queries.json]`, reason: 'the stored query of a replay run; run ids are generated per run.' });
+      },
+      ...(props.encryptionKey ? { encryptionKey: props.encryptionKey } : {}),
+      ...(props.removalPolicy ? { removalPolicy: props.removalPolicy } : {}),
+    }).function;
+
     this.acknowledge(props);
-    this.replayStateMachine = this.machine('ReplayStateMachine', `${config.name}-replay`, replayDefinition(opts), REPLAY_FUNCTION, this.replayFunction, props);
+    this.replayStateMachine = this.machine('ReplayStateMachine', `${config.name}-replay`, replaySqlDefinition(opts), REPLAY_FUNCTION, this.replayFunction, props, {
+      substitutions: { [QUERY_AT_FUNCTION]: this.replayQueryAtFunction.functionArn, [ATHENA_WORKGROUP]: props.history.workGroupName },
+      invoke: [this.replayQueryAtFunction],
+      grant: (machine) => this.grantReplaySelection(machine, props),
+    });
     // The erase function also answers its query loops' fetch; the queries run in the jobs' workgroup.
     this.eraseStateMachine = this.machine('EraseStateMachine', `${config.name}-erase`, eraseDefinition(opts), ERASE_FUNCTION, this.eraseFunction, props, {
       substitutions: { [QUERY_AT_FUNCTION]: this.eraseFunction.functionArn, [ATHENA_WORKGROUP]: props.history.workGroupName },
-      grant: (role) => this.grantEraseQueries(role, props),
+      invoke: [],
+      grant: (machine) => this.grantEraseQueries(machine.role, props),
     });
   }
 
@@ -318,7 +357,7 @@ export class ReplayJobs extends Construct {
     substitution: string,
     fn: lambda.IFunction,
     props: ReplayJobsProps,
-    queries?: { readonly substitutions: Record<string, string>; readonly grant: (role: iam.IRole) => void },
+    more?: { substitutions: Record<string, string>; invoke: lambda.IFunction[]; grant: (machine: sfn.StateMachine) => void },
   ): sfn.StateMachine {
     const logGroup = new logs.LogGroup(this, `${id}Logs`, {
       logGroupName: `/aws/vendedlogs/states/${name}`,
@@ -329,7 +368,7 @@ export class ReplayJobs extends Construct {
     const machine = new sfn.StateMachine(this, id, {
       stateMachineName: name,
       definitionBody: sfn.DefinitionBody.fromString(JSON.stringify(definition)),
-      definitionSubstitutions: { [substitution]: fn.functionArn, ...(queries?.substitutions ?? {}) },
+      definitionSubstitutions: { [substitution]: fn.functionArn, ...more?.substitutions },
       // Every event, without execution data: inputs and outputs may hold keys (never row values).
       logs: { destination: logGroup, level: sfn.LogLevel.ALL, includeExecutionData: false },
       tracingEnabled: true,
@@ -337,7 +376,8 @@ export class ReplayJobs extends Construct {
     // Under `kms`, the definition and execution history under the pipeline key, as reconcile and snapshot.
     if (props.encryptionKey) encryptStateMachine(machine, props.encryptionKey, name);
     fn.grantInvoke(machine);
-    queries?.grant(machine.role);
+    for (const other of more?.invoke ?? []) other.grantInvoke(machine);
+    more?.grant(machine);
     // A Distributed Map runs its iterations as child executions of the same state machine.
     const self = Stack.of(this).formatArn({ service: 'states', resource: 'stateMachine', resourceName: name, arnFormat: ArnFormat.COLON_RESOURCE_NAME });
     const executions = Stack.of(this).formatArn({ service: 'states', resource: 'execution', resourceName: `${name}:*`, arnFormat: ArnFormat.COLON_RESOURCE_NAME });
@@ -345,10 +385,44 @@ export class ReplayJobs extends Construct {
     machine.addToRolePolicy(statement('WatchDistributedMap', ['states:DescribeExecution', 'states:StopExecution'], [executions]));
     const ack = (findingId: string, reason: string) => Validations.of(machine).acknowledge({ id: findingId, reason });
     ack('AwsSolutions-IAM5[Resource::*]', 'X-Ray tracing and CloudWatch Logs delivery of a state machine need "*": their APIs have no resource-level permissions.');
-    ack(`AwsSolutions-IAM5[Resource::<${logicalId(fn)}.Arn>:*]`, 'lambda:InvokeFunction on the job function and its versions, granted by grantInvoke.');
+    for (const f of [fn, ...(more?.invoke ?? [])]) ack(`AwsSolutions-IAM5[Resource::<${logicalId(f)}.Arn>:*]`, 'lambda:InvokeFunction on the job function and its versions, granted by grantInvoke.');
     const { region, account } = env(this);
     ack(`AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:${region}:${account}:execution:${name}:*]`, 'the Distributed Map child executions of this state machine; their names are generated.');
     return machine;
+  }
+
+  /**
+   * What the replay machine's own service tasks do: the selection query on Athena in the one
+   * workgroup (the catalog, the history database, `history` and `raw_lines`; their data; the
+   * workgroup's results; the UNLOAD of the run's events), and the Map's ItemReader (the run's
+   * `buckets.json`). Under `kms`, the pipeline key through S3 only.
+   */
+  private grantReplaySelection(machine: sfn.StateMachine, props: ReplayJobsProps): void {
+    const { config, rawStore, history } = props;
+    const stack = Stack.of(this);
+    const bucket = rawStore.bucket;
+    const runs = replayRunsPrefix(config);
+    const reads = [historyWarehousePrefix(config.history.prefix), config.raw.prefix];
+    const results = athenaResultsPrefix(config.history.prefix);
+    const events = `${runs}*/events/`;
+    const add = (s: iam.PolicyStatement) => machine.addToRolePolicy(s);
+    add(statement('RunSelectionQuery', [...ATHENA_QUERY_ACTIONS], [history.workGroupArn]));
+    add(statement('ReadCatalog', [...GLUE_READ_ACTIONS], history.glueArns(REPLAY_SELECT_TABLES)));
+    add(statement('LocateBucket', ['s3:GetBucketLocation'], [bucket.bucketArn]));
+    add(new iam.PolicyStatement({ sid: 'ListQueryData', actions: ['s3:ListBucket'], resources: [bucket.bucketArn], conditions: { StringLike: { 's3:prefix': [results, ...reads, events].map((x) => `${x}*`) } } }));
+    add(statement('QueryResults', ['s3:GetObject', 's3:PutObject', 's3:AbortMultipartUpload', 's3:ListMultipartUploadParts'], [rawStore.objectsUnder(results)]));
+    add(statement('ReadQueryData', ['s3:GetObject'], reads.map((x) => rawStore.objectsUnder(x))));
+    add(statement('UnloadEvents', ['s3:PutObject', 's3:AbortMultipartUpload', 's3:ListMultipartUploadParts'], [rawStore.objectsUnder(events)]));
+    add(statement('ReadMapItems', ['s3:GetObject'], [bucket.arnForObjects(`${runs}*/buckets.json`)]));
+    if (props.encryptionKey) {
+      add(new iam.PolicyStatement({ sid: 'QueryDataUnderPipelineKey', actions: [...KEY_ACTIONS], resources: [props.encryptionKey.keyArn], conditions: { StringEquals: { 'kms:ViaService': `s3.${stack.region}.amazonaws.com` } } }));
+    }
+    const bucketId = `<${logicalId(bucket)}.Arn>`;
+    const role = machine.role;
+    for (const p of [results, ...reads, events]) {
+      Validations.of(role).acknowledge({ id: `AwsSolutions-IAM5[Resource::${bucketId}/${p}*]`, reason: `objects under "${p}": query results, history files, raw batches and a run's selection are named per query, hour or run.` });
+    }
+    Validations.of(role).acknowledge({ id: `AwsSolutions-IAM5[Resource::${bucketId}/${runs}*/buckets.json]`, reason: "the Map's ItemReader reads the run's bucket list; run ids are generated per run." });
   }
 
   /** The wildcards the job functions need, each with its reason (cdk-nag AwsSolutions). */
@@ -357,7 +431,7 @@ export class ReplayJobs extends Construct {
     const bucket = `<${logicalId(props.rawStore.bucket)}.Arn>`;
     const { raw, replay, name } = props.config;
     const prefixes: [lambda.Function, string[]][] = [
-      [this.replayFunction, [raw.prefix, replay.jobsPrefix, `${raw.prefix}spill/`]],
+      [this.replayFunction, [replay.jobsPrefix, `${raw.prefix}spill/`]],
       [this.eraseFunction, [raw.prefix, raw.quarantinePrefix, replay.jobsPrefix, props.config.jobs.reportPrefix, jobOutputsPrefix(props.config.history.prefix), replay.onFailurePrefix, eraseKeysPrefix(props.config.history.prefix)]],
     ];
     for (const [fn, list] of prefixes) {
@@ -391,6 +465,12 @@ function logicalId(c: Construct): string {
   const stack = Stack.of(c);
   return stack.resolve(stack.getLogicalId(c.node.defaultChild as CfnResource)) as string;
 }
+
+/** The tables replay-select reads (functions/sql/statements/replay-select.ts): history before the frontier, raw's batch objects from it. */
+export const REPLAY_SELECT_TABLES: readonly HistoryTableName[] = ['history', 'raw_lines'];
+
+/** `<jobsPrefix>replay/`: every replay run's objects (functions/replay/job.ts `runPrefix`, `jobRunPrefix(jobsPrefix, 'replay', runId)`; a test holds the two together). */
+const replayRunsPrefix = (config: TidemarkConfig): string => `${config.replay.jobsPrefix}replay/`;
 
 function statement(sid: string, actions: string[], resources: string[]): iam.PolicyStatement {
   return new iam.PolicyStatement({ sid, actions, resources });

@@ -155,6 +155,22 @@ describe('tidemark CLI against the emulators', { skip: process.env.TIDEMARK_TARG
     for (const line of r.stdout.split('\n')) assert.ok(line.length <= 100, line);
   });
 
+  it('history maintain runs the maintenance machine locally and says it had nothing to run, the warehouse untouched', async () => {
+    const warehouse = `${config.history.prefix}warehouse/`;
+    const before = await keysUnder(warehouse);
+    const human = tidemark(['history', 'maintain']);
+    assert.equal(human.status, 0, human.stderr);
+    assert.match(human.stdout, /^history maintain maintain-\S+: 8 statements \(optimize-history, vacuum-history, optimize-expected_state, /);
+    assert.match(human.stdout, /\n {2}locally nothing to run: OPTIMIZE and VACUUM are Iceberg maintenance/);
+    const json = tidemark(['history', 'maintain', '-t', 'history', '--json']);
+    assert.equal(json.status, 0, json.stderr);
+    const summary = JSON.parse(json.stdout.trim().split('\n').at(-1) ?? '{}') as { summary?: Record<string, unknown> } & Record<string, unknown>;
+    const s = (summary.summary ?? summary) as Record<string, unknown>;
+    assert.deepEqual([s.on, s.ran, s.nothingToRun, s.tables], ['local', 0, ['optimize-history', 'vacuum-history'], ['history']]);
+    assert.deepEqual(await keysUnder(warehouse), before);
+    assert.equal(tidemark(['history', 'maintain', '-t', 'raw_lines']).status !== 0, true, 'not an Iceberg table: refused by the option');
+  });
+
   it('status shows the latest reconcile result: after --repair, the findings read as repaired', async () => {
     const table = config.tables[0]?.target ?? '';
     for (const id of [3, 4]) await target.clients.dynamodb.send(new DeleteItemCommand({ TableName: table, Key: { id: { N: String(id) } } }));

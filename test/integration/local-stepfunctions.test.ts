@@ -20,11 +20,14 @@ import { DuckDbEngine } from '../../bin/local/duckdb-engine.js';
 import { listObjectKeys as listKeys } from '../../functions/adapters/s3-list.js';
 import { runLocalStateMachine } from '../../bin/local/stepfunctions.js';
 import type { JsonValue } from '../../functions/core/json.js';
+import { planMaintenance } from '../../functions/jobs/maintenance/plan.js';
 import { queryAt, storeQueries } from '../../functions/jobs/queries.js';
 import { queryRefs } from '../../functions/jobs/sql-run.js';
 import { buildStatements, HOUR_MS } from '../../functions/sql/index.js';
+import { historyDatabase } from '../../functions/config/types.js';
 import { parseConfig, type TidemarkConfig } from '../../lib/config/config.js';
 import { catchTo, distributedMap, failState, lambdaTask, queryLoop, serviceRetry } from '../../lib/jobs/asl.js';
+import { MAINTENANCE_TASKS, maintenanceDefinition } from '../../lib/jobs/definitions.js';
 import { validateAsl } from '../helpers/asl.js';
 import { pos } from '../helpers/history-rows.js';
 import { batchOf, v2Line } from '../helpers/raw-v2.js';
@@ -117,6 +120,32 @@ describe('local state machines on the emulators', () => {
     const expected: Json[] = [];
     for await (const row of engine.query(buildStatements('reconcile-full', { tables: [O], runId: 'none', cutoff: H6 + 2 * HOUR_MS, part: 'counts' })[0] ?? assert.fail())) expected.push(row);
     assert.ok(expected.length > 0, 'expected state is readable by the next statement');
+  });
+
+  it('table maintenance, the deployed definition, completes locally having changed nothing: OPTIMIZE and VACUUM have no DuckDB form', async () => {
+    const before = await keysUnder('warehouse/');
+    assert.ok(before.length > 0, 'the compacted hour is there to leave alone');
+    const etags = async (keys: string[]) => Promise.all(keys.map(async (Key) => (await target.clients.s3.send(new HeadObjectCommand({ Bucket: bucket(), Key }))).ETag));
+    const tagsBefore = await etags(before);
+    const deps = { s3: target.clients.s3, config, log: { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} }, now: () => H6 };
+    const ran: string[] = [];
+    const athena = duckdbAthenaHandler(engine);
+    const out = (await runLocalStateMachine(maintenanceDefinition(), {}, {
+      handlers: {
+        [MAINTENANCE_TASKS.plan]: async (input) => (await planMaintenance(input as never, deps)) as unknown as JsonValue,
+        JobQueryAtFunction: async (input) => (await queryAt(input as { queriesKey: string; index: number; count: number }, deps)) as unknown as JsonValue,
+      },
+      s3: target.clients.s3,
+      athena: (ref, query) => {
+        ran.push(query.QueryString);
+        return athena(ref, query);
+      },
+    })) as Json;
+    assert.deepEqual(out.statements, ['history', 'expected_state', 'truncates', 'table_hours'].flatMap((t) => [`optimize-${t}`, `vacuum-${t}`]));
+    assert.equal(ran.length, 8, 'each Athena task ran, on the local engine');
+    assert.equal(ran[1], `VACUUM "${historyDatabase(config)}"."history"`);
+    assert.deepEqual(await keysUnder('warehouse/'), before, 'no file added or removed');
+    assert.deepEqual(await etags(before), tagsBefore, 'no file rewritten');
   });
 
   it('a DynamoDB export written from DynamoDB Local in the documented layout, polled with describeExport, its files read by a Distributed Map', async () => {

@@ -125,6 +125,9 @@ describe('the history catalog', () => {
         (schema.partitionedBy ?? []).map((name) => [name, 'identity']),
       );
       assert.equal(input.Properties['write.format.default'], 'parquet');
+      // VACUUM's bounds: snapshots older than history.maintenance.snapshotRetentionDays (3) expire.
+      assert.equal(input.Properties.vacuum_max_snapshot_age_seconds, String(3 * 86_400), schema.name);
+      assert.equal(input.Properties.vacuum_min_snapshots_to_keep, '1');
     }
     assert.deepEqual(
       (icebergPartitionSpec(HISTORY).fields as { name: string }[]).map((f) => f.name),
@@ -134,6 +137,16 @@ describe('the history catalog', () => {
       (icebergPartitionSpec(TABLE_HOURS).fields as { name: string }[]).map((f) => f.name),
       ['dt'],
     );
+  });
+
+  it('sets every Iceberg table\'s snapshot retention from history.maintenance.snapshotRetentionDays', () => {
+    const seven = tablesOf(historyTemplate({ history: { maintenance: { snapshotRetentionDays: 7 } } }));
+    for (const schema of ICEBERG_TABLES) {
+      const table = seven.get(schema.name);
+      assert.ok(table, schema.name);
+      const props = (table.OpenTableFormatInput as { IcebergInput: { IcebergTableInput: { Properties: Record<string, string> } } }).IcebergInput.IcebergTableInput.Properties;
+      assert.equal(props.vacuum_max_snapshot_age_seconds, '604800', schema.name);
+    }
   });
 
   it('types Iceberg fields as Iceberg does (long, date, a map with its own ids)', () => {

@@ -24,7 +24,8 @@ import { jobDeps } from '../../../functions/composition.js';
 import { planReconcileRun } from '../../../functions/jobs/reconcile/run.js';
 import type { ReconcileRequest } from '../../../functions/jobs/reconcile/types.js';
 import { planSnapshotRun } from '../../../functions/jobs/snapshot/run.js';
-import { planReplay } from '../../../functions/replay/job.js';
+import { planReplaySql } from '../../../functions/replay/sql-job.js';
+import { planMaintenance } from '../../../functions/jobs/maintenance/plan.js';
 import { PACKAGE_ROOT } from '../../../lib/defaults.js';
 import { TidemarkStack } from '../../../lib/stack.js';
 import { type CfnTemplate, deployedJobs, deployedTemplates, eraseBlocker, eraseInput, JOB_OUTPUT_IDS, replayTestWindow, settledReconcile, stateMachineIds } from '../../../localstack/jobs.js';
@@ -209,12 +210,12 @@ describe('LocalStack jobs: what e2e.ts finds and sends', () => {
     const off = parseConfig({
       ...JSON.parse(readFileSync(LOCALSTACK_CONFIG, 'utf8')),
       jobs: { reconcile: { window: { enabled: false }, full: { enabled: false } }, snapshot: { enabled: false } },
-      history: { compaction: { enabled: false } },
+      history: { compaction: { enabled: false }, maintenance: { enabled: false } },
     });
     const jobs = deployedJobs(localstackTemplate(off));
     assert.equal(jobs.length, Object.keys(JOB_OUTPUT_IDS).length);
     const scheduled = jobs.flatMap((j) => j.scheduled);
-    assert.equal(scheduled.length, 4);
+    assert.equal(scheduled.length, 5, 'compaction, reconcile window and full, snapshot, maintenance');
     assert.ok(scheduled.every((s) => !s.enabled));
   });
 
@@ -267,17 +268,29 @@ describe('LocalStack jobs: what e2e.ts finds and sends', () => {
       await assert.rejects(planSnapshotRun({ hours: 0 }, deps), JobInputError);
     });
 
+    it('maintenance: the scheduled input plans OPTIMIZE and VACUUM of the four Iceberg tables; a table that is not Iceberg is refused', async () => {
+      s3 = fakeS3();
+      const deps = jobDeps(config, { s3: s3.client, dynamodb }, { metrics: new CollectingMetricSink(), log: quiet, now: () => NOW });
+      const scheduled = jobOf('maintenance').scheduled;
+      assert.equal(scheduled.length, 1);
+      for (const s of scheduled) {
+        const plan = await planMaintenance(s.input, deps);
+        assert.equal(plan.queries.count, 8);
+      }
+      await assert.rejects(planMaintenance({ tables: ['raw_lines'] }, deps), JobInputError);
+    });
+
     it('replay: the test-window request plans a live replay; a bad target is refused', async () => {
       s3 = fakeS3();
       const ctx = replayContext(config, { s3: s3.client, dynamodb }, quiet);
       const request = replayTestWindow(config, newRunId('replay'), { since: NOW - 3_600_000, until: NOW }, NOW);
       const asl = JSON.parse(definitionOf(jobOf('replay').stateMachine)) as { States: { Plan: { Parameters: Record<string, unknown> } } };
       assert.equal(asl.States.Plan.Parameters['request.$'], '$', 'the whole input is the ReplayRequest');
-      const plan = await planReplay(ctx, request);
+      const plan = await planReplaySql(ctx, request);
       assert.equal(plan.runId, request.runId);
       assert.equal(plan.freshTable, null, 'into the live tables');
       assert.ok(s3.keys().includes(plan.manifestKey));
-      await assert.rejects(planReplay(ctx, { ...request, into: 'elsewhere' }));
+      await assert.rejects(planReplaySql(ctx, { ...request, into: 'elsewhere' }));
     });
 
     it('erase: the input carries every field the first state reads, and the stored request resolves; an unknown table is refused', async () => {

@@ -1,5 +1,5 @@
 /**
- * Fresh tables through the replay job's own plan step (`planReplay`), over a mocked DynamoDB
+ * Fresh tables through the replay job's own plan step (`planReplaySql`), over a mocked DynamoDB
  * (aws-sdk-client-mock) and the in-memory S3: which names are accepted, what a fresh table is
  * created with (the live table's key, encryption, point-in-time recovery and deletion protection,
  * and this run's tags), and which existing tables are refused. A refused plan sends no
@@ -28,7 +28,8 @@ import { parseConfig, type TidemarkConfig } from '../../../../lib/config/config.
 import { replayContext } from '../../../../functions/composition.js';
 import { replayTables } from '../../../../functions/replay/deps.js';
 import { FRESH_TABLE_TAGS, FreshTableError } from '../../../../functions/replay/fresh.js';
-import { planReplay, type ReplayRequest } from '../../../../functions/replay/job.js';
+import type { ReplayRequest } from '../../../../functions/replay/job.js';
+import { planReplaySql } from '../../../../functions/replay/sql-job.js';
 import { ReplayRefusedError } from '../../../../functions/replay/safety.js';
 import { SelectionError } from '../../../../functions/replay/selection.js';
 import type { Log } from '../../../../functions/telemetry/sinks.js';
@@ -96,7 +97,7 @@ describe('replay into a fresh table (the plan step)', () => {
 
   const plan = (config: TidemarkConfig, into: string, runId = RUN) => {
     const request: ReplayRequest = { runId, tables: ['public.customers'], into, now: Date.parse('2026-11-30T06:00:00Z') };
-    return planReplay(replayContext(config, { s3: s3.client, dynamodb }, quiet), request);
+    return planReplaySql(replayContext(config, { s3: s3.client, dynamodb }, quiet), request);
   };
   const created = (): CreateTableCommandInput => {
     const calls = ddb.commandCalls(CreateTableCommand);

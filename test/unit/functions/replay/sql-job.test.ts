@@ -13,7 +13,7 @@ import { parseConfig } from '../../../../lib/config/config.js';
 import { replayContext } from '../../../../functions/composition.js';
 import { compactionFrontierKey } from '../../../../functions/adapters/raw-layout.js';
 import { encodePosition } from '../../../../functions/core/position.js';
-import { replayStep } from '../../../../functions/replay/handler.js';
+import { replayStep, UnknownStepError } from '../../../../functions/replay/handler.js';
 import { type ReplayRequest, summarizeReplay } from '../../../../functions/replay/job.js';
 import { ReplayRefusedError } from '../../../../functions/replay/safety.js';
 import { CHUNK_ROWS, eventsPrefix, listReplayBuckets, planReplaySql, replayBucket } from '../../../../functions/replay/sql-job.js';
@@ -178,5 +178,44 @@ describe('replay on SQL (the job steps)', () => {
     const out = (await replayStep({ step: 'plan-sql', request: request({ since: NOW - HOUR }) }, ctx())) as { queries: { count: number } };
     assert.equal(out.queries.count, 1);
     await assert.rejects(replayStep({ step: 'plan-sql' }, ctx()), /without a request/);
+  });
+
+  it('refuses the steps of the object-batch machine, which is no longer deployed', async () => {
+    for (const step of ['plan', 'batch']) await assert.rejects(replayStep({ step, request: request() } as never, ctx()), UnknownStepError);
+  });
+
+  it('a bucket in dry-run mode says per key what a run would do, and writes neither the table nor a result', async () => {
+    const plan = await planReplaySql(ctx(), request({ since: NOW - HOUR }));
+    const history = new PgHistory();
+    const rows = [history.emit('customers', 'c', { id: 4 }, { name: 'a' }), history.emit('customers', 'u', { id: 4 }, { name: 'b' })].map((e, i) => ({
+      source_table: 'public.customers',
+      key_id: '["4"]',
+      key_json: '{"id":4}',
+      position: e.position,
+      op: e.op,
+      arrival_ts: NOW - HOUR + i,
+      transport_kind: 'kinesis',
+      stream: 's',
+      shard: 'shardId-0',
+      sequence: String(200 + i),
+      partition_key: e.partitionKey,
+      topic: null,
+      headers: {},
+      message_key: e.partitionKey,
+      message_key_base64: null,
+      message: e.value,
+      message_base64: null,
+      raw_object: 's3://sqlj-raw/raw/y.jsonl.gz',
+    }));
+    const bucket = bucketOf('["4"]', BUCKETS);
+    s3.put(`${eventsPrefix(config, 'replay-1')}bucket=${bucket}/a.json.gz`, gzipSync(rows.map((r) => JSON.stringify(r)).join('\n')));
+    const out = await replayBucket(ctx(), { manifestKey: plan.manifestKey, bucket }, { dryRun: true });
+    assert.equal(out.rows, 2);
+    assert.deepEqual(
+      out.result.dryRun.map((l) => [l.table, l.key, l.stored, l.winner, l.action]),
+      [['public.customers', '["4"]', null, rows[1]?.position, 'write']],
+    );
+    assert.equal(fake.get('sqlj-customers', { id: { N: '4' } }), undefined, 'nothing written');
+    assert.equal(s3.keys().some((k) => k.includes('/results/')), false, 'no result object');
   });
 });

@@ -83,6 +83,15 @@ describe('config resolution', () => {
 });
 
 describe('config validation', () => {
+  it('history.maintenance: daily by default, enabled, three days of snapshots; a bad schedule or retention is refused with its path', () => {
+    assert.deepEqual(parseConfig(valid).history.maintenance, { schedule: 'cron(30 3 * * ? *)', enabled: true, snapshotRetentionDays: 3 });
+    assert.deepEqual(parseConfig({ ...valid, history: { maintenance: { schedule: 'rate(12 hours)', snapshotRetentionDays: 7 } } }).history.maintenance, { schedule: 'rate(12 hours)', enabled: true, snapshotRetentionDays: 7 });
+    const issues = issuesOf({ ...valid, history: { maintenance: { schedule: 'daily', enabled: 'yes', snapshotRetentionDays: 0 } } });
+    assert.deepEqual([...new Set(issues.map((i) => i.split(':')[0]))].sort(), ['history.maintenance.enabled', 'history.maintenance.schedule', 'history.maintenance.snapshotRetentionDays']);
+    assert.ok(issues.some((i) => /history\.maintenance\.schedule: must be an EventBridge Scheduler expression/.test(i)), issues.join('\n'));
+    assert.ok(issuesOf({ ...valid, history: { maintenance: { snapshotRetentionDays: 91 } } }).some((i) => i.startsWith('history.maintenance.snapshotRetentionDays')));
+  });
+
   it('reports every problem together, each with its path', () => {
     const bad = { name: 'Shop!', tables: [valid.tables[0], { source: 'public.lines', target: 'x', key: [] }], raw: { bucket: 'B' } };
     const issues = issuesOf(bad);

@@ -27,14 +27,14 @@ interface Statement {
 }
 
 const template = templateOf(
-  testConfig({ jobs: { reconcile: { full: { enabled: false } }, snapshot: { schedule: 'rate(2 hours)' } }, history: { compaction: { schedule: 'cron(10 * * * ? *)' } } }),
+  testConfig({ jobs: { reconcile: { full: { enabled: false } }, snapshot: { schedule: 'rate(2 hours)' } }, history: { compaction: { schedule: 'cron(10 * * * ? *)' }, maintenance: { enabled: false } } }),
 );
 const resources = (type: string): Res => template.findResources(type) as Res;
 const machines = resources('AWS::StepFunctions::StateMachine');
 const functions = resources('AWS::Lambda::Function');
 const policies = Object.entries(resources('AWS::IAM::Policy'));
 const byMachineName = new Map(Object.values(machines).map((m) => [m.Properties.StateMachineName as string, m.Properties]));
-const JOBS = { compaction: 'shop-compaction', reconcile: 'shop-reconcile', snapshot: 'shop-snapshot' } as const;
+const JOBS = { compaction: 'shop-compaction', reconcile: 'shop-reconcile', snapshot: 'shop-snapshot', maintenance: 'shop-maintenance' } as const;
 
 const list = <T>(x: T | T[]): T[] => (Array.isArray(x) ? x : [x]);
 /** Every statement of the inline policies of the roles whose logical id starts with `prefix`. */
@@ -130,7 +130,7 @@ describe('jobs in the stack', () => {
         assert.equal(fn.Properties.Handler, handler, sub);
       }
     }
-    // One query fetcher serves the three query loops.
+    // One query fetcher serves the jobs' four query loops.
     const queryAt = new Set(Object.values(JOBS).map((name) => JSON.stringify(((byMachineName.get(name)?.DefinitionSubstitutions ?? {}) as Record<string, unknown>)[QUERY_AT_FUNCTION])));
     assert.equal(queryAt.size, 1);
   });
@@ -153,7 +153,7 @@ describe('jobs in the stack', () => {
     const source = readFileSync(path.join(PACKAGE_ROOT, 'functions', 'jobs', 'handlers.ts'), 'utf8');
     const exported = [...source.matchAll(/^export const (\w+) = withDeps/gm)].map((m) => m[1] ?? '').sort();
     assert.ok(exported.length >= 10, exported.join(', '));
-    const jobFunctions = Object.values(functions).filter((f) => /^shop-(compaction|reconcile|snapshot|jobs)-/.test(String(f.Properties.FunctionName)));
+    const jobFunctions = Object.values(functions).filter((f) => /^shop-(compaction|reconcile|snapshot|maintenance|jobs)-/.test(String(f.Properties.FunctionName)));
     assert.deepEqual(jobFunctions.map((f) => String(f.Properties.Handler).replace(/^index\./, '')).sort(), exported);
     assert.equal(new Set(jobFunctions.map((f) => JSON.stringify(f.Properties.Role))).size, jobFunctions.length, 'a role each');
     for (const f of jobFunctions) {
@@ -170,10 +170,12 @@ describe('jobs in the stack', () => {
     }
   });
 
-  it('schedules from config: compaction by history.compaction.schedule, window on, full disabled, snapshot every two hours, each with retries and a DLQ', () => {
+  it('schedules from config: compaction by history.compaction.schedule, window on, full disabled, snapshot every two hours, maintenance daily (disabled here), each with retries and a DLQ', () => {
     const schedules = Object.values(resources('AWS::Scheduler::Schedule')).map((s) => s.Properties);
     const byName = new Map(schedules.map((s) => [s.Name, s]));
-    assert.deepEqual([...byName.keys()].sort(), ['shop-compaction-hourly', 'shop-reconcile-full', 'shop-reconcile-window', 'shop-snapshot-detect']);
+    assert.deepEqual([...byName.keys()].sort(), ['shop-compaction-hourly', 'shop-maintenance-daily', 'shop-reconcile-full', 'shop-reconcile-window', 'shop-snapshot-detect']);
+    assert.equal(byName.get('shop-maintenance-daily')?.ScheduleExpression, 'cron(30 3 * * ? *)', 'the default: daily at 03:30 UTC');
+    assert.equal(byName.get('shop-maintenance-daily')?.State, 'DISABLED', 'history.maintenance.enabled: false');
     assert.equal(byName.get('shop-compaction-hourly')?.ScheduleExpression, 'cron(10 * * * ? *)');
     assert.equal(byName.get('shop-compaction-hourly')?.State, 'ENABLED');
     assert.equal(byName.get('shop-reconcile-window')?.State, 'ENABLED');
@@ -211,6 +213,9 @@ describe('jobs in the stack', () => {
     );
     assert.deepEqual(resourcesOf(role('reconcileReport'), 's3:DeleteObject').sort(), ['<PipelineRawBucket356BBD72.Arn>/history/table_side/*', '<PipelineRawBucket356BBD72.Arn>/history/unload/reconcile/*']);
     assert.deepEqual(taskActions(role('snapshotPlan')), ['dynamodb:BatchGetItem', 's3:PutObject']);
+    assert.deepEqual(taskActions(role('maintenancePlan')), ['s3:PutObject']);
+    assert.deepEqual(resourcesOf(role('maintenancePlan'), 's3:PutObject'), ['<PipelineRawBucket356BBD72.Arn>/jobs/maintenance/*'], 'only its stored queries');
+    assert.ok(resourcesOf(role('jobQueryAt'), 's3:GetObject').includes('<PipelineRawBucket356BBD72.Arn>/jobs/maintenance/*'), 'the fetch reads maintenance queries');
     assert.deepEqual(taskActions(role('snapshotReport')), ['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 's3:DeleteObject', 's3:GetObject', 's3:ListBucket', 's3:PutObject']);
     assert.deepEqual(resourcesOf(role('snapshotReport'), 's3:DeleteObject'), ['<PipelineRawBucket356BBD72.Arn>/history/unload/snapshot/*'], 'only its own outputs are deleted');
     assert.ok(
@@ -253,6 +258,15 @@ describe('jobs in the stack', () => {
       assert.equal(actions.has('glue:UpdateTable'), job === 'Compaction', `${job}: only compaction commits to Iceberg tables`);
       assert.ok(![...actions].some((a) => a === 's3:DeleteObject' || a.startsWith('glue:Create') || a.startsWith('glue:Delete')), `${job} deletes nothing`);
     }
+    // Maintenance: its queries in the workgroup, every Iceberg table committed, and files deleted under the warehouse only (VACUUM).
+    const maintenance = statementsOf(machineRole('Maintenance'));
+    assert.deepEqual(list(maintenance.find((s) => list(s.Action).includes('athena:StartQueryExecution'))?.Resource as unknown).map(text), [workGroupArn]);
+    assert.deepEqual(resourcesOf(machineRole('Maintenance'), 'glue:UpdateTable').sort(), ['expected_state', 'history', 'table_hours', 'truncates'].map(glue));
+    assert.ok(!resourcesOf(machineRole('Maintenance'), 'glue:GetTable').includes(glue('raw_lines')), 'maintenance reads no raw');
+    assert.deepEqual(resourcesOf(machineRole('Maintenance'), 's3:DeleteObject'), ['<PipelineRawBucket356BBD72.Arn>/history/warehouse/*'], 'VACUUM deletes warehouse files only');
+    assert.deepEqual(resourcesOf(machineRole('Maintenance'), 's3:PutObject').sort(), ['<PipelineRawBucket356BBD72.Arn>/history/athena/*', '<PipelineRawBucket356BBD72.Arn>/history/warehouse/*']);
+    const maintenanceActions = actionsOf(machineRole('Maintenance'));
+    assert.ok(![...maintenanceActions].some((a) => a.startsWith('dynamodb:') || a === 's3:DeleteObjectVersion' || a.startsWith('glue:Delete') || a.startsWith('states:')), [...maintenanceActions].join(', '));
     assert.deepEqual(resourcesOf(machineRole('Compaction'), 'glue:UpdateTable').sort(), ['expected_state', 'history', 'table_hours', 'truncates'].map(glue));
     assert.ok(resourcesOf(machineRole('Snapshot'), 'glue:GetTable').includes(glue('table_hours')));
     assert.ok(!resourcesOf(machineRole('Snapshot'), 'glue:GetTable').includes(glue('raw_lines')), 'snapshot detection reads no raw');
@@ -282,6 +296,7 @@ describe('jobs in the stack', () => {
       ['Compaction', JOBS.compaction],
       ['Reconcile', JOBS.reconcile],
       ['Snapshot', JOBS.snapshot],
+      ['Maintenance', JOBS.maintenance],
     ] as const) {
       const subs = byMachineName.get(name)?.DefinitionSubstitutions as Record<string, unknown>;
       const named = new Set(Object.entries(subs).filter(([k]) => k !== ATHENA_WORKGROUP).map(([, v]) => text(v)));
@@ -307,6 +322,7 @@ describe('jobs in the stack', () => {
     template.hasResourceProperties('AWS::CloudWatch::Alarm', { AlarmName: 'shop-compaction-failed', Threshold: 1, AlarmActions: Match.anyValue() });
     template.hasResourceProperties('AWS::CloudWatch::Alarm', { AlarmName: 'shop-reconcile-failed', Threshold: 1 });
     template.hasResourceProperties('AWS::CloudWatch::Alarm', { AlarmName: 'shop-snapshot-failed', AlarmActions: Match.anyValue() });
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', { AlarmName: 'shop-maintenance-failed', Threshold: 1, AlarmActions: Match.anyValue() });
     const dims = [
       { Name: 'pipeline', Value: 'shop' },
       { Name: 'service', Value: 'tidemark-ingest' },

@@ -2,17 +2,19 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { forEachState, localizeDefinition, runLocalStateMachine } from '../../../../bin/local/stepfunctions.js';
-import { ERASE_FUNCTION, eraseDefinition, REPLAY_FUNCTION, replayDefinition, replaySqlDefinition } from '../../../../lib/replay/definitions.js';
+import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { mockClient } from 'aws-sdk-client-mock';
+import { QUERY_AT_FUNCTION } from '../../../../lib/jobs/asl.js';
+import { ERASE_FUNCTION, eraseDefinition, REPLAY_FUNCTION, replaySqlDefinition } from '../../../../lib/replay/definitions.js';
 import type { JsonValue } from '../../../../functions/core/json.js';
 import { validateAsl } from '../../../helpers/asl.js';
 import { type FakeS3, fakeS3 } from '../../../helpers/fake-s3.js';
-import { QUERY_AT_FUNCTION } from '../../../../lib/jobs/asl.js';
 
 const opts = { maxConcurrency: 7, toleratedFailurePercentage: 5 };
 
 describe('replay and erase definitions', () => {
   it('are valid ASL that the local runner accepts, with MaxConcurrency and the tolerance from config', () => {
-    for (const d of [replayDefinition(opts), replaySqlDefinition(opts), eraseDefinition(opts)]) {
+    for (const d of [replaySqlDefinition(opts), eraseDefinition(opts)]) {
       assert.deepEqual(validateAsl(localizeDefinition(d).definition), []);
       let maps = 0;
       forEachState(d, (_n, s) => {
@@ -38,44 +40,62 @@ describe('replay and erase definitions', () => {
     assert.deepEqual(bucket?.Parameters, { step: 'bucket', 'bucket.$': '$.bucket', 'manifestKey.$': '$.manifestKey' });
   });
 
-  it('runs plan → one batch per item → summarize, and verify only for a fresh table', async () => {
+  /** The SQL machine's tasks in-process: plan-sql (one stored query), the fetch, the Athena task, the buckets in S3. */
+  function sqlRun(steps: string[], options: { fresh: string | null; buckets: number[]; failBucket?: number }) {
+    const client = new S3Client({ region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
+    mockClient(client)
+      .on(GetObjectCommand)
+      .callsFake((input) => {
+        steps.push(`items ${input.Bucket}/${input.Key}`);
+        return { Body: { transformToByteArray: async () => new Uint8Array(Buffer.from(JSON.stringify(options.buckets.map((bucket) => ({ bucket }))))) } };
+      });
+    return {
+      s3: client,
+      retryIntervalMs: 1,
+      athena: (ref: { name: string }) => {
+        steps.push(`athena ${ref.name}`);
+        return { dataScannedInBytes: 0 };
+      },
+      handlers: {
+        [QUERY_AT_FUNCTION]: (input: JsonValue): JsonValue => {
+          const i = input as { queriesKey: string; index: number };
+          steps.push(`fetch ${i.queriesKey}#${i.index}`);
+          return { query: { statement: { name: 'replay-select', args: {}, index: 0 }, athena: { QueryString: 'UNLOAD …' } }, next: i.index + 1, more: false };
+        },
+        [REPLAY_FUNCTION]: (input: JsonValue): JsonValue => {
+          const i = input as { step: string; bucket?: number; manifestKey?: string };
+          steps.push(i.bucket === undefined ? i.step : `${i.step}:${i.bucket}:${i.manifestKey}`);
+          if (i.step === 'plan-sql') return { runId: 'r', manifestKey: 'm', bucket: 'raw', queries: { queriesKey: 'q', count: 1 }, freshTable: options.fresh };
+          if (i.step === 'buckets') return { itemsKey: 'r/buckets.json', buckets: options.buckets.length, files: options.buckets.length };
+          if (i.step === 'bucket') {
+            if (i.bucket === options.failBucket) throw new Error('writes failed');
+            return { batch: i.bucket ?? -1, tally: { applied: 1 } };
+          }
+          return { ok: true };
+        },
+      },
+    };
+  }
+
+  it('on SQL runs plan → the selection query → buckets → one apply per bucket read from S3 → summarize, and verify only for a fresh table', async () => {
     for (const fresh of [null, 'created']) {
       const steps: string[] = [];
-      const out = (await runLocalStateMachine(replayDefinition(opts), { runId: 'r' }, {
-        handlers: {
-          [REPLAY_FUNCTION]: (input): JsonValue => {
-            const i = input as { step: string; batch?: number; manifestKey?: string };
-            steps.push(i.batch === undefined ? i.step : `${i.step}:${i.batch}:${i.manifestKey}`);
-            if (i.step === 'plan') return { manifestKey: 'm', batches: [0, 1, 2], freshTable: fresh };
-            if (i.step === 'batch') return { batch: i.batch ?? -1, tally: { applied: 1 } };
-            return { ok: true };
-          },
-        },
-      })) as Record<string, unknown>;
-      assert.deepEqual(steps.filter((s) => !s.startsWith('batch')), fresh ? ['plan', 'summarize', 'verify'] : ['plan', 'summarize']);
-      assert.deepEqual(steps.filter((s) => s.startsWith('batch')).sort(), ['batch:0:m', 'batch:1:m', 'batch:2:m']);
+      const out = (await runLocalStateMachine(replaySqlDefinition(opts), { runId: 'r' }, sqlRun(steps, { fresh, buckets: [0, 3, 5] }))) as Record<string, unknown>;
+      const serial = steps.filter((s) => !s.startsWith('bucket:'));
+      assert.deepEqual(serial, ['plan-sql', 'fetch q#0', 'athena replay-select', 'buckets', 'items raw/r/buckets.json', 'summarize', ...(fresh ? ['verify'] : [])]);
+      assert.deepEqual(steps.filter((s) => s.startsWith('bucket:')).sort(), ['bucket:0:m', 'bucket:3:m', 'bucket:5:m']);
       assert.deepEqual(out.summary, { ok: true });
     }
   });
 
-  it('fails as ReplayIncomplete when batches fail, after summarizing what was done', async () => {
+  it('on SQL fails as ReplayIncomplete when a bucket fails past the tolerance, after summarizing what was done', async () => {
     const steps: string[] = [];
     await assert.rejects(
-      runLocalStateMachine(replayDefinition({ maxConcurrency: 1, toleratedFailurePercentage: 0 }), { runId: 'r' }, {
-        retryIntervalMs: 1,
-        handlers: {
-          [REPLAY_FUNCTION]: (input): JsonValue => {
-            const i = input as { step: string; batch?: number };
-            steps.push(i.step);
-            if (i.step === 'plan') return { manifestKey: 'm', batches: [0], freshTable: null };
-            if (i.step === 'batch') throw new Error('writes failed');
-            return {};
-          },
-        },
-      }),
+      runLocalStateMachine(replaySqlDefinition({ maxConcurrency: 1, toleratedFailurePercentage: 0 }), { runId: 'r' }, sqlRun(steps, { fresh: null, buckets: [0, 1], failBucket: 1 })),
       /ReplayIncomplete/,
     );
     assert.ok(steps.includes('summarize'));
+    assert.ok(steps.includes('bucket:0:m'));
   });
 
   /** The erase machine run locally with stubbed steps: the query loops' fetch, Athena, and the items object in a fake S3. */

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Match, type Template } from 'aws-cdk-lib/assertions';
 import { replayTables } from '../../../../functions/replay/deps.js';
+import { runPrefix } from '../../../../functions/replay/job.js';
 import { FRESH_TABLE_ACTIONS, STATUS_TABLE_DENIED } from '../../../../lib/replay/jobs.js';
 import { templateOf, testConfig } from '../fixtures/stack.js';
 
@@ -26,17 +27,75 @@ describe('ReplayJobs construct', () => {
       assert.match(body, /"ToleratedFailurePercentage":2/);
       assert.match(body, /"Mode":"DISTRIBUTED"/);
       const subs = machine.Properties.DefinitionSubstitutions as Record<string, unknown>;
-      // Erase runs its queries: the query loops' fetch (the erase function itself) and the jobs' workgroup.
-      assert.deepEqual(Object.keys(subs), name === 'shop-replay' ? ['ReplayFunction'] : ['EraseFunction', 'JobQueryAtFunction', 'AthenaWorkGroup']);
-      if (name === 'shop-erase') {
-        assert.deepEqual(subs.JobQueryAtFunction, subs.EraseFunction);
-        assert.equal(subs.AthenaWorkGroup, 'shop-jobs');
-      }
+      // Both run queries in the jobs' workgroup: replay its selection (the jobs bundle's fetch), erase its finds and deletes (its own function answers the fetch).
+      assert.deepEqual(Object.keys(subs), name === 'shop-replay' ? ['ReplayFunction', 'JobQueryAtFunction', 'AthenaWorkGroup'] : ['EraseFunction', 'JobQueryAtFunction', 'AthenaWorkGroup']);
+      assert.equal(subs.AthenaWorkGroup, 'shop-jobs');
+      if (name === 'shop-erase') assert.deepEqual(subs.JobQueryAtFunction, subs.EraseFunction);
+      else assert.notDeepEqual(subs.JobQueryAtFunction, subs.ReplayFunction);
       assert.equal(machine.Properties.TracingConfiguration !== undefined, true);
     }
   });
 
-  it('lets replay read raw and write under the guard, never delete objects; lets erase rewrite raw with its versions', () => {
+  it('deploys replay on SQL: the selection query in the jobs workgroup, its fetch, and a Map reading the buckets from S3', () => {
+    const [machine] = Object.values(template.findResources('AWS::StepFunctions::StateMachine', { Properties: { StateMachineName: 'shop-replay' } })) as { Properties: Record<string, unknown> }[];
+    const definition = JSON.parse(machine?.Properties.DefinitionString as string) as { States: Record<string, Record<string, unknown>> };
+    assert.deepEqual(definition.States.Plan?.Parameters, { step: 'plan-sql', 'request.$': '$' });
+    assert.equal(definition.States.SelectRun?.Resource, 'arn:aws:states:::athena:startQueryExecution.sync');
+    assert.ok(definition.States.Replay?.ItemReader, 'the Map reads its items from S3');
+    assert.equal(JSON.stringify(definition).includes('"step":"batch"') || JSON.stringify(definition).includes('"step":"plan"'), false, 'no step of the object-batch machine');
+    const subs = machine?.Properties.DefinitionSubstitutions as Record<string, unknown>;
+    assert.equal(subs.AthenaWorkGroup, 'shop-jobs');
+    assert.match(JSON.stringify(subs.JobQueryAtFunction), /PipelineReplayReplayQueryAtFunction/);
+    template.hasResourceProperties('AWS::Lambda::Function', { FunctionName: 'shop-replay-jobQueryAt', Handler: 'index.jobQueryAt' });
+  });
+
+  it("the replay machine's role: Athena only in the one workgroup, Glue only on history and raw_lines, S3 only under the history, raw and replay-run prefixes", () => {
+    const statements = statementsOf(template, 'PipelineReplayReplayStateMachineRole');
+    const all = actions(statements);
+    for (const a of ['athena:StartQueryExecution', 'athena:GetQueryExecution', 'athena:StopQueryExecution', 'glue:GetTable', 's3:GetObject', 's3:PutObject']) assert.ok(all.has(a), a);
+    for (const a of ['s3:DeleteObject', 'glue:UpdateTable', 'athena:*', 'glue:*', 's3:*']) assert.equal(all.has(a), false, a);
+    for (const s of statements) {
+      const acts = Array.isArray(s.Action) ? s.Action : [s.Action];
+      const resource = JSON.stringify(s.Resource);
+      // "*" only for the log delivery and X-Ray statements CDK adds (their APIs take no resource).
+      if (resource === '"*"') assert.ok(acts.every((a) => a.startsWith('logs:') || a.startsWith('xray:')), JSON.stringify(acts));
+      if (acts.some((a) => a.startsWith('athena:'))) assert.deepEqual(s.Resource, { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':athena:us-east-1:111122223333:workgroup/shop-jobs']] });
+      if (acts.some((a) => a.startsWith('glue:'))) {
+        const names = (resource.match(/:glue:[^"]*/g) ?? []).map((r) => r.replace(/^:glue:us-east-1:111122223333:/, ''));
+        assert.deepEqual(names, ['catalog', 'database/tidemark_shop', 'table/tidemark_shop/history', 'table/tidemark_shop/raw_lines']);
+      }
+      if (acts.some((a) => a.startsWith('s3:') && a !== 's3:ListBucket' && a !== 's3:GetBucketLocation')) {
+        for (const key of resource.match(/"\/[^"]*"/g) ?? []) assert.match(key, /^"\/(history\/athena\/\*|history\/warehouse\/\*|raw\/\*|jobs\/replay\/\*\/events\/\*|jobs\/replay\/\*\/buckets\.json)"$/, `${s.Sid}: ${key}`);
+      }
+    }
+    const writes = statements.filter((s) => (Array.isArray(s.Action) ? s.Action : [s.Action]).includes('s3:PutObject')).map((s) => JSON.stringify(s.Resource));
+    assert.equal(writes.some((r) => r.includes('/raw/') || r.includes('/warehouse/')), false, 'the selection never writes raw or history');
+    const items = statements.find((s) => s.Sid === 'ReadMapItems');
+    assert.match(JSON.stringify(items?.Resource), /\/jobs\/replay\/\*\/buckets\.json/);
+    const list = statements.find((s) => s.Sid === 'ListQueryData') as (Statement & { Condition?: unknown }) | undefined;
+    assert.deepEqual(list?.Condition, { StringLike: { 's3:prefix': ['history/athena/*', 'history/warehouse/*', 'raw/*', 'jobs/replay/*/events/*'] } });
+    assert.equal(statements.some((s) => JSON.stringify(s.Action).includes('kms:')), false, 'no key grants under aws-managed encryption');
+  });
+
+  it('under kms: the replay machine uses the pipeline key through S3 only; the fetch reads only stored replay queries', () => {
+    const t = templateOf(testConfig({ encryption: 'kms' }));
+    const key = statementsOf(t, 'PipelineReplayReplayStateMachineRole').find((s) => s.Sid === 'QueryDataUnderPipelineKey') as (Statement & { Condition?: unknown }) | undefined;
+    assert.ok(key, 'the key statement');
+    assert.deepEqual(new Set(key.Action as string[]), new Set(['kms:Decrypt', 'kms:GenerateDataKey']));
+    assert.deepEqual(key.Condition, { StringEquals: { 'kms:ViaService': 's3.us-east-1.amazonaws.com' } });
+    // The grants' `jobs/replay/` is where the job writes its runs.
+    assert.equal(runPrefix(testConfig(), 'r1'), 'jobs/replay/r1/');
+    const fetch = statementsOf(t, 'PipelineReplayReplayQueryAtRole');
+    const reads = fetch.filter((s) => JSON.stringify(s.Action).includes('s3:'));
+    assert.deepEqual(reads.map((s) => [s.Sid, s.Action, JSON.stringify(s.Resource).match(/"\/[^"]*"/g)]), [['ReadStoredQueries', 's3:GetObject', ['"/jobs/replay/*/queries.json"']]]);
+  });
+
+  it('lets the replay function read the frontier (one object), its runs and spilled rows, not raw', () => {
+    const read = statementsOf(template, 'PipelineReplayReplayRole').find((s) => s.Sid === 'ReadFrontierRunsAndSpills');
+    assert.deepEqual(JSON.stringify(read?.Resource).match(/"\/[^"]*"/g), ['"/history/state/compaction.json"', '"/jobs/*"', '"/raw/spill/*"']);
+  });
+
+  it('lets replay write under the guard, never delete objects; lets erase rewrite raw with its versions', () => {
     const replay = actions(statementsOf(template, 'PipelineReplayReplayRole'));
     const erase = actions(statementsOf(template, 'PipelineReplayEraseRole'));
     for (const a of ['s3:GetObject', 'dynamodb:BatchGetItem', 'dynamodb:PutItem', 'dynamodb:CreateTable']) assert.ok(replay.has(a), a);
