@@ -34,7 +34,7 @@ import { parseFailedBatchLines } from '../../functions/replay/dlq.js';
 import { findRangeInRaw, replayFailedBatches } from '../../functions/replay/from-dlq.js';
 import type { JobContext, ReplayRequest } from '../../functions/replay/job.js';
 import { ReplayRefusedError } from '../../functions/replay/safety.js';
-import { PgHistory, type PgEvent, pgMessage } from '../helpers/debezium.js';
+import { PgHistory, type PgEvent, PLACEHOLDER, pgMessage } from '../helpers/debezium.js';
 import { openTarget, type Target, uniqueConfig } from '../helpers/target.js';
 import { replayContext } from '../../functions/composition.js';
 import { buildStorage } from '../../functions/adapters/storage.js';
@@ -293,5 +293,30 @@ describe(`replay on the integration target (${process.env.TIDEMARK_TARGET ?? 'em
     // The re-ingested batch is now in raw: a replay from raw alone keeps it.
     const again = await runReplayLocally(ctx, request({ since: now - 3_600_000 }));
     assert.equal(tally(again).writeUnits, 0);
+  });
+  it('replays unchanged-TOAST placeholder updates into an emptied table and a fresh one with every column: each key in position order, whatever raw object holds its events (issue 20, item 20)', async () => {
+    // Debezium PostgreSQL writes `__debezium_unavailable_value` for an unchanged TOAST column
+    // (https://debezium.io/documentation/reference/stable/connectors/postgresql.html#postgresql-toasted-values).
+    const orders = config.tables[1] as TableConfig;
+    const ids = Array.from({ length: 20 }, (_, i) => 100 + i);
+    const created = ids.map((id) => history.emit('orders', 'c', { order_id: id }, { customer: id, total: 1, note: `note of ${id}` }));
+    const updates = [2, 3].flatMap((total) => ids.map((id) => history.emit('orders', 'u', { order_id: id }, { customer: id, total, note: PLACEHOLDER })));
+    // Batches of 7: a key's create and its two placeholder updates sit in different raw objects.
+    await ingest([...created, ...updates], now - 20_000, 7);
+    const want = (id: number) => ({ order_id: id, customer: id, total: 3, note: `note of ${id}` });
+    const rowsOf = async (table: string) => Promise.all(ids.map(async (id) => columns(await getRow(target.clients.dynamodb, { ...orders, target: table }, { order_id: id }))));
+    const partial = async (table: string) => (await Promise.all(ids.map(async (id) => (await getRow(target.clients.dynamodb, { ...orders, target: table }, { order_id: id }))?.__partial === true))).filter(Boolean).length;
+    assert.deepEqual(await rowsOf(orders.target), ids.map(want), 'ingest merged each update with the row');
+    // Emptied: the live rows deleted, then replayed live.
+    for (const id of ids) await target.clients.dynamodb.send(new DeleteItemCommand({ TableName: orders.target, Key: keyAttributes(orders, { order_id: id }) }));
+    const live = await runReplayLocally(ctx, request({ tables: ['public.orders'], since: now - 60_000 }));
+    assert.ok(tally(live).applied >= ids.length, 'every emptied key written');
+    assert.deepEqual(await rowsOf(orders.target), ids.map(want), 'no column missing, none older');
+    assert.equal(await partial(orders.target), 0, 'no row partial');
+    // Fresh: rebuilt from raw into a new table.
+    const fresh = `${freshTablePrefix(config.name)}orders-toast`;
+    await runReplayLocally(ctx, request({ tables: ['public.orders'], into: `fresh:${fresh}` }));
+    assert.deepEqual(await rowsOf(fresh), ids.map(want));
+    assert.equal(await partial(fresh), 0);
   });
 });
