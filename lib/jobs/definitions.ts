@@ -61,13 +61,27 @@ export interface DefinitionOptions {
 /** The compaction state machine. Input: a `CompactionRequest`; output: the `CompactionSummary`. */
 export function compactionDefinition(options: DefinitionOptions = {}): State {
   const timeout = options.taskTimeoutSeconds ?? 900;
+  return planThenQueries(
+    'tidemark compaction: the closed hours of raw into the history table, folded into expected state and counted per table and hour',
+    COMPACTION_TASKS.plan,
+    timeout,
+    'Finish',
+    lambdaTask(COMPACTION_TASKS.finish, timeout, { Parameters: { 'plan.$': '$.plan' }, Catch: catchTo('Failed'), End: true }),
+  );
+}
+
+/**
+ * A job that is a plan step, its stored queries run one at a time, then the state `last` named
+ * `lastName`: the plan's result at `$.plan`, every failure to `Failed`.
+ */
+function planThenQueries(comment: string, plan: string, timeout: number, lastName: string, last: State): State {
   return {
-    Comment: 'tidemark compaction: the closed hours of raw into the history table, folded into expected state and counted per table and hour',
+    Comment: comment,
     StartAt: 'Plan',
     States: {
-      Plan: lambdaTask(COMPACTION_TASKS.plan, timeout, { ResultPath: '$.plan', Catch: catchTo('Failed'), Next: 'QueriesStart' }),
-      ...queryLoop({ from: '$.plan.queries', name: 'Queries', next: 'Finish', onError: 'Failed', timeoutSeconds: timeout }),
-      Finish: lambdaTask(COMPACTION_TASKS.finish, timeout, { Parameters: { 'plan.$': '$.plan' }, Catch: catchTo('Failed'), End: true }),
+      Plan: lambdaTask(plan, timeout, { ResultPath: '$.plan', Catch: catchTo('Failed'), Next: 'QueriesStart' }),
+      ...queryLoop({ from: '$.plan.queries', name: 'Queries', next: lastName, onError: 'Failed', timeoutSeconds: timeout }),
+      [lastName]: last,
       Failed: failState(),
     },
   };
@@ -200,17 +214,13 @@ export function snapshotDefinition(options: DefinitionOptions = {}): State {
  * same machine completes without work (the CLI says so).
  */
 export function maintenanceDefinition(options: DefinitionOptions = {}): State {
-  const timeout = options.taskTimeoutSeconds ?? 900;
-  return {
-    Comment: 'tidemark table maintenance: OPTIMIZE (BIN_PACK) then VACUUM of each Iceberg table of the history',
-    StartAt: 'Plan',
-    States: {
-      Plan: lambdaTask(MAINTENANCE_TASKS.plan, timeout, { ResultPath: '$.plan', Catch: catchTo('Failed'), Next: 'QueriesStart' }),
-      ...queryLoop({ from: '$.plan.queries', name: 'Queries', next: 'Done', onError: 'Failed', timeoutSeconds: timeout }),
-      Done: { Type: 'Pass', Parameters: { 'runId.$': '$.plan.runId', 'tables.$': '$.plan.tables', 'statements.$': '$.plan.statements', 'queries.$': '$.plan.queries' }, End: true },
-      Failed: failState(),
-    },
-  };
+  return planThenQueries(
+    'tidemark table maintenance: OPTIMIZE (BIN_PACK) then VACUUM of each Iceberg table of the history',
+    MAINTENANCE_TASKS.plan,
+    options.taskTimeoutSeconds ?? 900,
+    'Done',
+    { Type: 'Pass', Parameters: { 'runId.$': '$.plan.runId', 'tables.$': '$.plan.tables', 'statements.$': '$.plan.statements', 'queries.$': '$.plan.queries' }, End: true },
+  );
 }
 
 /** Every job: name → (definition, its task substitution names). */

@@ -20,6 +20,7 @@ import { applyRows, compareRows, mergeSorted, type ReplayRow } from '../../../..
 import { bucketOf } from '../../../../functions/sql/bucket.js';
 import { PgHistory, PLACEHOLDER } from '../../../helpers/debezium.js';
 import { FakeDynamoDB } from '../../../helpers/fake-dynamodb.js';
+import { replayRowOf } from '../../../helpers/replay-rows.js';
 
 const config = parseConfig({
   name: 'order',
@@ -47,25 +48,7 @@ function historyOf(ops: readonly Op[]): { rows: ReplayRow[]; records: RawRecord[
     const e = history.emit('customers', o.kind === 'p' ? 'u' : o.kind, { id: o.key }, o.kind === 'd' ? null : { name: o.name, note: o.kind === 'p' ? PLACEHOLDER : o.note });
     const transport = { kind: 'kinesis' as const, stream: 's', shard: 'shardId-0', sequence: String(1000 + i), partitionKey: e.partitionKey, arrivalTime: 1_000 + i };
     records.push({ value: Buffer.from(e.value), key: Buffer.from(e.partitionKey), topic: null, headers: {}, transport });
-    rows.push({
-      source_table: 'public.customers',
-      key_id: JSON.stringify([String(o.key)]),
-      position: e.position,
-      op: e.op,
-      arrival_ts: transport.arrivalTime,
-      transport_kind: 'kinesis',
-      stream: transport.stream,
-      shard: transport.shard,
-      sequence: transport.sequence,
-      partition_key: e.partitionKey,
-      topic: null,
-      headers: {},
-      message_key: e.partitionKey,
-      message_key_base64: null,
-      message: e.value,
-      message_base64: null,
-      raw_object: `s3://order-raw/raw/o${i % 3}.jsonl.gz`,
-    });
+    rows.push(replayRowOf(e, { keyId: JSON.stringify([String(o.key)]), arrival: transport.arrivalTime, sequence: transport.sequence, stream: transport.stream, shard: transport.shard, rawObject: `s3://order-raw/raw/o${i % 3}.jsonl.gz` }));
   }
   return { rows, records };
 }

@@ -19,6 +19,7 @@ import { ReplayRefusedError } from '../../../../functions/replay/safety.js';
 import { CHUNK_ROWS, eventsPrefix, listReplayBuckets, planReplaySql, replayBucket } from '../../../../functions/replay/sql-job.js';
 import type { QueryRef } from '../../../../functions/jobs/sql-run.js';
 import { bucketOf } from '../../../../functions/sql/bucket.js';
+import { replayRowOf } from '../../../helpers/replay-rows.js';
 import type { Log } from '../../../../functions/telemetry/sinks.js';
 import { PgHistory } from '../../../helpers/debezium.js';
 import { FakeDynamoDB } from '../../../helpers/fake-dynamodb.js';
@@ -96,26 +97,8 @@ describe('replay on SQL (the job steps)', () => {
     const history = new PgHistory();
     // Key 3's full image, then its update; written to two files of one bucket, each sorted.
     const events = [history.emit('customers', 'c', { id: 3 }, { name: 'a' }), history.emit('customers', 'u', { id: 3 }, { name: 'b' })];
-    const row = (e: (typeof events)[number], i: number) => ({
-      source_table: 'public.customers',
-      key_id: '["3"]',
-      key_json: '{"id":3}',
-      position: e.position,
-      op: e.op,
-      arrival_ts: NOW - HOUR + i,
-      transport_kind: 'kinesis',
-      stream: 's',
-      shard: 'shardId-0',
-      sequence: String(100 + i),
-      partition_key: e.partitionKey,
-      topic: null,
-      headers: {},
-      message_key: e.partitionKey,
-      message_key_base64: null,
-      message: e.value,
-      message_base64: null,
-      raw_object: 's3://sqlj-raw/raw/x.jsonl.gz',
-    });
+    const row = (e: (typeof events)[number], i: number) =>
+      replayRowOf(e, { keyId: '["3"]', keyJson: '{"id":3}', arrival: NOW - HOUR + i, sequence: String(100 + i), rawObject: 's3://sqlj-raw/raw/x.jsonl.gz' });
     const bucket = bucketOf('["3"]', BUCKETS);
     const prefix = `${eventsPrefix(config, 'replay-1')}bucket=${bucket}/`;
     s3.put(`${prefix}b.json.gz`, gzipSync(`${JSON.stringify(row(events[0] as never, 0))}\n`));
@@ -187,26 +170,9 @@ describe('replay on SQL (the job steps)', () => {
   it('a bucket in dry-run mode says per key what a run would do, and writes neither the table nor a result', async () => {
     const plan = await planReplaySql(ctx(), request({ since: NOW - HOUR }));
     const history = new PgHistory();
-    const rows = [history.emit('customers', 'c', { id: 4 }, { name: 'a' }), history.emit('customers', 'u', { id: 4 }, { name: 'b' })].map((e, i) => ({
-      source_table: 'public.customers',
-      key_id: '["4"]',
-      key_json: '{"id":4}',
-      position: e.position,
-      op: e.op,
-      arrival_ts: NOW - HOUR + i,
-      transport_kind: 'kinesis',
-      stream: 's',
-      shard: 'shardId-0',
-      sequence: String(200 + i),
-      partition_key: e.partitionKey,
-      topic: null,
-      headers: {},
-      message_key: e.partitionKey,
-      message_key_base64: null,
-      message: e.value,
-      message_base64: null,
-      raw_object: 's3://sqlj-raw/raw/y.jsonl.gz',
-    }));
+    const rows = [history.emit('customers', 'c', { id: 4 }, { name: 'a' }), history.emit('customers', 'u', { id: 4 }, { name: 'b' })].map((e, i) =>
+      replayRowOf(e, { keyId: '["4"]', keyJson: '{"id":4}', arrival: NOW - HOUR + i, sequence: String(200 + i), rawObject: 's3://sqlj-raw/raw/y.jsonl.gz' }),
+    );
     const bucket = bucketOf('["4"]', BUCKETS);
     s3.put(`${eventsPrefix(config, 'replay-1')}bucket=${bucket}/a.json.gz`, gzipSync(rows.map((r) => JSON.stringify(r)).join('\n')));
     const out = await replayBucket(ctx(), { manifestKey: plan.manifestKey, bucket }, { dryRun: true });
