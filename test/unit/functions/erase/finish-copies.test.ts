@@ -2,16 +2,22 @@
  * Erase's Finish reads the copies outside raw (quarantine, the on-failure objects, the reports and
  * the jobs' SQL outputs) once per run for all its keys: one listing of each prefix and one GET (and
  * at most one conditional rewrite) per object, whatever the number of keys; each key's counts are
- * the ones a pass per key gave, and an object holding several keys is rewritten once without all
- * of them.
+ * the ones a pass per key gave, an object holding several keys is rewritten once without all of
+ * them, and the final objects are those one key at a time left (checked against a per-key
+ * reference of the matching of before).
  */
 import assert from 'node:assert/strict';
 import { afterEach, describe, it } from 'node:test';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { DynamoDBClient, GetItemCommand, PutItemCommand, QueryCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
+import fc from 'fast-check';
 import { parseConfig } from '../../../../lib/config/config.js';
-import { type EraseContext, erasePrefix, finishErase, submitEraseBatch } from '../../../../functions/erase/erase.js';
+import type { TableConfig } from '../../../../functions/config/types.js';
+import { deleteOlderVersions, type EraseContext, erasePrefix, finishErase, mentionsKey, submitEraseBatch } from '../../../../functions/erase/erase.js';
+import { type ErasedKey, eraseFromQuarantine, eraseFromReports } from '../../../../functions/erase/copies.js';
+import { isJsonObject, type JsonObject, type JsonValue, parseJson, stringifyJson } from '../../../../functions/core/json.js';
+import { keyId, normalizeKey } from '../../../../functions/core/keys.js';
 import { pgMessage } from '../../../helpers/debezium.js';
 import { type FakeS3, fakeS3 } from '../../../helpers/fake-s3.js';
 
@@ -163,4 +169,217 @@ describe('erase finish reads the copies outside raw once per run', () => {
     assert.deepEqual(lines(s3, objects.unload).map((r) => r.key_json), ['{"id":"sku-8"}']);
     assert.ok(!calls.includes(`Put ${objects.plain}`), 'a report naming no key is not rewritten');
   });
+
+  it('the batched quarantine pass leaves the objects and counts one key at a time left, for any keys and lines (property)', async () => {
+    const render = (v: string, quoted: boolean, space: string) => `${space}${quoted ? JSON.stringify(v) : v}`;
+    const noise = fc.tuple(fc.constantFrom('id', 'order', 'line', 'other'), fc.constantFrom(...VALUES), fc.boolean(), fc.constantFrom('', ' ', '\n ')).map(([c, v, q, sp]) => [`"${c}":${render(v, q, sp)}`]);
+    /** Lines mostly of the run's keys: a key written out (every column, quoted or not, or its value run on into a longer one), with its table or another named. */
+    const objectsOf = (picked: readonly string[]) => {
+      const name = fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...picked) }, { weight: 1, arbitrary: fc.constantFrom(...POOL.keys()) });
+      const mention = fc.tuple(name, fc.boolean(), fc.constantFrom('', ' '), fc.constantFrom('', '', '', '0', 'x', '.5')).map(([n, q, sp, tail]) =>
+        Object.entries(POOL.get(n)?.[1] ?? {}).map(([c, v], i) => `"${c}":${render(`${String(v)}${i === 0 ? tail : ''}`, q, sp)}`),
+      );
+      const source = fc.oneof({ weight: 3, arbitrary: name.map((n) => POOL.get(n)?.[0] ?? null) }, { weight: 1, arbitrary: fc.constantFrom('public.orders', 'shop.customers') });
+      const line = fc.oneof(
+        { weight: 8, arbitrary: fc.tuple(fc.boolean(), source, fc.array(fc.oneof({ weight: 3, arbitrary: mention }, { weight: 1, arbitrary: noise }), { maxLength: 4 })).map(([named, table, parts]) => JSON.stringify(qLine(named ? table : null, `{${[...(named || table === null ? [] : [`"source":{"table":${JSON.stringify(table.split('.').pop())}}`]), ...parts.flat()].join(',')}}`))) },
+        { weight: 1, arbitrary: fc.constantFrom('', 'not json', '5') },
+      );
+      return fc.array(fc.array(line, { minLength: 1, maxLength: 6 }), { minLength: 1, maxLength: 3 });
+    };
+    const picks = fc.array(fc.constantFrom(...POOL.keys()), { minLength: 1, maxLength: 6 });
+    s3 = fakeS3();
+    await fc.assert(
+      fc.asyncProperty(picks.chain((picked) => fc.tuple(fc.constant(picked), objectsOf(picked))), async ([picked, objects]) => {
+        s3.restore();
+        s3 = fakeS3();
+        const keys = picked.map((p, i) => pooled(p, `h${i}`));
+        const names = objects.map((_, o) => `quarantine/dt=2026-11-30/hr=0${o}/o${o}.jsonl.gz`);
+        for (const [o, ls] of objects.entries()) s3.put(names[o] as string, gzipSync(Buffer.from(ls.join('\n'))));
+        const got = await eraseFromQuarantine(s3.client, wide, keys, NOW, deleteOlderVersions);
+        const want = keys.map(() => 0);
+        for (const [o, ls] of objects.entries()) {
+          let body = ls.join('\n');
+          for (const [i, k] of keys.entries()) {
+            const one = quarantineOneKey(body, k, NOW);
+            if (one.changed > 0) body = one.text;
+            want[i] = (want[i] ?? 0) + one.changed;
+          }
+          assert.equal(gunzipSync(Buffer.from(s3.get(names[o] as string) ?? [])).toString('utf8'), body);
+        }
+        assert.deepEqual(got.perKey, want);
+        assert.equal(got.total, want.reduce((a, b) => a + b, 0));
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  it('the batched report pass leaves the reports and counts one key at a time left, JSON reports and JSON Lines alike (property)', async () => {
+    const tableName = fc.constantFrom('public.customers', 'inventory.products', 'shop.lines', 'public.orders');
+    const keyText = fc.constantFrom('{"id":1}', '{"id": 2}', '{"id":"1"}', '{"id":"a"}', '{"id":12}', '{"order":"1","line":"2"}', '{"order":"2","line":"1"}', 'not json', '{}');
+    const keyIdText = fc.constantFrom('["1"]', '["2"]', '["a"]', '["1","2"]', '["12"]');
+    const leaf = fc.oneof(
+      keyText,
+      fc.record({ table: tableName, key: keyText }),
+      fc.record({ source_table: tableName, key_id: keyIdText, key_json: keyText }, { requiredKeys: ['source_table'] }),
+      fc.constant(5),
+    );
+    const { node } = fc.letrec<{ node: JsonValue }>((tie) => ({
+      node: fc.oneof(
+        { depthSize: 'small', withCrossShrink: true },
+        leaf,
+        fc.array(tie('node'), { maxLength: 4 }),
+        // A finding or row with entries inside it: one key may drop it while an earlier one looks inside.
+        fc.record(
+          { table: tableName, key: keyText, source_table: tableName, key_json: keyText, keys: fc.array(fc.oneof(keyText, tie('node')), { maxLength: 4 }), items: fc.array(tie('node'), { maxLength: 3 }), inner: tie('node') },
+          { requiredKeys: [] },
+        ),
+      ) as fc.Arbitrary<JsonValue>,
+    }));
+    const findingLine = fc.oneof(leaf.map((l) => JSON.stringify(l)), fc.constantFrom('', 'not json', '[1]'));
+    s3 = fakeS3();
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.constantFrom(...POOL.keys()), { minLength: 1, maxLength: 6 }), node, fc.array(findingLine, { maxLength: 8 }), async (picked, report, findings) => {
+        s3.restore();
+        s3 = fakeS3();
+        const keys = picked.map((p, i) => pooled(p, `h${i}`));
+        const jsonKey = `${wide.jobs.reportPrefix}snapshot/s1/report.json`;
+        const linesKey = `${wide.jobs.reportPrefix}reconcile/t/r1.findings.jsonl`;
+        const inputs: [string, string, boolean][] = [
+          [jsonKey, stringifyJson(report), false],
+          [linesKey, findings.join('\n'), true],
+        ];
+        for (const [key, body] of inputs) s3.put(key, body);
+        const got = await eraseFromReports(s3.client, wide, keys, deleteOlderVersions);
+        const want = keys.map(() => 0);
+        for (const [key, start, asLines] of inputs) {
+          let body = start;
+          for (const [i, k] of keys.entries()) {
+            const one = reportOneKey(body, asLines, k);
+            if (one === null || one.changed === 0) continue;
+            body = one.next;
+            want[i] = (want[i] ?? 0) + one.changed;
+          }
+          assert.equal(Buffer.from(s3.get(key) ?? []).toString('utf8'), body, key);
+        }
+        assert.deepEqual(got.perKey, want);
+      }),
+      { numRuns: 200 },
+    );
+  });
 });
+
+/** A config with a key of two columns besides the two of one column, for the properties. */
+const wide = parseConfig({
+  name: 'er',
+  tables: [
+    { source: 'public.customers', target: 'er-customers', key: ['id'], keyTypes: { id: 'number' } },
+    { source: 'inventory.products', target: 'er-products', key: ['id'] },
+    { source: 'shop.lines', target: 'er-lines', key: ['order', 'line'] },
+  ],
+  raw: { bucket: 'er-raw' },
+});
+const VALUES = ['1', '2', '12', '21', 'a', 'b', 'ab', '1.5', '-1'];
+/** The keys the properties erase, by name. */
+const POOL = new Map<string, [string, JsonObject]>([
+  ['c1', ['public.customers', { id: 1 }]],
+  ['c2', ['public.customers', { id: 2 }]],
+  ['c12', ['public.customers', { id: 12 }]],
+  ['pa', ['inventory.products', { id: 'a' }]],
+  ['p1', ['inventory.products', { id: '1' }]],
+  ['l12', ['shop.lines', { order: '1', line: '2' }]],
+  ['l21', ['shop.lines', { order: '2', line: '1' }]],
+  ['l11', ['shop.lines', { order: '1', line: '1' }]],
+]);
+function pooled(name: string, hash: string): ErasedKey {
+  const [source, key] = POOL.get(name) ?? ['', {}];
+  const table = wide.tables.find((t) => t.source === source) as TableConfig;
+  const columns = normalizeKey(table, key);
+  return { table, canonical: keyId(table, columns), columns, hash };
+}
+
+// The per-key matching of before (copies.ts, one key a pass), the reference the batched passes are held to.
+
+function quarantineOneKey(body: string, k: ErasedKey, now: number): { text: string; changed: number } {
+  let changed = 0;
+  const out = body.split('\n').map((line) => {
+    if (line.trim() === '') return line;
+    let q: Record<string, unknown>;
+    try {
+      q = JSON.parse(line) as Record<string, unknown>;
+    } catch {
+      return line;
+    }
+    const bytes = [q.valueBase64, q.keyBase64].map((b) => (typeof b === 'string' ? Buffer.from(b, 'base64').toString('utf8') : '')).join('\n');
+    const lineTable = typeof q.table === 'string' ? q.table : null;
+    if (lineTable !== null && lineTable !== k.table.source) return line;
+    if (!mentionsKey(bytes, k.columns, lineTable === null ? k.table.source : null)) return line;
+    changed++;
+    return JSON.stringify({ ...q, valueBase64: null, keyBase64: null, erased: { keyHash: k.hash, at: now } });
+  });
+  return { text: out.join('\n'), changed };
+}
+
+function sameKey(k: ErasedKey, text: unknown): boolean {
+  if (typeof text !== 'string') return false;
+  try {
+    const parsed = parseJson(text);
+    if (!isJsonObject(parsed)) return false;
+    return keyId(k.table, normalizeKey(k.table, parsed)) === k.canonical;
+  } catch {
+    return false;
+  }
+}
+
+function namesKey(v: JsonObject, k: ErasedKey): boolean {
+  if (v.table === k.table.source && sameKey(k, v.key)) return true;
+  return v.source_table === k.table.source && (v.key_id === k.canonical || sameKey(k, v.key_json));
+}
+
+function scrubOneKey(value: JsonValue, k: ErasedKey): { value: JsonValue; removed: number } {
+  let removed = 0;
+  const walk = (v: JsonValue, table: string | null): JsonValue => {
+    if (Array.isArray(v)) {
+      const kept = v.filter((x) => !(isJsonObject(x) && namesKey(x, k)));
+      removed += v.length - kept.length;
+      return kept.map((x) => walk(x, table));
+    }
+    if (!isJsonObject(v)) return v;
+    const here = typeof v.table === 'string' ? v.table : table;
+    const out: JsonObject = {};
+    for (const [name, child] of Object.entries(v)) {
+      if (name === 'keys' && Array.isArray(child) && here === k.table.source) {
+        const kept = child.filter((x) => !sameKey(k, x));
+        removed += child.length - kept.length;
+        out[name] = kept;
+      } else out[name] = walk(child, here);
+    }
+    return out;
+  };
+  return { value: walk(value, null), removed };
+}
+
+function reportOneKey(text: string, lines: boolean, k: ErasedKey): { next: string; changed: number } | null {
+  if (!text.includes(k.table.source) && !text.includes(JSON.stringify(k.table.source).slice(1, -1))) return null;
+  if (lines) {
+    const all = text.split('\n');
+    const kept = all.filter((line) => {
+      if (line === '') return true;
+      let parsed: JsonValue;
+      try {
+        parsed = parseJson(line);
+      } catch {
+        return true;
+      }
+      return !(isJsonObject(parsed) && namesKey(parsed, k));
+    });
+    return { next: kept.join('\n'), changed: all.length - kept.length };
+  }
+  let parsed: JsonValue;
+  try {
+    parsed = parseJson(text);
+  } catch {
+    return null;
+  }
+  const scrubbed = scrubOneKey(parsed, k);
+  return { next: stringifyJson(scrubbed.value), changed: scrubbed.removed };
+}
