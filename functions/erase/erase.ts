@@ -18,10 +18,11 @@
  *   History  (query loop) erase-history and erase-expected delete the keys' lines from history and
  *            expected_state, OPTIMIZE (narrowed to the run's tables) rewrites the files that held
  *            them and VACUUM expires the snapshots that still reference the old files
- *   finish   per key: raise the ledger to the highest position found in raw and history, delete
- *            the item again if a concurrent replay revived it, spilled rows, quarantine lines, the
- *            on-failure objects' records and the reports' entries (copies.ts); the summary with one
- *            result per key; the run's erase_keys objects and its request deleted with every version
+ *   finish   once for all the run's keys: quarantine lines, the on-failure objects' records and the
+ *            reports' entries (copies.ts: one listing and one rewrite per object); then per key:
+ *            spilled rows, raise the ledger to the highest position found in raw and history, delete
+ *            the item again if a concurrent replay revived it; the summary with one result per key;
+ *            the run's erase_keys objects and its request deleted with every version
  *
  * Every object rewrite is conditional (`If-Match` on the ETag read, conditional-rewrite.ts): two
  * erasures of keys in one object each re-read and re-decide instead of undoing the other's.
@@ -88,7 +89,7 @@ interface StoredRequests {
   readonly requests: readonly EraseRequest[];
 }
 
-/** At most this many keys per run: each costs a ledger write and a scan of the copies outside raw in finish. */
+/** At most this many keys per run: each costs a ledger write and a listing of its spilled rows in finish (the other copies outside raw are read once per run). */
 export const MAX_KEYS_PER_RUN = 1000;
 
 export interface EraseContext {
@@ -642,19 +643,23 @@ function highest(...positions: readonly string[]): string {
   return top;
 }
 
-/** Finishes one request: the copies outside raw, the ledger at the highest position found, a revived item deleted again. */
-async function finishKey(ctx: EraseContext, r: Resolved, begun: BeginEntry | undefined, raw: KeyRemoved | undefined, history: { lines: number; maxPosition: string } | undefined, now: number): Promise<EraseKeyResult> {
+/** What the run's passes over quarantine, the on-failure objects and the reports removed of one key. */
+interface KeyCopies {
+  readonly quarantineLinesRewritten: number;
+  readonly onFailureRecordsRemoved: number;
+  readonly reportEntriesRemoved: number;
+}
+
+/** Finishes one request: its spilled rows, the ledger at the highest position found, a revived item deleted again. */
+async function finishKey(ctx: EraseContext, r: Resolved, begun: BeginEntry | undefined, raw: KeyRemoved | undefined, history: { lines: number; maxPosition: string } | undefined, copies: KeyCopies, now: number): Promise<EraseKeyResult> {
   const { s3 } = ctx.clients;
-  const k = erasedKey(r);
-  const spilledDeleted = await deleteSpilled(s3, ctx.config, k, deleteOlderVersions);
-  const quarantineLinesRewritten = await eraseFromQuarantine(s3, ctx.config, k, now, deleteOlderVersions);
-  const onFailure = await eraseFromOnFailure(s3, ctx.config, k, deleteOlderVersions);
-  const reportEntriesRemoved = await eraseFromReports(s3, ctx.config, k, deleteOlderVersions);
+  const spilledDeleted = await deleteSpilled(s3, ctx.config, erasedKey(r), deleteOlderVersions);
+  const { quarantineLinesRewritten, onFailureRecordsRemoved, reportEntriesRemoved } = copies;
   const blocked = r.request.blockFuture === true;
   const itemFound = begun?.itemFound ?? false;
   const rawLines = raw?.lines ?? 0;
   const historyLines = history?.lines ?? 0;
-  const found = itemFound || rawLines > 0 || historyLines > 0 || spilledDeleted > 0 || quarantineLinesRewritten > 0 || onFailure.records > 0 || reportEntriesRemoved > 0;
+  const found = itemFound || rawLines > 0 || historyLines > 0 || spilledDeleted > 0 || quarantineLinesRewritten > 0 || onFailureRecordsRemoved > 0 || reportEntriesRemoved > 0;
   const ledgerPosition = blocked ? BLOCK_ALL_POSITION : highest(begun?.storedPosition ?? '', raw?.maxPosition ?? '', history?.maxPosition ?? '');
   const ledgerRecorded = found || blocked;
   let itemDeleted = begun?.itemDeleted ?? false;
@@ -677,7 +682,7 @@ async function finishKey(ctx: EraseContext, r: Resolved, begun: BeginEntry | und
     historyLines,
     spilledDeleted,
     quarantineLinesRewritten,
-    onFailureRecordsRemoved: onFailure.records,
+    onFailureRecordsRemoved,
     reportEntriesRemoved,
   };
 }
@@ -685,9 +690,10 @@ async function finishKey(ctx: EraseContext, r: Resolved, begun: BeginEntry | und
 const sum = (results: readonly EraseKeyResult[], field: keyof EraseKeyResult): number => results.reduce((n, r) => n + Number(r[field] ?? 0), 0);
 
 /**
- * Per key: the copies outside raw (spilled rows, quarantine, on-failure objects, reports), the
- * ledger raised to what raw and history held, a revived item deleted again. Then the summary, and
- * the run's keys and request deleted with every version.
+ * The copies outside raw in quarantine, the on-failure objects and the reports, read once for all
+ * the run's keys; then per key: its spilled rows, the ledger raised to what raw and history held,
+ * a revived item deleted again. Then the summary, and the run's keys and request deleted with
+ * every version.
  */
 export async function finishErase(ctx: EraseContext, input: { runId: string; requestKey: string; objects?: number }): Promise<EraseSummary> {
   const all = await resolveErase(ctx, input.requestKey);
@@ -698,9 +704,14 @@ export async function finishErase(ctx: EraseContext, input: { runId: string; req
   const totals = await addUpResults(s3, bucket, `${prefix}results/`);
   const history = await readFound(ctx, input.runId);
   const now = (ctx.now ?? Date.now)();
+  const keys = all.map(erasedKey);
+  const quarantine = await eraseFromQuarantine(s3, ctx.config, keys, now, deleteOlderVersions);
+  const onFailure = await eraseFromOnFailure(s3, ctx.config, keys, deleteOlderVersions);
+  const reports = await eraseFromReports(s3, ctx.config, keys, deleteOlderVersions);
   const results: EraseKeyResult[] = [];
-  for (const r of all) {
-    const result = await finishKey(ctx, r, begun.get(r.index), totals.byRequest[String(r.index)], history.get(String(r.index)), now);
+  for (const [i, r] of all.entries()) {
+    const copies: KeyCopies = { quarantineLinesRewritten: quarantine.perKey[i] ?? 0, onFailureRecordsRemoved: onFailure.perKey[i] ?? 0, reportEntriesRemoved: reports.perKey[i] ?? 0 };
+    const result = await finishKey(ctx, r, begun.get(r.index), totals.byRequest[String(r.index)], history.get(String(r.index)), copies, now);
     ctx.log.info(result.found ? 'erase finished' : 'erase finished: key not found', { runId: input.runId, table: r.table.source, keyHash: r.hash, rawLines: result.rawLinesRemoved, historyLines: result.historyLines, ledgerRecorded: result.ledgerRecorded });
     results.push(result);
   }
