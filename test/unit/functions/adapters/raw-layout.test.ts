@@ -7,20 +7,48 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import {
+  compactedHourKey,
+  compactionFrontierKey,
+  compactionStatePrefix,
   decodeSegment,
   encodeSegment,
+  eraseKeysObjectKey,
+  eraseKeysRunPrefix,
+  findingsPartKey,
   jobRunPrefix,
+  jobRunsPrefix,
+  jobUnloadPrefix,
   legacySegment,
+  manifestUploadKey,
+  manifestUploadsPrefix,
   mayHoldKeys,
   parseRawObjectKey,
+  quarantineHourPrefix,
   quarantineObjectKey,
+  RUN_FILES,
+  RUN_FOLDERS,
   rawBatchKey,
+  rawDayPrefix,
+  rawHourPrefix,
   rawObjectKey,
   rawObjectOfShard,
+  rawTableDayPrefix,
+  rawTableHourPrefix,
+  reportRunPrefix,
+  reportRunsPrefix,
+  resultKey,
+  resultsPrefix,
+  runFile,
+  runFolder,
+  runPartitionPrefix,
   segmentNames,
+  spilledRowsPrefix,
   spillObjectKey,
+  spillPrefix,
   spillPrefixes,
+  tableReportKey,
   tableSegments,
+  tableSideRunPrefix,
   unloadPrefix,
 } from '../../../../functions/adapters/raw-layout.js';
 
@@ -95,6 +123,79 @@ describe('raw layout: keys', () => {
   it('keeps each job run under its own prefix', () => {
     assert.equal(jobRunPrefix('jobs/', 'erase', 'r1'), 'jobs/erase/r1/');
     assert.equal(jobRunPrefix('jobs/', 'replay', 'r1'), 'jobs/replay/r1/');
+    assert.equal(jobRunsPrefix('jobs/', 'compaction'), 'jobs/compaction/');
+    assert.equal(jobRunsPrefix('jobs/', 'maintenance'), 'jobs/maintenance/');
+    assert.equal(reportRunsPrefix('reports/', 'reconcile'), 'reports/reconcile/');
+    assert.equal(reportRunPrefix('reports/', 'snapshot', 's1'), 'reports/snapshot/s1/');
+    assert.equal(tableReportKey('reports/', 'public.café', 'r1', '.json'), 'reports/reconcile/public.caf%C3%A9/r1.json');
+    assert.equal(manifestUploadsPrefix('reports/'), 'reports/manifests/');
+    assert.equal(manifestUploadKey('reports/', 'keys.jsonl', 42), 'reports/manifests/42-keys.jsonl');
+  });
+
+  it('names the objects and folders of a run', () => {
+    const run = jobRunPrefix('jobs/', 'replay', 'r1');
+    assert.equal(runFile(run, 'queries'), 'jobs/replay/r1/queries.json');
+    assert.equal(runFile(run, 'manifest'), 'jobs/replay/r1/manifest.json');
+    assert.equal(runFile(run, 'keys'), 'jobs/replay/r1/keys.json');
+    assert.equal(runFile(run, 'buckets'), 'jobs/replay/r1/buckets.json');
+    assert.equal(runFile(run, 'summary'), 'jobs/replay/r1/summary.json');
+    assert.equal(runFile(run, 'verify'), 'jobs/replay/r1/verify.json');
+    assert.equal(runFolder(run, 'events'), 'jobs/replay/r1/events/');
+    assert.equal(resultsPrefix(run), 'jobs/replay/r1/results/');
+    assert.equal(resultKey(run, 0), 'jobs/replay/r1/results/000000.json');
+    assert.equal(resultKey(run, 42), 'jobs/replay/r1/results/000042.json');
+    assert.equal(resultKey(run, 1234567), 'jobs/replay/r1/results/1234567.json', 'past six digits the number is written whole');
+    const erase = jobRunPrefix('jobs/', 'erase', 'e1');
+    assert.equal(runFile(erase, 'request'), 'jobs/erase/e1/request.json');
+    assert.equal(runFile(erase, 'begin'), 'jobs/erase/e1/begin.json');
+    assert.equal(runFile(erase, 'findQueries'), 'jobs/erase/e1/find-queries.json');
+    assert.equal(runFile(erase, 'historyQueries'), 'jobs/erase/e1/history-queries.json');
+    assert.equal(runFile(erase, 'objects'), 'jobs/erase/e1/objects.jsonl');
+    assert.equal(runFolder(erase, 'objects'), 'jobs/erase/e1/objects/');
+    assert.equal(runFolder(erase, 'found'), 'jobs/erase/e1/found/');
+    assert.equal(resultKey(erase, 7), 'jobs/erase/e1/results/000007.json');
+    const reconcile = reportRunPrefix('reports/', 'reconcile', 'c1');
+    assert.equal(runFile(reconcile, 'run'), 'reports/reconcile/c1/run.json');
+    assert.equal(runFile(reconcile, 'exports'), 'reports/reconcile/c1/exports.json');
+    assert.equal(runFile(reconcile, 'classifyQueries'), 'reports/reconcile/c1/classify-queries.json');
+    assert.equal(runFile(reconcile, 'windowQueries'), 'reports/reconcile/c1/window-queries.json');
+    assert.equal(runFile(reconcile, 'repairKeys'), 'reports/reconcile/c1/repair-keys.json');
+    assert.equal(runFile(reconcile, 'repairQueries'), 'reports/reconcile/c1/repair-queries.json');
+    assert.equal(runFile(reconcile, 'repairOutcomes'), 'reports/reconcile/c1/repair-outcomes.json');
+    assert.equal(runFile(reconcile, 'report'), 'reports/reconcile/c1/report.json');
+    assert.equal(runFolder(reconcile, 'findings'), 'reports/reconcile/c1/findings/');
+    assert.equal(findingsPartKey(reconcile, 3), 'reports/reconcile/c1/findings/part-00003.jsonl.gz');
+    // A run id of `*`: the IAM resource of one object of every run.
+    assert.equal(runFile(jobRunPrefix('jobs/', 'replay', '*'), 'queries'), 'jobs/replay/*/queries.json');
+    assert.equal(runFolder(jobRunPrefix('jobs/', 'replay', '*'), 'events'), 'jobs/replay/*/events/');
+    // Every name is one path segment (a file) or one folder, and no two are the same.
+    for (const name of Object.values(RUN_FILES)) assert.match(name, /^[a-z-]+\.jsonl?$/);
+    for (const name of Object.values(RUN_FOLDERS)) assert.match(name, /^[a-z-]+\/$/);
+    assert.equal(new Set(Object.values(RUN_FILES)).size, Object.keys(RUN_FILES).length);
+  });
+
+  it('names the hours and days of raw and quarantine, and the spilled rows', () => {
+    const at = Date.parse('2026-11-30T06:15:00Z');
+    assert.equal(rawHourPrefix('raw/', at), 'raw/dt=2026-11-30/hr=06/');
+    assert.equal(rawDayPrefix('raw/', at), 'raw/dt=2026-11-30/');
+    assert.equal(rawTableHourPrefix('raw/', 'public.caf%C3%A9', at), 'raw/table=public.caf%C3%A9/dt=2026-11-30/hr=06/');
+    assert.equal(rawTableDayPrefix('raw/', 'public.caf%C3%A9', at), 'raw/table=public.caf%C3%A9/dt=2026-11-30/');
+    assert.equal(quarantineHourPrefix('quarantine/', at), 'quarantine/dt=2026-11-30/hr=06/');
+    assert.ok(quarantineObjectKey('quarantine/', batch, 'abc').startsWith(quarantineHourPrefix('quarantine/', batch.firstArrival)));
+    assert.equal(spilledRowsPrefix('raw/'), 'raw/spill/');
+    assert.ok(spillPrefix('raw/', 'public.orders', '["1"]').startsWith(spilledRowsPrefix('raw/')));
+  });
+
+  it('names the history objects the jobs keep per run', () => {
+    assert.equal(runPartitionPrefix('history/table_side/', 'r 1'), 'history/table_side/run_id=r%201/');
+    assert.equal(tableSideRunPrefix('history/', 'r1'), 'history/table_side/run_id=r1/');
+    assert.equal(eraseKeysRunPrefix('history/', 'e1'), 'history/erase_keys/run_id=e1/');
+    assert.equal(eraseKeysObjectKey('history/', 'e1'), 'history/erase_keys/run_id=e1/keys.jsonl.gz');
+    assert.equal(compactionStatePrefix('history/'), 'history/state/');
+    assert.equal(compactionFrontierKey('history/'), 'history/state/compaction.json');
+    assert.equal(compactedHourKey('history/', Date.parse('2026-11-30T06:00:00Z')), 'history/state/hours/dt=2026-11-30/hr=06.json');
+    assert.equal(jobUnloadPrefix('history/', 'reconcile'), 'history/unload/reconcile/');
+    assert.equal(unloadPrefix('history/', 'reconcile', 'r1', 'window-keys'), 'history/unload/reconcile/r1/window-keys/');
   });
 
   it('tells the job outputs that can hold keys from those that hold only counts', () => {
