@@ -192,7 +192,7 @@ export class ReplayJobs extends Construct {
     const targetNames = config.tables.map((t) => t.target);
     const opts = { maxConcurrency: config.replay.maxConcurrency, toleratedFailurePercentage: config.replay.toleratedFailurePercentage };
 
-    // Every replay run's stored query: `<jobs>replay/*/queries.json`.
+    // The stored query of every replay run (a run id of `*`).
     const replayQueries = runFile(jobRunPrefix(jobs, 'replay', '*'), 'queries');
     const replay = this.jobFunction('Replay', `${config.name}-replay`, 'replay', props.entries?.replay, jobProps, [
       // Compaction's frontier (where history ends and raw begins), the run's objects, spilled rows.
@@ -415,7 +415,7 @@ export class ReplayJobs extends Construct {
     const { config, rawStore, history } = props;
     const stack = Stack.of(this);
     const bucket = rawStore.bucket;
-    // Every replay run, as IAM resource patterns: `<jobs>replay/*/`.
+    // Every replay run (a run id of `*`), for the IAM resource patterns of its objects.
     const everyRun = jobRunPrefix(config.replay.jobsPrefix, 'replay', '*');
     const reads = [historyWarehousePrefix(config.history.prefix), config.raw.prefix];
     const results = athenaResultsPrefix(config.history.prefix);

@@ -4,6 +4,8 @@
  * keys each reader and writer derives from them.
  */
 import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import {
@@ -51,6 +53,7 @@ import {
   tableSideRunPrefix,
   unloadPrefix,
 } from '../../../../functions/adapters/raw-layout.js';
+import { PACKAGE_ROOT } from '../../../../lib/defaults.js';
 
 const batch = { shard: 'shardId-000000000000', firstSequence: '100', lastSequence: '200', firstArrival: Date.parse('2026-11-30T06:15:00Z') };
 
@@ -206,5 +209,70 @@ describe('raw layout: keys', () => {
     assert.equal(mayHoldKeys('history/', 'history/unload/stray.json.gz'), true);
     assert.equal(mayHoldKeys('history/', 'history/unload/reconcile/r1/counts'), true);
     assert.equal(mayHoldKeys('history/', 'reports/reconcile/r1/report.json'), true);
+  });
+});
+
+/** The product's source files (functions/, lib/, bin/), but raw-layout.ts, as `[path, text]`. */
+function productSources(): [string, string][] {
+  const out: [string, string][] = [];
+  for (const dir of ['functions', 'lib', 'bin']) {
+    for (const f of readdirSync(path.join(PACKAGE_ROOT, dir), { recursive: true, encoding: 'utf8' })) {
+      const file = path.posix.join(dir, f.split(path.sep).join('/'));
+      if (!/\.(ts|mts|mjs)$/.test(file) || file.endsWith('.d.ts') || file === 'functions/adapters/raw-layout.ts') continue;
+      out.push([file, readFileSync(path.join(PACKAGE_ROOT, file), 'utf8')]);
+    }
+  }
+  return out;
+}
+
+/**
+ * Where a source builds one of a run's object names itself: the name appended to an expression
+ * (`${prefix}queries.json`), to an IAM wildcard (`…*\u002Fbuckets.json`), or as a string literal
+ * (`'summary.json'`). Doc comments name them as `<run>/queries.json`, which none of these match;
+ * a comment that wrote an IAM wildcard out would, and should say it otherwise.
+ */
+function runNamesBuiltOutsideLayout(files: readonly (readonly [string, string])[]): string[] {
+  const names = [...Object.values(RUN_FILES), ...Object.values(RUN_FOLDERS)];
+  const escaped = (name: string) => name.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+  const patterns = names.map((name) => ({ name, re: new RegExp(`(?:\\}|\\*/|['"])${escaped(name)}(?![\\w])`) }));
+  const found: string[] = [];
+  for (const [file, text] of files) for (const { name, re } of patterns) if (re.test(text)) found.push(`${file}: ${name}`);
+  return found;
+}
+
+describe('raw layout: the only place that names a run\'s objects', () => {
+  const files = productSources();
+
+  it('reads the product sources', () => {
+    assert.ok(files.length > 100, `${files.length} files`);
+    assert.ok(files.some(([f]) => f === 'functions/erase/erase.ts') && files.some(([f]) => f === 'lib/replay/jobs.ts') && files.some(([f]) => f.startsWith('bin/')));
+  });
+
+  it('finds no run object named outside raw-layout.ts', () => {
+    assert.deepEqual(runNamesBuiltOutsideLayout(files), []);
+  });
+
+  it('would find one that came back', () => {
+    // Source text as the product would have it (template literals with their placeholders escaped).
+    const back: [string, string][] = [
+      ['a.ts', `const key = \`\${prefix}queries.json\`;`],
+      ['b.ts', `putJson(s3, bucket, \`\${erasePrefix(config, runId)}results/\${String(n).padStart(6, '0')}.json\`, out);`],
+      ['c.ts', `bucket.arnForObjects(\`\${runs}*/buckets.json\`)`],
+      ['d.ts', `const summaryKey = prefix + 'summary.json';`],
+      ['e.ts', `const items = \`\${runPrefix(config, runId)}objects.jsonl\`;`],
+      ['f.ts', `const request = \`\${p}request.json\`, manifest = \`\${p}manifest.json\`, exports = \`\${p}exports.json\`;`],
+    ];
+    assert.deepEqual(runNamesBuiltOutsideLayout(back), [
+      'a.ts: queries.json',
+      'b.ts: results/',
+      'c.ts: buckets.json',
+      'd.ts: summary.json',
+      'e.ts: objects.jsonl',
+      'f.ts: exports.json',
+      'f.ts: manifest.json',
+      'f.ts: request.json',
+    ]);
+    // What the doc comments say, and names that only begin like a run's object, are not builds.
+    assert.deepEqual(runNamesBuiltOutsideLayout([['g.ts', ` * S3 layout: <jobs>replay/<run>/{manifest.json, queries.json}, \`<run>/objects.jsonl\`\nconst k = \`\${p}keys.jsonl.gz\`;`]]), []);
   });
 });
