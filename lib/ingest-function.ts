@@ -14,7 +14,7 @@ import type { TidemarkConfig } from './config/config.js';
 import { INGEST_RUNTIME, MAX_ENVIRONMENT_BYTES, METRIC_NAMESPACE, SERVICE_NAME } from './defaults.js';
 import { handlerCode } from './handler-asset.js';
 import type { LedgerKeyAccess } from './replay/jobs.js';
-import { readsAuroraDsql, splitPartsPrefix } from '../functions/adapters/raw-layout.js';
+import { readsAuroraDsql, spilledRowsPrefix, splitPartsPrefix } from '../functions/adapters/raw-layout.js';
 
 /**
  * DynamoDB actions on the target tables: guarded puts and patches (PutItem, UpdateItem), the
@@ -144,7 +144,7 @@ export class IngestFunction extends Construct {
       }),
     );
     // A patch on a spilled row is merged with the spilled copy, read back from S3.
-    this.role.addToPrincipalPolicy(new iam.PolicyStatement({ sid: 'ReadSpilledRows', actions: ['s3:GetObject'], resources: [bucket.arnForObjects(`${config.raw.prefix}spill/*`)] }));
+    this.role.addToPrincipalPolicy(new iam.PolicyStatement({ sid: 'ReadSpilledRows', actions: ['s3:GetObject'], resources: [bucket.arnForObjects(`${spilledRowsPrefix(config.raw.prefix)}*`)] }));
     // By name, not by reference: the tables may live in nested stacks, and a name needs no output.
     const targets = tableStatements(this, 'GuardedWritesAndTruncate', TARGET_TABLE_ACTIONS, config.tables.map((t) => t.target));
     for (const s of [...targets, ...tableStatements(this, 'StatusRows', STATUS_TABLE_ACTIONS, [config.statusTable])]) this.role.addToPrincipalPolicy(s);

@@ -3,7 +3,7 @@
  * reason it is true for this pipeline. Acknowledged with `Validations.of(construct).acknowledge`.
  */
 import { type CfnResource, Stack, Validations } from 'aws-cdk-lib';
-import { readsAuroraDsql, splitPartsPrefix } from '../functions/adapters/raw-layout.js';
+import { readsAuroraDsql, spilledRowsPrefix, splitPartsPrefix } from '../functions/adapters/raw-layout.js';
 import type { TidemarkPipeline } from './pipeline.js';
 
 export function suppressJustifiedFindings(pipeline: TidemarkPipeline): void {
@@ -26,8 +26,8 @@ export function suppressJustifiedFindings(pipeline: TidemarkPipeline): void {
     });
   }
   Validations.of(pipeline.ingest.role).acknowledge({
-    id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/${config.raw.prefix}spill/*]`,
-    reason: `s3:GetObject is limited to spilled rows ("${config.raw.prefix}spill/"), read back to merge a patch; their keys are per row and position.`,
+    id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/${spilledRowsPrefix(config.raw.prefix)}*]`,
+    reason: `s3:GetObject is limited to spilled rows ("${spilledRowsPrefix(config.raw.prefix)}"), read back to merge a patch; their keys are per row and position.`,
   });
   if (readsAuroraDsql(config)) {
     Validations.of(pipeline.ingest.role).acknowledge({

@@ -19,6 +19,7 @@ import { PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import type { TidemarkConfig } from '../../lib/config/config.js';
 import type { JsonValue } from '../../functions/core/json.js';
 import { replayContext } from '../../functions/composition.js';
+import { runFile } from '../../functions/adapters/raw-layout.js';
 import { ledgerViewFor, replayTables } from '../../functions/replay/deps.js';
 import { replayStep } from '../../functions/replay/handler.js';
 import { validateReplayRequest } from '../../functions/replay/inputs.js';
@@ -122,7 +123,7 @@ async function requestOf(cfg: TidemarkConfig, o: ReplayCliOptions, ctx: JobConte
   const runId = newRunId('replay');
   let keysKey: string | undefined;
   if (s.keys) {
-    keysKey = `${runPrefix(cfg, runId)}keys.json`;
+    keysKey = runFile(runPrefix(cfg, runId), 'keys');
     const body = JSON.stringify(Object.fromEntries([...s.keys].map(([t, set]) => [t, [...set]])));
     await ctx.clients.s3.send(new PutObjectCommand({ Bucket: cfg.raw.bucket, Key: keysKey, Body: body, ContentType: 'application/json' }));
   }

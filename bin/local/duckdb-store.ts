@@ -16,7 +16,7 @@ import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
-import { encodeSegment, hourPath } from '../../functions/adapters/raw-layout.js';
+import { encodeSegment, quarantineHourPrefix, rawHourPrefix, rawTableHourPrefix, runPartitionPrefix } from '../../functions/adapters/raw-layout.js';
 import { mapLimit } from '../../functions/core/concurrency.js';
 import { deleteOlderVersions } from '../../functions/erase/erase.js';
 import type { TableName } from '../../functions/sql/schemas.js';
@@ -75,16 +75,16 @@ export async function sourceKeys(s3: S3Client, layout: StoreLayout, table: Table
   switch (table) {
     case 'raw_lines':
       if (f.objects) return f.objects.map((u) => keyOfUri(layout, u));
-      return collect(s3, layout.bucket, hoursOf(f).map((h) => `${layout.rawPrefix}${hourPath(h)}/`), gz);
+      return collect(s3, layout.bucket, hoursOf(f).map((h) => rawHourPrefix(layout.rawPrefix, h)), gz);
     case 'raw_events':
-      return collect(s3, layout.bucket, (f.segments ?? []).flatMap((seg) => hoursOf(f).map((h) => `${layout.rawPrefix}table=${seg}/${hourPath(h)}/`)), gz);
+      return collect(s3, layout.bucket, (f.segments ?? []).flatMap((seg) => hoursOf(f).map((h) => rawTableHourPrefix(layout.rawPrefix, seg, h))), gz);
     case 'quarantine_lines':
-      return collect(s3, layout.bucket, hoursOf(f).map((h) => `${layout.quarantinePrefix}${hourPath(h)}/`), gz);
+      return collect(s3, layout.bucket, hoursOf(f).map((h) => quarantineHourPrefix(layout.quarantinePrefix, h)), gz);
     case 'table_side':
-      return collect(s3, layout.bucket, [`${layout.tableSidePrefix}run_id=${encodeSegment(f.runId ?? '')}/`]);
+      return collect(s3, layout.bucket, [runPartitionPrefix(layout.tableSidePrefix, f.runId ?? '')]);
     case 'erase_keys':
       if (layout.eraseKeysPrefix === undefined) throw new Error('the engine was built without eraseKeysPrefix, which the erase statements read');
-      return collect(s3, layout.bucket, [`${layout.eraseKeysPrefix}run_id=${encodeSegment(f.runId ?? '')}/`]);
+      return collect(s3, layout.bucket, [runPartitionPrefix(layout.eraseKeysPrefix, f.runId ?? '')]);
     default:
       throw new Error(`${table} is not a JSON source`);
   }

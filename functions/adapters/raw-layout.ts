@@ -10,6 +10,7 @@
  *   <quarantine>dt=2026-11-30/hr=06/<shard>-<first seq>-<last seq>-<digest>.jsonl.gz         quarantine
  *   aws/lambda/<mapping id>/<shard>/2026/11/30/...                                          on-failure (Lambda's)
  *   <jobs>replay/<run>/…   <jobs>erase/<run>/…   <reports>reconcile/<run>/…   <reports>snapshot/<run>/…
+ *   <run>queries.json  <run>summary.json  <run>results/000042.json  …                      a run's objects (`RUN_FILES`, `RUN_FOLDERS`)
  *
  * Table and shard names are path segments in one of two encodings:
  * - current, injective (`encodeSegment`): ASCII letters, digits, `.`, `_` and `-` kept, every other
@@ -154,6 +155,9 @@ export const rawHourPrefix = (rawPrefix: string, hourStart: number): string => `
 /** One day of raw batch objects. */
 export const rawDayPrefix = (rawPrefix: string, dayStart: number): string => `${rawPrefix}${dayPath(dayStart)}/`;
 
+/** One day of a table segment's raw objects (the first layout). */
+export const rawTableDayPrefix = (rawPrefix: string, segment: string, dayStart: number): string => `${rawTablePrefix(rawPrefix, segment)}${dayPath(dayStart)}/`;
+
 /** A raw object of one table's lines of one batch: the first layout, still read by every reader. */
 export function rawObjectKey(rawPrefix: string, table: string, batch: BatchCoordinates, digest: string): string {
   return `${rawPrefix}table=${encodeSegment(table)}/${hourPath(batch.firstArrival)}/${batchFileName(batch, digest)}`;
@@ -179,8 +183,11 @@ export const rawTableHourPrefix = (rawPrefix: string, segment: string, hourStart
 
 /** A quarantine object of one batch. */
 export function quarantineObjectKey(quarantinePrefix: string, batch: BatchCoordinates, digest: string): string {
-  return `${quarantinePrefix}${hourPath(batch.firstArrival)}/${batchFileName(batch, digest)}`;
+  return `${quarantineHourPrefix(quarantinePrefix, batch.firstArrival)}${batchFileName(batch, digest)}`;
 }
+
+/** One hour of quarantine objects: where the batches that began in the hour put what they could not land. */
+export const quarantineHourPrefix = (quarantinePrefix: string, hourStart: number): string => `${quarantinePrefix}${hourPath(hourStart)}/`;
 
 /** Where a raw object sits in the layout, read from its key. */
 export interface RawObjectKeyParts {
@@ -227,8 +234,11 @@ export function spillObjectKey(rawPrefix: string, table: string, keyId: string, 
   return `${spillPrefix(rawPrefix, encodeSegment(table), keyId)}${position}.json.gz`;
 }
 
+/** Where every spilled row sits (the ingest's and replay's grants, and their acknowledgements). */
+export const spilledRowsPrefix = (rawPrefix: string): string => `${rawPrefix}spill/`;
+
 /** Where a key's spilled rows sit under one table segment. */
-export const spillPrefix = (rawPrefix: string, segment: string, keyId: string): string => `${rawPrefix}spill/table=${segment}/${spillKeyDigest(keyId)}/`;
+export const spillPrefix = (rawPrefix: string, segment: string, keyId: string): string => `${spilledRowsPrefix(rawPrefix)}table=${segment}/${spillKeyDigest(keyId)}/`;
 
 /**
  * A spilled row's object key as a log line or an error may show it: the segment naming the key
@@ -254,17 +264,95 @@ export type JobRunKind = 'replay' | 'erase' | 'compaction' | 'maintenance';
 /** The jobs whose runs keep scratch space and reports under the report prefix. */
 export type ReportRunKind = 'reconcile' | 'snapshot';
 
-/** Where one run of a replay or an erase keeps its request, manifest, results and summary. */
-export const jobRunPrefix = (jobsPrefix: string, kind: JobRunKind, runId: string): string => `${jobsPrefix}${kind}/${runId}/`;
+/** Where every run of one job sits: `<jobs><kind>/` (a grant over all of them, or a check that a key is one of theirs). */
+export const jobRunsPrefix = (jobsPrefix: string, kind: JobRunKind): string => `${jobsPrefix}${kind}/`;
+
+/**
+ * Where one run of a replay, an erase, a compaction or a table maintenance keeps its objects
+ * (`RUN_FILES`, `RUN_FOLDERS`). A run id of `*` gives the IAM resource pattern of one object of
+ * every run (lib/replay/jobs.ts): `runFile(jobRunPrefix('jobs/', 'replay', '*'), 'queries')`.
+ */
+export const jobRunPrefix = (jobsPrefix: string, kind: JobRunKind, runId: string): string => `${jobRunsPrefix(jobsPrefix, kind)}${runId}/`;
+
+/** Where every run of reconcile or of snapshot detection sits: `<reports><kind>/`. */
+export const reportRunsPrefix = (reportPrefix: string, kind: ReportRunKind): string => `${reportPrefix}${kind}/`;
 
 /** Where one run of reconcile or snapshot detection keeps its scratch objects and its report. */
-export const reportRunPrefix = (reportPrefix: string, kind: ReportRunKind, runId: string): string => `${reportPrefix}${kind}/${runId}/`;
+export const reportRunPrefix = (reportPrefix: string, kind: ReportRunKind, runId: string): string => `${reportRunsPrefix(reportPrefix, kind)}${runId}/`;
 
 /** Where reconcile keeps a table's reports, one pair of objects per run. */
-export const tableReportKey = (reportPrefix: string, table: string, runId: string, suffix: string): string => `${reportPrefix}reconcile/${encodeURIComponent(table)}/${runId}${suffix}`;
+export const tableReportKey = (reportPrefix: string, table: string, runId: string, suffix: string): string => `${reportRunsPrefix(reportPrefix, 'reconcile')}${encodeURIComponent(table)}/${runId}${suffix}`;
+
+/** Where uploaded key-set manifests go (reconcile reads them). */
+export const manifestUploadsPrefix = (reportPrefix: string): string => `${reportPrefix}manifests/`;
 
 /** Where an uploaded key-set manifest goes. */
-export const manifestUploadKey = (reportPrefix: string, name: string, at: number): string => `${reportPrefix}manifests/${at}-${name}`;
+export const manifestUploadKey = (reportPrefix: string, name: string, at: number): string => `${manifestUploadsPrefix(reportPrefix)}${at}-${name}`;
+
+/**
+ * The objects a job run keeps under its run prefix (`jobRunPrefix`, `reportRunPrefix`), by the
+ * name `runFile` takes:
+ * - replay: `manifest`, `keys` (the CLI's `--keys`), `queries`, `buckets` (the Map's items),
+ *   `summary`, `verify` (fresh only);
+ * - erase: `request` (the keys: with erase_keys the only objects that hold them), `begin`,
+ *   `findQueries`, `historyQueries`, `objects` (the Rewrite Map's items), `summary`;
+ * - compaction, table maintenance and snapshot detection: `queries`; snapshot detection: `report`;
+ * - reconcile: `run`, `exports` (the export Map's items), `classifyQueries`, `windowQueries`,
+ *   `repairKeys`, `repairQueries`, `repairOutcomes`, `report`.
+ */
+export const RUN_FILES = {
+  begin: 'begin.json',
+  buckets: 'buckets.json',
+  classifyQueries: 'classify-queries.json',
+  exports: 'exports.json',
+  findQueries: 'find-queries.json',
+  historyQueries: 'history-queries.json',
+  keys: 'keys.json',
+  manifest: 'manifest.json',
+  objects: 'objects.jsonl',
+  queries: 'queries.json',
+  repairKeys: 'repair-keys.json',
+  repairOutcomes: 'repair-outcomes.json',
+  repairQueries: 'repair-queries.json',
+  report: 'report.json',
+  request: 'request.json',
+  run: 'run.json',
+  summary: 'summary.json',
+  verify: 'verify.json',
+  windowQueries: 'window-queries.json',
+} as const;
+
+export type RunFileName = keyof typeof RUN_FILES;
+
+/** One object of a run: `runFile('jobs/erase/r1/', 'request')` is `jobs/erase/r1/request.json`. */
+export const runFile = (runPrefix: string, name: RunFileName): string => `${runPrefix}${RUN_FILES[name]}`;
+
+/**
+ * The folders a job run keeps under its run prefix, by the name `runFolder` takes: `results` (one
+ * object per batch or bucket applied: replay, erase), `events` (replay's selection, UNLOADed by key
+ * bucket), `objects` and `found` (erase's finds, UNLOADed), `findings` (reconcile's, as parts).
+ */
+export const RUN_FOLDERS = {
+  events: 'events/',
+  findings: 'findings/',
+  found: 'found/',
+  objects: 'objects/',
+  results: 'results/',
+} as const;
+
+export type RunFolderName = keyof typeof RUN_FOLDERS;
+
+/** One folder of a run: `runFolder('jobs/replay/r1/', 'events')` is `jobs/replay/r1/events/`. */
+export const runFolder = (runPrefix: string, name: RunFolderName): string => `${runPrefix}${RUN_FOLDERS[name]}`;
+
+/** Where a run's per-batch results sit: list it to add them up. */
+export const resultsPrefix = (runPrefix: string): string => runFolder(runPrefix, 'results');
+
+/** The result of batch (or key bucket) `n` of a run: `<run>results/000042.json`, six digits so a listing is in batch order. */
+export const resultKey = (runPrefix: string, n: number): string => `${resultsPrefix(runPrefix)}${String(n).padStart(6, '0')}.json`;
+
+/** Part `n` of reconcile's findings: `<run>findings/part-00003.jsonl.gz`. */
+export const findingsPartKey = (runPrefix: string, n: number): string => `${runFolder(runPrefix, 'findings')}part-${String(n).padStart(5, '0')}.jsonl.gz`;
 
 // ---------------------------------------------------------------------------------------------
 // History (docs/history.md)
@@ -282,25 +370,36 @@ export const historyWarehousePrefix = (historyPrefix: string): string => `${hist
 /** Where reconcile's table side files go: `<prefix>run_id=<run>/…`. */
 export const tableSidePrefix = (historyPrefix: string): string => `${historyPrefix}table_side/`;
 
+/** One run's partition of a table keyed by run (table_side, erase_keys): `<root>run_id=<run>/`. */
+export const runPartitionPrefix = (root: string, runId: string): string => `${root}run_id=${encodeSegment(runId)}/`;
+
 /** The table side files of one reconcile run. */
-export const tableSideRunPrefix = (historyPrefix: string, runId: string): string => `${tableSidePrefix(historyPrefix)}run_id=${encodeSegment(runId)}/`;
+export const tableSideRunPrefix = (historyPrefix: string, runId: string): string => runPartitionPrefix(tableSidePrefix(historyPrefix), runId);
 
 /** Where the erase runs' keys tables go: `<prefix>run_id=<run>/keys.jsonl.gz` (the Glue table `erase_keys`). */
 export const eraseKeysPrefix = (historyPrefix: string): string => `${historyPrefix}erase_keys/`;
 
 /** The keys of one erase run: the only place besides the requests that holds the keys themselves. */
-export const eraseKeysRunPrefix = (historyPrefix: string, runId: string): string => `${eraseKeysPrefix(historyPrefix)}run_id=${encodeSegment(runId)}/`;
+export const eraseKeysRunPrefix = (historyPrefix: string, runId: string): string => runPartitionPrefix(eraseKeysPrefix(historyPrefix), runId);
+
+/** The one object of an erase run's keys: `<history>erase_keys/run_id=<run>/keys.jsonl.gz`. */
+export const eraseKeysObjectKey = (historyPrefix: string, runId: string): string => `${eraseKeysRunPrefix(historyPrefix, runId)}keys.jsonl.gz`;
+
+/** Where compaction keeps its state (its frontier and the hour markers). */
+export const compactionStatePrefix = (historyPrefix: string): string => `${historyPrefix}state/`;
 
 /** Compaction's state: its frontier, and one marker per compacted hour. */
-export const compactionFrontierKey = (historyPrefix: string): string => `${historyPrefix}state/compaction.json`;
-export const compactedHourKey = (historyPrefix: string, hourStart: number): string => `${historyPrefix}state/hours/${hourPath(hourStart)}.json`;
+export const compactionFrontierKey = (historyPrefix: string): string => `${compactionStatePrefix(historyPrefix)}compaction.json`;
+export const compactedHourKey = (historyPrefix: string, hourStart: number): string => `${compactionStatePrefix(historyPrefix)}hours/${hourPath(hourStart)}.json`;
 
 /** Every job's SQL outputs (UNLOAD files), under `<history>unload/`. */
 export const jobOutputsPrefix = (historyPrefix: string): string => `${historyPrefix}unload/`;
 
+/** Every query output of one job: `<history>unload/<job>/`. */
+export const jobUnloadPrefix = (historyPrefix: string, job: string): string => `${jobOutputsPrefix(historyPrefix)}${encodeSegment(job)}/`;
+
 /** The prefix of one query output of one job run: `<history>unload/<job>/<run>/<part>/`. */
-export const unloadPrefix = (historyPrefix: string, job: string, runId: string, part: string): string =>
-  `${historyPrefix}unload/${encodeSegment(job)}/${encodeSegment(runId)}/${encodeSegment(part)}/`;
+export const unloadPrefix = (historyPrefix: string, job: string, runId: string, part: string): string => `${jobUnloadPrefix(historyPrefix, job)}${encodeSegment(runId)}/${encodeSegment(part)}/`;
 
 /**
  * The job outputs whose rows can hold keys or row values: reconcile's findings, window keys, export

@@ -29,7 +29,7 @@ import { gunzip } from 'node:zlib';
 import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import type { RawRecord } from '../core/normalize.js';
 import type { TransportMeta } from '../core/types.js';
-import { dayPath, parseRawObjectKey, rawBatchesPrefix, type RawObjectKeyParts, rawTablePrefix, rawTablesPrefix, segmentNames } from './raw-layout.js';
+import { parseRawObjectKey, rawBatchesPrefix, rawDayPrefix, type RawObjectKeyParts, rawTableDayPrefix, rawTablePrefix, rawTablesPrefix, segmentNames } from './raw-layout.js';
 
 const gunzipAsync = promisify(gunzip);
 const HOUR_MS = 3_600_000;
@@ -116,8 +116,8 @@ export async function tableSegments(s3: S3Client, bucket: string, prefix: string
 export async function listRawObjects(s3: S3Client, options: ListRawOptions): Promise<RawObjectRef[]> {
   const out: RawObjectRef[] = await listBatchObjects(s3, options);
   for (const segment of await tableSegments(s3, options.bucket, options.prefix, options.table)) {
-    const base = rawTablePrefix(options.prefix, segment);
-    for (const listPrefix of dayPrefixes(base, options)) {
+    const whole = rawTablePrefix(options.prefix, segment);
+    for (const listPrefix of dayPrefixes(whole, (day) => rawTableDayPrefix(options.prefix, segment, day), options)) {
       const { keys } = await listAll(s3, options.bucket, listPrefix);
       for (const k of keys) {
         const parts = parseRawObjectKey(options.prefix, k.key);
@@ -131,7 +131,7 @@ export async function listRawObjects(s3: S3Client, options: ListRawOptions): Pro
 /** The batch objects (one per batch, every table) whose hour overlaps the range. */
 export async function listBatchObjects(s3: S3Client, options: RawRange & { readonly bucket: string; readonly prefix: string }): Promise<RawObjectRef[]> {
   const out: RawObjectRef[] = [];
-  for (const listPrefix of dayPrefixes(rawBatchesPrefix(options.prefix), options, true)) {
+  for (const listPrefix of dayPrefixes(rawBatchesPrefix(options.prefix), (day) => rawDayPrefix(options.prefix, day), options)) {
     const { keys } = await listAll(s3, options.bucket, listPrefix);
     for (const k of keys) {
       const parts = parseRawObjectKey(options.prefix, k.key);
@@ -141,16 +141,15 @@ export async function listBatchObjects(s3: S3Client, options: RawRange & { reado
   return out;
 }
 
-/** One listing per day of a bounded range (a month at most); the whole segment otherwise. */
-function dayPrefixes(base: string, range: RawRange, batches = false): string[] {
-  if (range.since === undefined) return [base];
+/** One listing per day of a bounded range (a month at most), each `dayPrefix` of the day's start; `whole` otherwise. */
+function dayPrefixes(whole: string, dayPrefix: (dayStart: number) => string, range: RawRange): string[] {
+  if (range.since === undefined) return [whole];
   const end = range.until ?? Date.now();
   const first = Math.floor((range.since - 2 * HOUR_MS) / (24 * HOUR_MS));
   const last = Math.floor(end / (24 * HOUR_MS));
-  if (last - first > 31) return [base];
+  if (last - first > 31) return [whole];
   const out: string[] = [];
-  // `base` of the batch objects already ends in `dt=`.
-  for (let d = first; d <= last; d++) out.push(batches ? `${base}${dayPath(d * 24 * HOUR_MS).slice(3)}/` : `${base}${dayPath(d * 24 * HOUR_MS)}/`);
+  for (let d = first; d <= last; d++) out.push(dayPrefix(d * 24 * HOUR_MS));
   return out;
 }
 

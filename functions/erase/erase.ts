@@ -52,7 +52,7 @@ import { asError, errorMessage, TidemarkError } from '../core/errors.js';
 import { type JsonObject, parseJson } from '../core/json.js';
 import { keyId, normalizeKey } from '../core/keys.js';
 import { keyAttributes, META } from '../adapters/item-codec.js';
-import { eraseKeysRunPrefix, jobRunPrefix } from '../adapters/raw-layout.js';
+import { eraseKeysObjectKey, eraseKeysRunPrefix, jobRunPrefix, resultKey, resultsPrefix, runFile } from '../adapters/raw-layout.js';
 import { rewriteIfUnchanged } from '../adapters/conditional-rewrite.js';
 import type { Log } from '../telemetry/sinks.js';
 import { canonicalKeyText, keyFilterMetadata } from '../core/key-filter.js';
@@ -113,9 +113,9 @@ export interface Resolved {
 }
 
 export const erasePrefix = (config: TidemarkConfig, runId: string) => jobRunPrefix(config.replay.jobsPrefix, 'erase', runId);
-const beginKey = (config: TidemarkConfig, runId: string) => `${erasePrefix(config, runId)}begin.json`;
+const beginKey = (config: TidemarkConfig, runId: string) => runFile(erasePrefix(config, runId), 'begin');
 /** The run's keys as erase_keys holds them. */
-export const eraseKeysObject = (config: TidemarkConfig, runId: string) => `${eraseKeysRunPrefix(config.history.prefix, runId)}keys.jsonl.gz`;
+export const eraseKeysObject = (config: TidemarkConfig, runId: string) => eraseKeysObjectKey(config.history.prefix, runId);
 
 async function putJson(s3: S3Client, bucket: string, key: string, value: unknown): Promise<void> {
   await s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: JSON.stringify(value), ContentType: 'application/json' }));
@@ -155,7 +155,7 @@ export async function submitEraseBatch(ctx: EraseContext, runId: string, request
   if (requests.length > MAX_KEYS_PER_RUN) throw new EraseError(`an erase run takes at most ${MAX_KEYS_PER_RUN} keys, got ${requests.length}: split the requests over several runs`);
   checkRequests(ctx.config, requests);
   await ledgerKeysOf(ctx);
-  const key = `${erasePrefix(ctx.config, runId)}request.json`;
+  const key = runFile(erasePrefix(ctx.config, runId), 'request');
   const stored: StoredRequests = { requests: requests.map((r) => ({ table: r.table, key: r.key, reason: r.reason, ...(r.blockFuture === true ? { blockFuture: true } : {}) })) };
   await putJson(ctx.clients.s3, ctx.config.raw.bucket, key, stored);
   return key;
@@ -513,7 +513,7 @@ export async function rewriteEraseBatch(ctx: EraseContext, input: { runId: strin
     if (objectKey === null) throw new EraseError(`${uri} is not a raw object of s3://${bucket}/${ctx.config.raw.prefix}`);
     await rewriteObject(s3, bucket, objectKey, keys, out);
   }
-  await putJson(s3, bucket, `${erasePrefix(ctx.config, input.runId)}results/${String(input.batch).padStart(6, '0')}.json`, out);
+  await putJson(s3, bucket, resultKey(erasePrefix(ctx.config, input.runId), input.batch), out);
   return { ...out };
 }
 
@@ -701,7 +701,7 @@ export async function finishErase(ctx: EraseContext, input: { runId: string; req
   const bucket = ctx.config.raw.bucket;
   const prefix = erasePrefix(ctx.config, input.runId);
   const begun = new Map((await getJson<BeginEntry[]>(s3, bucket, beginKey(ctx.config, input.runId))).map((e) => [e.request, e]));
-  const totals = await addUpResults(s3, bucket, `${prefix}results/`);
+  const totals = await addUpResults(s3, bucket, resultsPrefix(prefix));
   const history = await readFound(ctx, input.runId);
   const now = (ctx.now ?? Date.now)();
   const keys = all.map(erasedKey);
@@ -738,7 +738,7 @@ export async function finishErase(ctx: EraseContext, input: { runId: string; req
     keysObjectsDeleted,
     results,
   };
-  await putJson(s3, bucket, `${prefix}summary.json`, summary);
+  await putJson(s3, bucket, runFile(prefix, 'summary'), summary);
   await deleteEverywhere(s3, bucket, input.requestKey);
   return summary;
 }

@@ -26,7 +26,7 @@ import { gunzipSync } from 'node:zlib';
 import type { TidemarkConfig } from '../config/types.js';
 import { historyDatabase } from '../config/types.js';
 import { TidemarkError } from '../core/errors.js';
-import { jobRunPrefix, parseRawObjectKey, rawBatchesPrefix, rawTablePrefix, tableSegments } from '../adapters/raw-layout.js';
+import { jobRunPrefix, jobRunsPrefix, parseRawObjectKey, rawBatchesPrefix, rawTablePrefix, runFile, runFolder, tableSegments } from '../adapters/raw-layout.js';
 import { listObjectKeys } from '../adapters/s3-list.js';
 import { athena, buildStatements, HOUR_MS, type LegacyTable, render, type StatementArgs, type StatementName } from '../sql/index.js';
 import type { Log } from '../telemetry/sinks.js';
@@ -70,8 +70,8 @@ export interface EraseQueryRef {
 }
 
 const runPrefix = (config: TidemarkConfig, runId: string) => jobRunPrefix(config.replay.jobsPrefix, 'erase', runId);
-export const objectsOutputPrefix = (config: TidemarkConfig, runId: string) => `${runPrefix(config, runId)}objects/`;
-export const foundOutputPrefix = (config: TidemarkConfig, runId: string) => `${runPrefix(config, runId)}found/`;
+export const objectsOutputPrefix = (config: TidemarkConfig, runId: string) => runFolder(runPrefix(config, runId), 'objects');
+export const foundOutputPrefix = (config: TidemarkConfig, runId: string) => runFolder(runPrefix(config, runId), 'found');
 const s3Uri = (config: TidemarkConfig, key: string) => `s3://${config.raw.bucket}/${key}`;
 
 function refs<N extends StatementName>(name: N, args: StatementArgs<N>, database: string): EraseQueryRef[] {
@@ -147,14 +147,14 @@ export async function eraseQueries(ctx: Ctx, input: { runId: string; tables: rea
     ...refs('vacuum', { table: 'expected_state' }, db),
   ];
   const prefix = runPrefix(config, input.runId);
-  return { find: await store(ctx.clients.s3, config.raw.bucket, `${prefix}find-queries.json`, find), history: await store(ctx.clients.s3, config.raw.bucket, `${prefix}history-queries.json`, history) };
+  return { find: await store(ctx.clients.s3, config.raw.bucket, runFile(prefix, 'findQueries'), find), history: await store(ctx.clients.s3, config.raw.bucket, runFile(prefix, 'historyQueries'), history) };
 }
 
 const cache = new Map<string, readonly EraseQueryRef[]>();
 
 /** The query loop's fetch (`${JobQueryAtFunction}` of the erase machine): the query at `index`, and whether another follows. */
 export async function eraseQueryAt(ctx: Ctx, input: { queriesKey: string; index: number; count: number }): Promise<{ query: EraseQueryRef; next: number; more: boolean }> {
-  const root = `${ctx.config.replay.jobsPrefix}erase/`;
+  const root = jobRunsPrefix(ctx.config.replay.jobsPrefix, 'erase');
   if (typeof input.queriesKey !== 'string' || !input.queriesKey.startsWith(root)) throw new EraseQueryError(`the erase function reads only the erase runs' queries (under ${root})`);
   let queries = cache.get(input.queriesKey);
   if (!queries) {
@@ -203,7 +203,7 @@ export async function listEraseObjects(ctx: Ctx, input: { runId: string }): Prom
   const per = Math.max(config.replay.objectsPerBatch, Math.ceil(objects.length / MAX_BATCHES));
   const lines: string[] = [];
   for (let i = 0; i < objects.length; i += per) lines.push(JSON.stringify({ batch: lines.length, objects: objects.slice(i, i + per) }));
-  const itemsKey = `${runPrefix(config, input.runId)}objects.jsonl`;
+  const itemsKey = runFile(runPrefix(config, input.runId), 'objects');
   await ctx.clients.s3.send(new PutObjectCommand({ Bucket: config.raw.bucket, Key: itemsKey, Body: lines.length > 0 ? `${lines.join('\n')}\n` : '', ContentType: 'application/x-ndjson' }));
   ctx.log.info('erase found', { runId: input.runId, objects: objects.length, batches: lines.length });
   return { bucket: config.raw.bucket, itemsKey, objects: objects.length, batches: lines.length };

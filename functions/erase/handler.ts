@@ -8,6 +8,7 @@
  */
 import { Logger } from '@aws-lambda-powertools/logger';
 import { createRuntimeClients } from '../adapters/clients.js';
+import { runFile } from '../adapters/raw-layout.js';
 import { loadRuntimeConfig } from '../config/runtime.js';
 import { eraseContext } from '../composition.js';
 import type { JsonValue } from '../core/json.js';
@@ -57,7 +58,7 @@ export async function eraseStep(input: StepInput, ctx: EraseContext): Promise<Js
     case 'finish': {
       // The per-key results stay in S3: a run of many keys would not fit the state.
       const { results: _results, ...summary } = await finishErase(ctx, { runId, requestKey, ...(typeof input.found === 'number' ? { objects: input.found } : {}) });
-      return json({ ...summary, summaryKey: `${erasePrefix(ctx.config, runId)}summary.json` });
+      return json({ ...summary, summaryKey: runFile(erasePrefix(ctx.config, runId), 'summary') });
     }
     default:
       throw new UnknownEraseStepError(input.step);

@@ -14,7 +14,7 @@
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import type { TidemarkConfig } from '../config/types.js';
 import { TidemarkError } from '../core/errors.js';
-import { jobRunPrefix } from '../adapters/raw-layout.js';
+import { jobRunPrefix, resultsPrefix, runFile } from '../adapters/raw-layout.js';
 import type { Storage } from '../adapters/storage.js';
 import type { KeyRef, Log } from '../telemetry/sinks.js';
 import { addTally, emptyTally, type ReplayTally } from './engine.js';
@@ -112,7 +112,7 @@ async function manifestOf(ctx: JobContext, manifestKey: string): Promise<ReplayM
 
 export async function summarizeReplay(ctx: JobContext, input: { manifestKey: string }): Promise<ReplaySummary> {
   const m = await manifestOf(ctx, input.manifestKey);
-  const prefix = `${runPrefix(ctx.config, m.runId)}results/`;
+  const prefix = resultsPrefix(runPrefix(ctx.config, m.runId));
   const tally = emptyTally();
   let done = 0;
   let token: string | undefined;
@@ -126,7 +126,7 @@ export async function summarizeReplay(ctx: JobContext, input: { manifestKey: str
     }
     token = page.IsTruncated ? page.NextContinuationToken : undefined;
   } while (token);
-  const summaryKey = `${runPrefix(ctx.config, m.runId)}summary.json`;
+  const summaryKey = runFile(runPrefix(ctx.config, m.runId), 'summary');
   const summary: ReplaySummary = {
     runId: m.runId,
     target: m.request.into,
@@ -150,6 +150,6 @@ export async function verifyFresh(ctx: JobContext, input: { manifestKey: string 
   if (!table) throw new ReplayBatchError(`table ${m.tables[0]} is no longer configured`);
   const diff = await diffTables(ctx.clients.dynamodb, table, m.target.target);
   const steps = switchSteps(table, m.target.target, diff, m.target.createdBy ?? m.runId);
-  await putJson(ctx.clients.s3, ctx.config.raw.bucket, `${runPrefix(ctx.config, m.runId)}verify.json`, { diff, steps });
+  await putJson(ctx.clients.s3, ctx.config.raw.bucket, runFile(runPrefix(ctx.config, m.runId), 'verify'), { diff, steps });
   return { diff, steps };
 }

@@ -19,7 +19,7 @@ import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client
 import { Readable } from 'node:stream';
 import type { TidemarkConfig } from '../config/types.js';
 import { historyDatabase } from '../config/types.js';
-import { compactionFrontierKey, parseRawObjectKey, rawBatchesPrefix } from '../adapters/raw-layout.js';
+import { compactionFrontierKey, parseRawObjectKey, rawBatchesPrefix, resultKey, runFile, runFolder } from '../adapters/raw-layout.js';
 import { athena, buildStatements, HOUR_MS, render, type StatementArgs, type TableKeys } from '../sql/index.js';
 import { applyRows, compareRows, jsonLines, mergeSorted, type ReplayRow, rowOf } from './bucket-merge.js';
 import { buildReplayEngine, ledgerViewFor, replayTables } from './deps.js';
@@ -86,7 +86,7 @@ async function getJson<T>(s3: S3Client, bucket: string, key: string): Promise<T 
   }
 }
 
-export const eventsPrefix = (config: TidemarkConfig, runId: string): string => `${runPrefix(config, runId)}events/`;
+export const eventsPrefix = (config: TidemarkConfig, runId: string): string => runFolder(runPrefix(config, runId), 'events');
 
 /**
  * The first hour history does not hold (compaction's frontier), and the oldest raw batch hour:
@@ -165,10 +165,10 @@ export async function planReplaySql(ctx: JobContext, request: ReplayRequest): Pr
     historyDatabase(config),
   );
   const prefix = runPrefix(config, request.runId);
-  const queriesKey = `${prefix}queries.json`;
+  const queriesKey = runFile(prefix, 'queries');
   await putJson(clients.s3, config.raw.bucket, queriesKey, queries);
   const manifest: ReplayManifest = { runId: request.runId, request, tables, target, objects: 0, oldestLanding: since, sql: { eventsPrefix: eventsPrefix(config, request.runId), buckets: config.history.replayBuckets, uncompactedFrom: sources.uncompactedFrom } };
-  const manifestKey = `${prefix}manifest.json`;
+  const manifestKey = runFile(prefix, 'manifest');
   await putJson(clients.s3, config.raw.bucket, manifestKey, manifest);
   ctx.log.info('replay planned', { runId: request.runId, tables, buckets: config.history.replayBuckets, uncompactedFrom: sources.uncompactedFrom, target: request.into });
   return { runId: request.runId, manifestKey, bucket: config.raw.bucket, queries: { queriesKey, count: queries.length }, freshTable };
@@ -201,7 +201,7 @@ export async function listReplayBuckets(ctx: JobContext, input: { manifestKey: s
     files++;
   }
   const items = [...seen].sort((a, b) => a - b).map((bucket) => ({ bucket }));
-  const itemsKey = `${runPrefix(ctx.config, m.runId)}buckets.json`;
+  const itemsKey = runFile(runPrefix(ctx.config, m.runId), 'buckets');
   await putJson(ctx.clients.s3, ctx.config.raw.bucket, itemsKey, items);
   ctx.log.info('replay selected', { runId: m.runId, buckets: items.length, files });
   return { itemsKey, buckets: items.length, files };
@@ -232,7 +232,7 @@ export async function replayBucket(ctx: JobContext, input: { manifestKey: string
   const applied = await applyRows(engine, rows, { tables: m.tables }, { chunkRows: CHUNK_ROWS, ...(options.dryRun ? { dryRun: true } : {}) });
   const result: ReplayResult = { tally: applied.tally, dryRun: applied.dryRun, failures: applied.failures };
   if (!options.dryRun) {
-    await putJson(ctx.clients.s3, ctx.config.raw.bucket, `${runPrefix(ctx.config, m.runId)}results/${String(input.bucket).padStart(6, '0')}.json`, {
+    await putJson(ctx.clients.s3, ctx.config.raw.bucket, resultKey(runPrefix(ctx.config, m.runId), input.bucket), {
       bucket: input.bucket,
       files: files.length,
       rows: applied.rows,

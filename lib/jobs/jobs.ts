@@ -16,7 +16,7 @@ import type * as kms from 'aws-cdk-lib/aws-kms';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
-import { athenaResultsPrefix, encodeSegment, historyWarehousePrefix, rawBatchesPrefix, tableSidePrefix } from '../../functions/adapters/raw-layout.js';
+import { athenaResultsPrefix, compactionStatePrefix, historyWarehousePrefix, jobRunsPrefix, jobUnloadPrefix, manifestUploadsPrefix, rawBatchesPrefix, reportRunsPrefix, tableSidePrefix } from '../../functions/adapters/raw-layout.js';
 import { ALL_TABLES, RECONCILE_METRICS, RECONCILE_WINDOW_FINDINGS_METRIC, SNAPSHOT_FINDING_METRICS } from '../../functions/telemetry/job-metrics.js';
 import type { TidemarkConfig } from '../config/config.js';
 import type { CurrentState } from '../current-state.js';
@@ -69,19 +69,21 @@ export function jobPrefixes(config: Pick<TidemarkConfig, 'raw' | 'history' | 'jo
     rawBatches: rawBatchesPrefix(config.raw.prefix),
     quarantine: config.raw.quarantinePrefix,
     /** Compaction's frontier and hour markers. */
-    state: `${h}state/`,
+    state: compactionStatePrefix(h),
     warehouse: historyWarehousePrefix(h),
     tableSide: tableSidePrefix(h),
-    unloadReconcile: `${h}unload/${encodeSegment('reconcile')}/`,
-    unloadSnapshot: `${h}unload/${encodeSegment('snapshot')}/`,
+    unloadReconcile: jobUnloadPrefix(h, 'reconcile'),
+    unloadSnapshot: jobUnloadPrefix(h, 'snapshot'),
     athenaResults: athenaResultsPrefix(h),
     /** Compaction's stored queries (`<jobs prefix>compaction/<run>/`). */
-    compactionRuns: `${config.replay.jobsPrefix}compaction/`,
+    compactionRuns: jobRunsPrefix(config.replay.jobsPrefix, 'compaction'),
     /** Table maintenance's stored queries (`<jobs prefix>maintenance/<run>/`). */
-    maintenanceRuns: `${config.replay.jobsPrefix}maintenance/`,
+    maintenanceRuns: jobRunsPrefix(config.replay.jobsPrefix, 'maintenance'),
     /** Reconcile's and snapshot detection's runs and reports. */
-    reconcileReports: `${config.jobs.reportPrefix}reconcile/`,
-    snapshotReports: `${config.jobs.reportPrefix}snapshot/`,
+    reconcileReports: reportRunsPrefix(config.jobs.reportPrefix, 'reconcile'),
+    snapshotReports: reportRunsPrefix(config.jobs.reportPrefix, 'snapshot'),
+    /** Uploaded key-set manifests (reconcile --manifest). */
+    manifests: manifestUploadsPrefix(config.jobs.reportPrefix),
   };
 }
 
@@ -247,13 +249,13 @@ export class TidemarkJobs extends Construct {
         [
           list('ListResults', [p.unloadReconcile, p.tableSide]),
           // The findings and counts, the table side (a manifest's diff), repair outcomes and an uploaded manifest.
-          objects('ReadResults', ['s3:GetObject'], [p.unloadReconcile, p.tableSide, p.reconcileReports, `${config.jobs.reportPrefix}manifests/`]),
+          objects('ReadResults', ['s3:GetObject'], [p.unloadReconcile, p.tableSide, p.reconcileReports, p.manifests]),
           ...onTargets('ReadManifestKeys', ['dynamodb:BatchGetItem']),
           objects('WriteReports', ['s3:PutObject'], [p.reconcileReports]),
           objects('DeleteScratch', ['s3:DeleteObject'], [p.unloadReconcile, p.tableSide]),
           statement('RecordLastRun', ['dynamodb:UpdateItem'], [status]),
         ],
-        [p.unloadReconcile, p.tableSide, p.reconcileReports, `${config.jobs.reportPrefix}manifests/`],
+        [p.unloadReconcile, p.tableSide, p.reconcileReports, p.manifests],
       ),
       [QUERY_AT_FUNCTION]: queryAt,
     };

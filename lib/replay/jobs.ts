@@ -55,7 +55,20 @@ import { handlerCode } from '../handler-asset.js';
 import { encryptStateMachine, freshTableKeyStatement } from '../encryption.js';
 import { KEY_ACTIONS, tableStatements } from '../ingest-function.js';
 import type { RawStore } from '../raw-store.js';
-import { athenaResultsPrefix, compactionFrontierKey, eraseKeysPrefix, historyWarehousePrefix, jobOutputsPrefix, jobRunPrefix, rawBatchesPrefix, rawTablesPrefix } from '../../functions/adapters/raw-layout.js';
+import {
+  athenaResultsPrefix,
+  compactionFrontierKey,
+  eraseKeysPrefix,
+  historyWarehousePrefix,
+  jobOutputsPrefix,
+  jobRunPrefix,
+  jobRunsPrefix,
+  rawBatchesPrefix,
+  rawTablesPrefix,
+  runFile,
+  runFolder,
+  spilledRowsPrefix,
+} from '../../functions/adapters/raw-layout.js';
 import type { History, HistoryTableName } from '../history.js';
 import { ATHENA_WORKGROUP, QUERY_AT_FUNCTION } from '../jobs/asl.js';
 import { JobFunction } from '../jobs/job.js';
@@ -179,12 +192,13 @@ export class ReplayJobs extends Construct {
     const targetNames = config.tables.map((t) => t.target);
     const opts = { maxConcurrency: config.replay.maxConcurrency, toleratedFailurePercentage: config.replay.toleratedFailurePercentage };
 
-    const replayRuns = replayRunsPrefix(config);
+    // The stored query of every replay run (a run id of `*`).
+    const replayQueries = runFile(jobRunPrefix(jobs, 'replay', '*'), 'queries');
     const replay = this.jobFunction('Replay', `${config.name}-replay`, 'replay', props.entries?.replay, jobProps, [
       // Compaction's frontier (where history ends and raw begins), the run's objects, spilled rows.
-      statement('ReadFrontierRunsAndSpills', ['s3:GetObject'], [rawStore.bucket.arnForObjects(compactionFrontierKey(config.history.prefix)), rawStore.objectsUnder(jobs), rawStore.objectsUnder(`${raw.prefix}spill/`)]),
+      statement('ReadFrontierRunsAndSpills', ['s3:GetObject'], [rawStore.bucket.arnForObjects(compactionFrontierKey(config.history.prefix)), rawStore.objectsUnder(jobs), rawStore.objectsUnder(spilledRowsPrefix(raw.prefix))]),
       statement('ListRaw', ['s3:ListBucket'], [rawStore.bucket.bucketArn]),
-      statement('WriteJobsAndSpills', ['s3:PutObject'], [rawStore.objectsUnder(jobs), rawStore.objectsUnder(`${raw.prefix}spill/`)]),
+      statement('WriteJobsAndSpills', ['s3:PutObject'], [rawStore.objectsUnder(jobs), rawStore.objectsUnder(spilledRowsPrefix(raw.prefix))]),
       // The live tables: guarded writes, the diff's scan, and what a fresh table copies of them:
       // DescribeTable (key schema, encryption, deletion protection), DescribeContinuousBackups (PITR).
       ...tableStatements(this, 'GuardedReplayWrites', [...REPLAY_ITEM_ACTIONS, 'dynamodb:DescribeTable', 'dynamodb:DescribeContinuousBackups'], targetNames),
@@ -221,7 +235,7 @@ export class ReplayJobs extends Construct {
     this.codeDirectories = { replay: replay.directory, erase: erase.directory };
 
     // The query loop's fetch: the jobs bundle's `jobQueryAt`, allowed to read the replay runs' stored queries only.
-    const queryAtObjects = rawStore.bucket.arnForObjects(`${replayRuns}*/queries.json`);
+    const queryAtObjects = rawStore.bucket.arnForObjects(replayQueries);
     this.replayQueryAtFunction = new JobFunction(this, 'ReplayQueryAt', {
       config,
       job: 'replay',
@@ -230,7 +244,7 @@ export class ReplayJobs extends Construct {
       grant: (role) => {
         role.addToPrincipalPolicy(statement('ReadStoredQueries', ['s3:GetObject'], [queryAtObjects]));
         this.ledgerKey.grantRead(role);
-        Validations.of(role).acknowledge({ id: `AwsSolutions-IAM5[Resource::<${logicalId(rawStore.bucket)}.Arn>/${replayRuns}*/queries.json]`, reason: 'the stored query of a replay run; run ids are generated per run.' });
+        Validations.of(role).acknowledge({ id: `AwsSolutions-IAM5[Resource::<${logicalId(rawStore.bucket)}.Arn>/${replayQueries}]`, reason: 'the stored query of a replay run; run ids are generated per run.' });
       },
       ...(props.encryptionKey ? { encryptionKey: props.encryptionKey } : {}),
       ...(props.removalPolicy ? { removalPolicy: props.removalPolicy } : {}),
@@ -323,7 +337,7 @@ export class ReplayJobs extends Construct {
     const h = config.history.prefix;
     const stack = Stack.of(this);
     const bucket = rawStore.bucket;
-    const runs = jobRunPrefix(config.replay.jobsPrefix, 'erase', '').slice(0, -1);
+    const runs = jobRunsPrefix(config.replay.jobsPrefix, 'erase');
     const raw = [rawBatchesPrefix(config.raw.prefix), rawTablesPrefix(config.raw.prefix)];
     const keys = eraseKeysPrefix(h);
     const warehouse = historyWarehousePrefix(h);
@@ -401,10 +415,12 @@ export class ReplayJobs extends Construct {
     const { config, rawStore, history } = props;
     const stack = Stack.of(this);
     const bucket = rawStore.bucket;
-    const runs = replayRunsPrefix(config);
+    // Every replay run (a run id of `*`), for the IAM resource patterns of its objects.
+    const everyRun = jobRunPrefix(config.replay.jobsPrefix, 'replay', '*');
     const reads = [historyWarehousePrefix(config.history.prefix), config.raw.prefix];
     const results = athenaResultsPrefix(config.history.prefix);
-    const events = `${runs}*/events/`;
+    const events = runFolder(everyRun, 'events');
+    const buckets = runFile(everyRun, 'buckets');
     const add = (s: iam.PolicyStatement) => machine.addToRolePolicy(s);
     add(statement('RunSelectionQuery', [...ATHENA_QUERY_ACTIONS], [history.workGroupArn]));
     add(statement('ReadCatalog', [...GLUE_READ_ACTIONS], history.glueArns(REPLAY_SELECT_TABLES)));
@@ -413,7 +429,7 @@ export class ReplayJobs extends Construct {
     add(statement('QueryResults', ['s3:GetObject', 's3:PutObject', 's3:AbortMultipartUpload', 's3:ListMultipartUploadParts'], [rawStore.objectsUnder(results)]));
     add(statement('ReadQueryData', ['s3:GetObject'], reads.map((x) => rawStore.objectsUnder(x))));
     add(statement('UnloadEvents', ['s3:PutObject', 's3:AbortMultipartUpload', 's3:ListMultipartUploadParts'], [rawStore.objectsUnder(events)]));
-    add(statement('ReadMapItems', ['s3:GetObject'], [bucket.arnForObjects(`${runs}*/buckets.json`)]));
+    add(statement('ReadMapItems', ['s3:GetObject'], [bucket.arnForObjects(buckets)]));
     if (props.encryptionKey) {
       add(new iam.PolicyStatement({ sid: 'QueryDataUnderPipelineKey', actions: [...KEY_ACTIONS], resources: [props.encryptionKey.keyArn], conditions: { StringEquals: { 'kms:ViaService': `s3.${stack.region}.amazonaws.com` } } }));
     }
@@ -422,7 +438,7 @@ export class ReplayJobs extends Construct {
     for (const p of [results, ...reads, events]) {
       Validations.of(role).acknowledge({ id: `AwsSolutions-IAM5[Resource::${bucketId}/${p}*]`, reason: `objects under "${p}": query results, history files, raw batches and a run's selection are named per query, hour or run.` });
     }
-    Validations.of(role).acknowledge({ id: `AwsSolutions-IAM5[Resource::${bucketId}/${runs}*/buckets.json]`, reason: "the Map's ItemReader reads the run's bucket list; run ids are generated per run." });
+    Validations.of(role).acknowledge({ id: `AwsSolutions-IAM5[Resource::${bucketId}/${buckets}]`, reason: "the Map's ItemReader reads the run's bucket list; run ids are generated per run." });
   }
 
   /** The wildcards the job functions need, each with its reason (cdk-nag AwsSolutions). */
@@ -431,7 +447,7 @@ export class ReplayJobs extends Construct {
     const bucket = `<${logicalId(props.rawStore.bucket)}.Arn>`;
     const { raw, replay, name } = props.config;
     const prefixes: [lambda.Function, string[]][] = [
-      [this.replayFunction, [replay.jobsPrefix, `${raw.prefix}spill/`]],
+      [this.replayFunction, [replay.jobsPrefix, spilledRowsPrefix(raw.prefix)]],
       [this.eraseFunction, [raw.prefix, raw.quarantinePrefix, replay.jobsPrefix, props.config.jobs.reportPrefix, jobOutputsPrefix(props.config.history.prefix), replay.onFailurePrefix, eraseKeysPrefix(props.config.history.prefix)]],
     ];
     for (const [fn, list] of prefixes) {
@@ -469,8 +485,6 @@ function logicalId(c: Construct): string {
 /** The tables replay-select reads (functions/sql/statements/replay-select.ts): history before the frontier, raw's batch objects from it. */
 export const REPLAY_SELECT_TABLES: readonly HistoryTableName[] = ['history', 'raw_lines'];
 
-/** `<jobsPrefix>replay/`: every replay run's objects (functions/replay/job.ts `runPrefix`, `jobRunPrefix(jobsPrefix, 'replay', runId)`; a test holds the two together). */
-const replayRunsPrefix = (config: TidemarkConfig): string => `${config.replay.jobsPrefix}replay/`;
 
 function statement(sid: string, actions: string[], resources: string[]): iam.PolicyStatement {
   return new iam.PolicyStatement({ sid, actions, resources });

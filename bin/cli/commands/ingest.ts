@@ -7,7 +7,7 @@
  *   tidemark put -i changes.jsonl && tidemark run --until-idle
  *   tidemark apply -i changes.jsonl --strict        (exit 1 when a line was rejected)
  */
-import { hourPath } from '../../../functions/adapters/raw-layout.js';
+import { quarantineHourPrefix } from '../../../functions/adapters/raw-layout.js';
 import type { BatchSummary } from '../../../functions/ingest/process-batch.js';
 import { streamNameOf } from '../../local/provision.js';
 import { runApply } from '../apply.js';
@@ -35,7 +35,7 @@ export async function applyCommand(o: ApplyCliOptions): Promise<void> {
   const cfg = loadConfig(o.config);
   const c = await clients(cfg);
   const started = Date.now();
-  const quarantine = `s3://${cfg.raw.bucket}/${cfg.raw.quarantinePrefix}${hourPath(started)}/`;
+  const quarantine = `s3://${cfg.raw.bucket}/${quarantineHourPrefix(cfg.raw.quarantinePrefix, started)}`;
   let bar: ReturnType<typeof progress> | null = null;
   const result = await runApply(localDeps(cfg, c), {
     path: o.input,

@@ -22,7 +22,7 @@
  */
 import { DeleteObjectsCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { asError } from '../../core/errors.js';
-import { compactedHourKey, compactionFrontierKey, jobRunPrefix, parseRawObjectKey, rawBatchesPrefix, rawHourPrefix, rawTablePrefix, tableSegments } from '../../adapters/raw-layout.js';
+import { compactedHourKey, compactionFrontierKey, jobRunPrefix, parseRawObjectKey, rawBatchesPrefix, rawHourPrefix, rawTablePrefix, runFile, tableSegments } from '../../adapters/raw-layout.js';
 import { CONTROL_TABLE } from '../../adapters/raw-store.js';
 import { HOUR_MS } from '../../sql/index.js';
 import type { JobDeps } from '../deps.js';
@@ -245,7 +245,7 @@ export async function planCompaction(request: CompactionRequest, deps: JobDeps):
   ]);
   const queries = [...legacyQueries, ...late.flatMap((l) => hourQueries(deps, l.hour, l.objects)), ...hours.flatMap((h) => hourQueries(deps, h))];
   deps.log.info('compaction planned', { runId, hours: hours.length, lateHours: late.length, legacyHours: legacy?.hours.length ?? 0, queries: queries.length });
-  const stored = await storeQueries(deps, `${jobRunPrefix(deps.config.replay.jobsPrefix, 'compaction', runId)}queries.json`, queries);
+  const stored = await storeQueries(deps, runFile(jobRunPrefix(deps.config.replay.jobsPrefix, 'compaction', runId), 'queries'), queries);
   return {
     runId,
     startedAt,

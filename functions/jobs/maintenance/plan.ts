@@ -11,7 +11,7 @@
  * Neither statement changes a row. Locally the Parquet stand-in has nothing to run for either (its
  * dialect renders them as nothing, and it keeps no snapshots): the machine completes without work.
  */
-import { jobRunPrefix } from '../../adapters/raw-layout.js';
+import { jobRunPrefix, runFile } from '../../adapters/raw-layout.js';
 import type { JobDeps } from '../deps.js';
 import { JobInputError } from '../deps.js';
 import { type StoredQueries, storeQueries } from '../queries.js';
@@ -52,7 +52,7 @@ export async function planMaintenance(request: MaintenanceRequest, deps: Pick<Jo
   const startedAt = request.now ?? deps.now();
   const runId = request.runId ?? `maintain-${new Date(startedAt).toISOString().replace(/[:.]/g, '-')}`;
   const queries: QueryRef[] = tables.flatMap((table) => [...configQueryRefs(deps.config, 'optimize', { table }), ...configQueryRefs(deps.config, 'vacuum', { table })]);
-  const stored = await storeQueries(deps, `${jobRunPrefix(deps.config.replay.jobsPrefix, 'maintenance', runId)}queries.json`, queries);
+  const stored = await storeQueries(deps, runFile(jobRunPrefix(deps.config.replay.jobsPrefix, 'maintenance', runId), 'queries'), queries);
   deps.log.info('maintenance planned', { runId, tables, queries: queries.length });
   return { runId, tables, statements: queries.map((q) => `${q.statement.name}-${String(q.statement.args.table)}`), queries: stored };
 }

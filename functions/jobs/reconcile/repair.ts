@@ -21,7 +21,7 @@ import { errorMessage } from '../../core/errors.js';
 import { encodePosition } from '../../core/position.js';
 import { planBatch } from '../../core/plan.js';
 import type { ChangeEvent } from '../../core/types.js';
-import { unloadPrefix } from '../../adapters/raw-layout.js';
+import { runFile, unloadPrefix } from '../../adapters/raw-layout.js';
 import { listObjectKeys } from '../../adapters/s3-list.js';
 import { compareRows, jsonLines, mergeSorted, type ReplayRow, recordOf, rowOf } from '../../replay/bucket-merge.js';
 import { eventName } from '../../replay/selection.js';
@@ -124,10 +124,10 @@ export function repairQueries(deps: Pick<JobDeps, 'config'>, run: RepairRun, key
 
 /** RepairPlan: the repairable keys (given by the report's reading of the findings) and their queries, stored. */
 export async function planRepairOf(deps: JobDeps, run: RepairRun, keys: readonly RepairKey[]): Promise<RepairPlan> {
-  const keysKey = `${run.prefix}repair-keys.json`;
+  const keysKey = runFile(run.prefix, 'repairKeys');
   await putJson(deps.s3, run.bucket, keysKey, keys);
   const refs = keys.length === 0 ? [] : repairQueries(deps, run, keys, await uncompactedFrom(deps));
-  const stored = await storeQueries(deps, `${run.prefix}repair-queries.json`, refs);
+  const stored = await storeQueries(deps, runFile(run.prefix, 'repairQueries'), refs);
   deps.log.info('reconcile repair planned', { runId: run.runId, keys: keys.length, queries: refs.length });
   return { ...stored, bucket: run.bucket, prefix: unloadPrefix(deps.config.history.prefix, 'reconcile', run.runId, 'repair'), keysKey, keys: keys.length };
 }
@@ -201,7 +201,7 @@ export async function applyRepair(input: { run: RepairRun; repairPlan: RepairPla
   await flush();
   for (const id of wanted.keys()) outcomes[id] ??= 'unrepairable: no event of the key in history or raw';
   const repaired = Object.values(outcomes).filter((o) => o === 'applied').length;
-  const outcomesKey = `${run.prefix}repair-outcomes.json`;
+  const outcomesKey = runFile(run.prefix, 'repairOutcomes');
   await putJson(deps.s3, run.bucket, outcomesKey, outcomes);
   deps.log.info('reconcile repaired', { runId: run.runId, keys: keys.length, repaired });
   return { repaired, failed: keys.length - repaired, outcomesKey };

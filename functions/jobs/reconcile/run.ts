@@ -24,7 +24,7 @@ import { Readable } from 'node:stream';
 import { createGunzip, gunzipSync, gzipSync } from 'node:zlib';
 import { deleteObjectsUnder } from '../../adapters/s3-list.js';
 import { EraseLedger, type LedgerView, loadLedgerKeys } from '../../adapters/erase-ledger.js';
-import { compactedHourKey, encodeSegment, reportRunPrefix, tableReportKey, tableSideRunPrefix, unloadPrefix } from '../../adapters/raw-layout.js';
+import { compactedHourKey, encodeSegment, findingsPartKey, reportRunPrefix, runFile, runFolder, tableReportKey, tableSideRunPrefix, unloadPrefix } from '../../adapters/raw-layout.js';
 import { MetricUnit } from '../../telemetry/sinks.js';
 import { jobRowKey, STATUS_KEY, tablePartition } from '../../telemetry/status-layout.js';
 import { ALL_TABLES, RECONCILE_METRICS, RECONCILE_WINDOW_FINDINGS_METRIC } from '../../telemetry/job-metrics.js';
@@ -207,7 +207,7 @@ async function exportItems(deps: JobDeps, run: ReconcileRun): Promise<NonNullabl
     if (!tableArn) throw new JobInputError(`table ${table.target} (of ${source}) has no ARN: does it exist?`, { context: { table: source } });
     items.push({ table: source, tableArn, bucket: run.bucket, exportPrefix: `${run.outputs.exports}${encodeSegment(source)}`, runId: run.runId });
   }
-  const key = `${run.prefix}exports.json`;
+  const key = runFile(run.prefix, 'exports');
   await putJson(deps.s3, run.bucket, key, items);
   return { bucket: run.bucket, key, count: items.length };
 }
@@ -243,13 +243,13 @@ export async function planReconcileRun(request: ReconcileRequest, deps: JobDeps)
   };
   // The exports first: a table that does not exist fails the plan before it stores anything.
   const exports: ReconcilePlan['exports'] = mode === 'full' ? await exportItems(deps, run) : null;
-  const classify = await storeQueries(deps, `${run.prefix}classify-queries.json`, classifyQueries(config, run, await settledness(deps, frontier.compactedThrough, startedAt, cutoff)));
+  const classify = await storeQueries(deps, runFile(run.prefix, 'classifyQueries'), classifyQueries(config, run, await settledness(deps, frontier.compactedThrough, startedAt, cutoff)));
   let windowKeys: ReconcilePlan['windowKeys'] = null;
   if (mode === 'window' && run.window !== null) {
     const refs = configQueryRefs(config, 'window-keys', { tables, from: run.window.fromMs, to: run.window.toMs, output: s3Uri(run.bucket, run.outputs.windowKeys) });
-    windowKeys = { ...(await storeQueries(deps, `${run.prefix}window-queries.json`, refs)), bucket: run.bucket, prefix: run.outputs.windowKeys };
+    windowKeys = { ...(await storeQueries(deps, runFile(run.prefix, 'windowQueries'), refs)), bucket: run.bucket, prefix: run.outputs.windowKeys };
   }
-  await putJson(deps.s3, run.bucket, `${run.prefix}run.json`, run);
+  await putJson(deps.s3, run.bucket, runFile(run.prefix, 'run'), run);
   deps.log.info('reconcile planned', { runId, mode, tables: tables.length, held: Object.keys(held).length, window: run.window ? `${new Date(run.window.fromMs).toISOString()}..${new Date(run.window.toMs).toISOString()}` : null });
   return { run, exports, windowKeys, classify };
 }
@@ -427,11 +427,11 @@ async function keepFindings(deps: JobDeps, run: ReconcileRun, tally: Tally, outc
   const first = new Map<string, Record<string, Finding[]>>();
   const repairs = new Map<string, TableRepairs>();
   const objects: string[] = [];
-  const prefix = `${run.prefix}findings/`;
+  const prefix = runFolder(run.prefix, 'findings');
   let part: string[] = [];
   const flush = async () => {
     if (part.length === 0) return;
-    const key = `${prefix}part-${String(objects.length).padStart(5, '0')}.jsonl.gz`;
+    const key = findingsPartKey(run.prefix, objects.length);
     await deps.s3.send(new PutObjectCommand({ Bucket: run.bucket, Key: key, Body: gzipSync(Buffer.from(part.join(''), 'utf8')), ContentType: 'application/x-ndjson', ContentEncoding: 'gzip' }));
     objects.push(s3Uri(run.bucket, key));
     part = [];
@@ -581,7 +581,7 @@ export async function reportReconcileRun(input: { run: ReconcileRun; repaired?: 
   const keys = tally.keys;
   const tableReports = await writeTableReports(deps, run, byTable, first, findingsPrefix);
   const total = Object.values(byClass).reduce((a, b) => a + b, 0);
-  const reportKey = `${run.prefix}report.json`;
+  const reportKey = runFile(run.prefix, 'report');
   const report: ReconcileReport = {
     job: 'reconcile',
     runId: run.runId,

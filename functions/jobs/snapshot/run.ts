@@ -18,7 +18,7 @@ import { GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/clie
 import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
-import { reportRunPrefix, unloadPrefix } from '../../adapters/raw-layout.js';
+import { reportRunPrefix, runFile, unloadPrefix } from '../../adapters/raw-layout.js';
 import { deleteObjectsUnder } from '../../adapters/s3-list.js';
 import { MetricUnit } from '../../telemetry/sinks.js';
 import { jobRowKey, STATUS_KEY, tablePartition } from '../../telemetry/status-layout.js';
@@ -97,7 +97,7 @@ export async function planSnapshotRun(request: SnapshotRequest, deps: JobDeps): 
           ...configQueryRefs(config, 'detect-resnapshots', { tables: queried, since: run.lookbackFromMs, until: startedAt, output: uri(run.outputs.resnapshots) }),
           ...configQueryRefs(config, 'detect-orphans', { tables: queried, since: run.lookbackFromMs, until: startedAt, output: uri(run.outputs.orphans) }),
         ];
-  const queries = await storeQueries(deps, `${run.prefix}queries.json`, refs);
+  const queries = await storeQueries(deps, runFile(run.prefix, 'queries'), refs);
   deps.log.info('snapshot detection planned', { runId, tables: tables.length, held: tables.length - queried.length });
   return { run, queries };
 }
@@ -224,7 +224,7 @@ export async function reportSnapshotRun(input: { run: SnapshotRunContext }, deps
   }
   for (const [metric, n] of totals) deps.metrics.add(ALL_TABLES, metric, MetricUnit.Count, n);
   deps.metrics.flush();
-  const reportKey = `${run.prefix}report.json`;
+  const reportKey = runFile(run.prefix, 'report');
   const report: SnapshotReport = {
     job: 'snapshot',
     runId: run.runId,
