@@ -7,13 +7,10 @@
  * Run with `node bin/with-loopback.mjs node --import tsx --test test/integration/lifecycle.test.ts`.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
 import { getRow, statusRows } from '../../bin/cli/state.js';
 import { ingestDeps } from '../../functions/composition.js';
@@ -23,11 +20,10 @@ import { processBatch } from '../../functions/ingest/process-batch.js';
 import { CollectingMetricSink } from '../../functions/telemetry/sinks.js';
 import { identityGap } from '../../functions/telemetry/contract.js';
 import { readRow } from '../../lib/read.js';
+import { cliEnv, execTidemark, jsonLines } from '../helpers/cli-env.js';
 import { PgHistory, type PgEvent } from '../helpers/debezium.js';
 import { openTarget, type Target, uniqueConfig } from '../helpers/target.js';
 
-const run = promisify(execFile);
-const CLI = fileURLToPath(new URL('../../bin/tidemark.mjs', import.meta.url));
 const quiet = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
 
 const base = parseConfig({
@@ -72,18 +68,13 @@ describe('suspend, resume and tables in error', { skip: process.env.TIDEMARK_TAR
 
   async function tidemark(...args: string[]): Promise<{ lines: Record<string, unknown>[]; stdout: string; stderr: string; code: number }> {
     try {
-      const { stdout, stderr } = await run(process.execPath, [CLI, ...args, '-c', join(dir, 'tidemark.config.json')], { cwd: dir, env, maxBuffer: 1 << 24 });
+      const { stdout, stderr } = await execTidemark(args, { cwd: dir, env, config: join(dir, 'tidemark.config.json') });
       return { lines: jsonLines(stdout), stdout, stderr, code: 0 };
     } catch (e) {
       const x = e as { stdout?: string; stderr?: string; code?: number };
       return { lines: jsonLines(x.stdout ?? ''), stdout: x.stdout ?? '', stderr: x.stderr ?? '', code: x.code ?? -1 };
     }
   }
-  const jsonLines = (text: string) =>
-    text
-      .split('\n')
-      .filter((l) => l.startsWith('{'))
-      .map((l) => JSON.parse(l) as Record<string, unknown>);
 
   const table = (source: string) => config.tables.find((t) => t.source === source) as TableConfig;
   const statusOf = async (source: string) => (await statusRows(target.clients.dynamodb, config)).find((r) => r.table === source);
@@ -96,15 +87,7 @@ describe('suspend, resume and tables in error', { skip: process.env.TIDEMARK_TAR
     writeFileSync(join(dir, 'tidemark.config.json'), JSON.stringify(config));
     const e = target.endpoints;
     assert.ok(e, 'embedded endpoints');
-    env = {
-      ...process.env,
-      AWS_ENDPOINT_URL_DYNAMODB: e.dynamodb,
-      AWS_ENDPOINT_URL_KINESIS: e.kinesis,
-      AWS_ENDPOINT_URL_S3: e.s3,
-      AWS_REGION: e.region,
-      AWS_ACCESS_KEY_ID: e.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: e.secretAccessKey,
-    };
+    env = cliEnv(e);
   });
 
   after(async () => {
