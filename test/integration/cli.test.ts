@@ -17,10 +17,10 @@ import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { localDeps } from '../../bin/cli/context.js';
 import { freePort } from '../../bin/local/emulators.js';
 import { parseConfig, type TidemarkConfig } from '../../lib/config/config.js';
-import type { RawRecord } from '../../functions/core/normalize.js';
 import { processBatch } from '../../functions/ingest/process-batch.js';
 import { CLI, cliEnv, spawnTidemark } from '../helpers/cli-env.js';
-import { PgHistory, type PgEvent } from '../helpers/debezium.js';
+import { PgHistory } from '../helpers/debezium.js';
+import { KinesisFeed } from '../helpers/kinesis-feed.js';
 import { openTarget, type Target, uniqueConfig } from '../helpers/target.js';
 
 const quiet = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
@@ -38,16 +38,7 @@ describe('tidemark CLI against the emulators', { skip: process.env.TIDEMARK_TARG
   let configFile: string;
   let env: NodeJS.ProcessEnv;
   const history = new PgHistory();
-  let seq = 1;
-
-  const recordsOf = (events: readonly PgEvent[]): RawRecord[] =>
-    events.map((e) => ({
-      value: Buffer.from(e.value),
-      key: Buffer.from(e.partitionKey),
-      topic: null,
-      headers: {},
-      transport: { kind: 'kinesis', stream: 'clit', shard: 'shardId-000000000000', sequence: String(seq++).padStart(20, '0'), partitionKey: e.partitionKey, arrivalTime: Date.now() - 1000 },
-    }));
+  const feed = new KinesisFeed('clit');
 
   function tidemark(args: readonly string[], extraEnv: NodeJS.ProcessEnv = env, file: string | null = configFile) {
     const started = Date.now();
@@ -68,7 +59,7 @@ describe('tidemark CLI against the emulators', { skip: process.env.TIDEMARK_TARG
     env = cliEnv(e);
     delete env.TIDEMARK_ERASE_KEY;
     for (let id = 1; id <= 1500; id++) history.emit('customers', 'c', { id }, { name: `c${id}`, note: 'x'.repeat(200) });
-    await processBatch(recordsOf(history.events), { ...localDeps(config, target.clients), log: quiet });
+    await processBatch(feed.records(history.events), { ...localDeps(config, target.clients), log: quiet });
   });
 
   after(async () => {

@@ -16,7 +16,8 @@ import { parseConfig, type TableConfig, type TidemarkConfig } from '../../lib/co
 import type { RawRecord } from '../../functions/core/normalize.js';
 import { processBatch } from '../../functions/ingest/process-batch.js';
 import { cliEnv, execTidemark, jsonLines } from '../helpers/cli-env.js';
-import { PgHistory, type PgEvent } from '../helpers/debezium.js';
+import { PgHistory } from '../helpers/debezium.js';
+import { KinesisFeed } from '../helpers/kinesis-feed.js';
 import { openTarget, type Target, uniqueConfig } from '../helpers/target.js';
 
 const quiet = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
@@ -33,16 +34,7 @@ describe('tidemark replay / erase commands', { skip: process.env.TIDEMARK_TARGET
   let dir: string;
   let env: NodeJS.ProcessEnv;
   const history = new PgHistory();
-  let seq = 1;
-
-  const recordsOf = (events: readonly PgEvent[]): RawRecord[] =>
-    events.map((e) => ({
-      value: Buffer.from(e.value),
-      key: Buffer.from(e.partitionKey),
-      topic: null,
-      headers: {},
-      transport: { kind: 'kinesis', stream: 'rcli', shard: 'shardId-000000000000', sequence: String(seq++).padStart(20, '0'), partitionKey: e.partitionKey, arrivalTime: Date.now() - 1000 },
-    }));
+  const feed = new KinesisFeed('rcli');
 
   async function tidemark(...args: string[]): Promise<Record<string, unknown>[]> {
     const { stdout } = await execTidemark(args, { cwd: dir, env, config: join(dir, 'tidemark.config.json') });
@@ -59,7 +51,7 @@ describe('tidemark replay / erase commands', { skip: process.env.TIDEMARK_TARGET
     assert.ok(e, 'embedded endpoints');
     env = cliEnv(e, { TIDEMARK_ERASE_KEY: 'cli-test-ledger-key-0123456789' });
     for (let id = 1; id <= 6; id++) history.emit('customers', 'c', { id }, { name: `c${id}` });
-    await processBatch(recordsOf(history.events), { ...localDeps(config, target.clients), log: quiet });
+    await processBatch(feed.records(history.events), { ...localDeps(config, target.clients), log: quiet });
   });
 
   after(async () => {
@@ -111,7 +103,7 @@ describe('tidemark replay / erase commands', { skip: process.env.TIDEMARK_TARGET
   });
 
   it('replay --from-dlq reads the local on-failure file (Lambda S3-destination shape) and re-ingests the batch', async () => {
-    const lost = recordsOf([history.emit('customers', 'u', { id: 2 }, { name: 'from the dlq' })]);
+    const lost = feed.records([history.emit('customers', 'u', { id: 2 }, { name: 'from the dlq' })]);
     const r = lost[0] as RawRecord;
     const payload = {
       Records: [
