@@ -24,7 +24,6 @@ import {
   OPEN_HOUR,
   STATUS_KEY,
   STATUS_ROW,
-  tableOfPartition,
   tablePartition,
   registryPartitions,
 } from '../telemetry/status-layout.js';
@@ -82,24 +81,21 @@ export class StatusReader {
   /** The jobs' last-run rows of `tables`. */
   async jobRows(tables: readonly string[]): Promise<JobRow[]> {
     const jobs: JobRowKind[] = ['reconcile', 'snapshot'];
-    const keys = tables.flatMap((t) => jobs.map((j) => [tablePartition(this.pipeline, t), jobRowKey(j)] as [string, string]));
-    const got = await this.batchGet(keys);
-    return keys.flatMap(([partition, row]) => {
-      const item = got.get(`${partition}\u0000${row}`);
-      const table = tableOfPartition(this.pipeline, partition);
-      if (!item || table === null) return [];
-      return [{ ...(unmarshall(item) as Record<string, unknown>), job: row.slice('job#'.length) as JobRowKind, table }];
-    });
+    const got = await this.tableRows(tables, jobs.map(jobRowKey));
+    return tables.flatMap((table) => jobs.flatMap((job) => {
+      const row = got.get(table)?.get(jobRowKey(job));
+      return row ? [{ ...row, job, table }] : [];
+    }));
   }
 
   /** The closed-hour rows of `tables` for the hour of `hourMs` (layout 2's, not moved layout-1 copies), by table. */
   async hourRowsAt(tables: readonly string[], hourMs: number): Promise<Map<string, Record<string, unknown>>> {
     const row = `${HOUR_ROW_PREFIX}${hourLabel(hourMs)}`;
-    const got = await this.batchGet(tables.map((t) => [tablePartition(this.pipeline, t), row]));
+    const got = await this.tableRows(tables, [row]);
     const out = new Map<string, Record<string, unknown>>();
     for (const t of tables) {
-      const item = got.get(`${tablePartition(this.pipeline, t)}\u0000${row}`);
-      if (item) out.set(t, unmarshall(item) as Record<string, unknown>);
+      const item = got.get(t)?.get(row);
+      if (item) out.set(t, item);
     }
     return out;
   }
@@ -126,10 +122,10 @@ export class StatusReader {
 
   /** The recorded-schema rows of `tables` (adapters/schema-store.ts), each with its table. */
   async schemaRows(tables: readonly string[]): Promise<Record<string, unknown>[]> {
-    const got = await this.batchGet(tables.map((t) => [tablePartition(this.pipeline, t), SCHEMA_ROW]));
+    const got = await this.tableRows(tables, [SCHEMA_ROW]);
     return tables.flatMap((t) => {
-      const item = got.get(`${tablePartition(this.pipeline, t)}\u0000${SCHEMA_ROW}`);
-      return item ? [{ ...(unmarshall(item) as Record<string, unknown>), table: t }] : [];
+      const item = got.get(t)?.get(SCHEMA_ROW);
+      return item ? [{ ...item, table: t }] : [];
     });
   }
 

@@ -12,18 +12,17 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { DeleteItemCommand } from '@aws-sdk/client-dynamodb';
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { localDeps } from '../../bin/cli/context.js';
 import { freePort } from '../../bin/local/emulators.js';
 import { parseConfig, type TidemarkConfig } from '../../lib/config/config.js';
-import type { RawRecord } from '../../functions/core/normalize.js';
 import { processBatch } from '../../functions/ingest/process-batch.js';
-import { PgHistory, type PgEvent } from '../helpers/debezium.js';
+import { CLI, cliEnv, spawnTidemark } from '../helpers/cli-env.js';
+import { PgHistory } from '../helpers/debezium.js';
+import { KinesisFeed } from '../helpers/kinesis-feed.js';
 import { openTarget, type Target, uniqueConfig } from '../helpers/target.js';
 
-const CLI = fileURLToPath(new URL('../../bin/tidemark.mjs', import.meta.url));
 const quiet = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
 const base = parseConfig({
   name: 'clit',
@@ -39,20 +38,11 @@ describe('tidemark CLI against the emulators', { skip: process.env.TIDEMARK_TARG
   let configFile: string;
   let env: NodeJS.ProcessEnv;
   const history = new PgHistory();
-  let seq = 1;
-
-  const recordsOf = (events: readonly PgEvent[]): RawRecord[] =>
-    events.map((e) => ({
-      value: Buffer.from(e.value),
-      key: Buffer.from(e.partitionKey),
-      topic: null,
-      headers: {},
-      transport: { kind: 'kinesis', stream: 'clit', shard: 'shardId-000000000000', sequence: String(seq++).padStart(20, '0'), partitionKey: e.partitionKey, arrivalTime: Date.now() - 1000 },
-    }));
+  const feed = new KinesisFeed('clit');
 
   function tidemark(args: readonly string[], extraEnv: NodeJS.ProcessEnv = env, file: string | null = configFile) {
     const started = Date.now();
-    const r = spawnSync(process.execPath, [CLI, ...args, ...(file === null ? [] : ['-c', file])], { cwd: dir, env: extraEnv, encoding: 'utf8', timeout: 240_000, maxBuffer: 1 << 26 });
+    const r = spawnTidemark([...args, ...(file === null ? [] : ['-c', file])], { cwd: dir, env: extraEnv, timeout: 240_000, maxBuffer: 1 << 26 });
     return { status: r.status, stdout: r.stdout, stderr: r.stderr, ms: Date.now() - started };
   }
   const keysUnder = async (prefix: string) => ((await target.clients.s3.send(new ListObjectsV2Command({ Bucket: config.raw.bucket, Prefix: prefix }))).Contents ?? []).map((o) => o.Key);
@@ -66,18 +56,10 @@ describe('tidemark CLI against the emulators', { skip: process.env.TIDEMARK_TARG
     writeFileSync(configFile, JSON.stringify(config));
     const e = target.endpoints;
     assert.ok(e, 'embedded endpoints');
-    env = {
-      ...process.env,
-      AWS_ENDPOINT_URL_DYNAMODB: e.dynamodb,
-      AWS_ENDPOINT_URL_KINESIS: e.kinesis,
-      AWS_ENDPOINT_URL_S3: e.s3,
-      AWS_REGION: e.region,
-      AWS_ACCESS_KEY_ID: e.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: e.secretAccessKey,
-    };
+    env = cliEnv(e);
     delete env.TIDEMARK_ERASE_KEY;
     for (let id = 1; id <= 1500; id++) history.emit('customers', 'c', { id }, { name: `c${id}`, note: 'x'.repeat(200) });
-    await processBatch(recordsOf(history.events), { ...localDeps(config, target.clients), log: quiet });
+    await processBatch(feed.records(history.events), { ...localDeps(config, target.clients), log: quiet });
   });
 
   after(async () => {

@@ -11,11 +11,10 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { isAlive } from '../../bin/local/emulators.js';
 import { type LocalState, netnsOf } from '../../bin/local/local-state.js';
+import { CLI } from '../helpers/cli-env.js';
 
-const CLI = fileURLToPath(new URL('../../bin/tidemark.mjs', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'tidemark-demo-'));
 const statePath = join(dir, '.tidemark', 'local', 'local.json');
 const canUnshare = typeof process.getuid === 'function' && process.getuid() === 0 && spawnSync('unshare', ['--version']).status === 0;

@@ -4,16 +4,16 @@
  * guarded writes), as the Lambda would.
  */
 import assert from 'node:assert/strict';
-import { type SpawnSyncReturns, spawnSync } from 'node:child_process';
+import type { SpawnSyncReturns } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { localDeps } from '../../bin/cli/context.js';
 import type { TidemarkConfig } from '../../lib/config/config.js';
 import type { RawRecord } from '../../functions/core/normalize.js';
 import type { Log } from '../../functions/telemetry/sinks.js';
 import { processBatch, type BatchSummary } from '../../functions/ingest/process-batch.js';
+import { cliEnv, spawnTidemark } from '../helpers/cli-env.js';
 import { type Target, uniqueConfig } from '../helpers/target.js';
 
 /** Logs kept in memory, so tests can assert nothing went wrong without spamming stderr. */
@@ -69,23 +69,8 @@ export function runCli(target: Target, config: TidemarkConfig, args: readonly st
   try {
     const configFile = join(dir, 'config.json');
     writeFileSync(configFile, JSON.stringify(config));
-    const e = target.endpoints;
-    const env = {
-      ...process.env,
-      ...(e
-        ? {
-            AWS_ENDPOINT_URL_DYNAMODB: e.dynamodb,
-            AWS_ENDPOINT_URL_KINESIS: e.kinesis,
-            AWS_ENDPOINT_URL_S3: e.s3,
-            AWS_REGION: e.region,
-            AWS_ACCESS_KEY_ID: e.accessKeyId,
-            AWS_SECRET_ACCESS_KEY: e.secretAccessKey,
-          }
-        : {}),
-    };
     const [command, ...rest] = args;
-    const cli = fileURLToPath(new URL('../../bin/tidemark.mjs', import.meta.url));
-    return spawnSync(process.execPath, [cli, command ?? '--help', '-c', configFile, ...rest], { env, encoding: 'utf8', timeout: 180_000 });
+    return spawnTidemark([command ?? '--help', '-c', configFile, ...rest], { env: cliEnv(target.endpoints), timeout: 180_000 });
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -7,27 +7,23 @@
  * Run with `node bin/with-loopback.mjs node --import tsx --test test/integration/lifecycle.test.ts`.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
 import { getRow, statusRows } from '../../bin/cli/state.js';
 import { ingestDeps } from '../../functions/composition.js';
 import { parseConfig, type TableConfig, type TidemarkConfig } from '../../lib/config/config.js';
-import type { RawRecord } from '../../functions/core/normalize.js';
 import { processBatch } from '../../functions/ingest/process-batch.js';
 import { CollectingMetricSink } from '../../functions/telemetry/sinks.js';
 import { identityGap } from '../../functions/telemetry/contract.js';
 import { readRow } from '../../lib/read.js';
+import { cliEnv, execTidemark, jsonLines } from '../helpers/cli-env.js';
 import { PgHistory, type PgEvent } from '../helpers/debezium.js';
+import { KinesisFeed } from '../helpers/kinesis-feed.js';
 import { openTarget, type Target, uniqueConfig } from '../helpers/target.js';
 
-const run = promisify(execFile);
-const CLI = fileURLToPath(new URL('../../bin/tidemark.mjs', import.meta.url));
 const quiet = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
 
 const base = parseConfig({
@@ -46,44 +42,20 @@ describe('suspend, resume and tables in error', { skip: process.env.TIDEMARK_TAR
   let dir: string;
   let env: NodeJS.ProcessEnv;
   const history = new PgHistory();
-  let seq = 1;
-
-  const recordsOf = (events: readonly PgEvent[]): RawRecord[] =>
-    events.map((e) => ({
-      value: Buffer.from(e.value),
-      key: Buffer.from(e.partitionKey),
-      topic: null,
-      headers: {},
-      transport: { kind: 'kinesis', stream: 'life', shard: 'shardId-000000000000', sequence: String(seq++).padStart(20, '0'), partitionKey: e.partitionKey, arrivalTime: Date.now() - 1000 },
-    }));
-
-  /** Records of raw message texts (control messages: heartbeats, resolved timestamps). */
-  const rawRecords = (values: readonly string[]): RawRecord[] =>
-    values.map((v) => ({
-      value: Buffer.from(v),
-      key: null,
-      topic: null,
-      headers: {},
-      transport: { kind: 'kinesis', stream: 'life', shard: 'shardId-000000000000', sequence: String(seq++).padStart(20, '0'), partitionKey: 'x', arrivalTime: Date.now() - 1000 },
-    }));
+  const feed = new KinesisFeed('life');
 
   /** A batch through a fresh container (its status cache empty, as at a cold start). */
-  const ingest = (events: readonly PgEvent[]) => processBatch(recordsOf(events), { ...ingestDeps(config, target.clients, { metrics: new CollectingMetricSink(), log: quiet }) });
+  const ingest = (events: readonly PgEvent[]) => processBatch(feed.records(events), { ...ingestDeps(config, target.clients, { metrics: new CollectingMetricSink(), log: quiet }) });
 
   async function tidemark(...args: string[]): Promise<{ lines: Record<string, unknown>[]; stdout: string; stderr: string; code: number }> {
     try {
-      const { stdout, stderr } = await run(process.execPath, [CLI, ...args, '-c', join(dir, 'tidemark.config.json')], { cwd: dir, env, maxBuffer: 1 << 24 });
+      const { stdout, stderr } = await execTidemark(args, { cwd: dir, env, config: join(dir, 'tidemark.config.json') });
       return { lines: jsonLines(stdout), stdout, stderr, code: 0 };
     } catch (e) {
       const x = e as { stdout?: string; stderr?: string; code?: number };
       return { lines: jsonLines(x.stdout ?? ''), stdout: x.stdout ?? '', stderr: x.stderr ?? '', code: x.code ?? -1 };
     }
   }
-  const jsonLines = (text: string) =>
-    text
-      .split('\n')
-      .filter((l) => l.startsWith('{'))
-      .map((l) => JSON.parse(l) as Record<string, unknown>);
 
   const table = (source: string) => config.tables.find((t) => t.source === source) as TableConfig;
   const statusOf = async (source: string) => (await statusRows(target.clients.dynamodb, config)).find((r) => r.table === source);
@@ -96,15 +68,7 @@ describe('suspend, resume and tables in error', { skip: process.env.TIDEMARK_TAR
     writeFileSync(join(dir, 'tidemark.config.json'), JSON.stringify(config));
     const e = target.endpoints;
     assert.ok(e, 'embedded endpoints');
-    env = {
-      ...process.env,
-      AWS_ENDPOINT_URL_DYNAMODB: e.dynamodb,
-      AWS_ENDPOINT_URL_KINESIS: e.kinesis,
-      AWS_ENDPOINT_URL_S3: e.s3,
-      AWS_REGION: e.region,
-      AWS_ACCESS_KEY_ID: e.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: e.secretAccessKey,
-    };
+    env = cliEnv(e);
   });
 
   after(async () => {
@@ -204,10 +168,10 @@ describe('suspend, resume and tables in error', { skip: process.env.TIDEMARK_TAR
     const completeAsOf = async () => ((await tidemark('status', '--json')).lines.at(-1)?.summary as Record<string, unknown> | undefined)?.completeAsOf as number;
     const before = await completeAsOf();
     const heartbeat = before + 60_000;
-    await processBatch(rawRecords([JSON.stringify({ ts_ms: heartbeat })]), ingestDeps(config, target.clients, { metrics: new CollectingMetricSink(), log: quiet }));
+    await processBatch(feed.unkeyed([JSON.stringify({ ts_ms: heartbeat })]), ingestDeps(config, target.clients, { metrics: new CollectingMetricSink(), log: quiet }));
     assert.equal(await completeAsOf(), heartbeat, 'a Debezium heartbeat (its connector time)');
     const resolved = heartbeat + 60_000;
-    await processBatch(rawRecords([JSON.stringify({ resolved: `${resolved}000000.0000000000` })]), ingestDeps(config, target.clients, { metrics: new CollectingMetricSink(), log: quiet }));
+    await processBatch(feed.unkeyed([JSON.stringify({ resolved: `${resolved}000000.0000000000` })]), ingestDeps(config, target.clients, { metrics: new CollectingMetricSink(), log: quiet }));
     assert.equal(await completeAsOf(), resolved, 'a CockroachDB resolved timestamp');
 
     // The shard stalls: every write to the orders table fails (a server error) while heartbeats keep coming.
@@ -220,7 +184,7 @@ describe('suspend, resume and tables in error', { skip: process.env.TIDEMARK_TAR
         },
       }),
     };
-    const stalled = await processBatch([...recordsOf([history.emit('orders', 'u', { id: 3 }, { total: 30 })]), ...rawRecords([JSON.stringify({ ts_ms: resolved + 60_000 })])], {
+    const stalled = await processBatch([...feed.records([history.emit('orders', 'u', { id: 3 }, { total: 30 })]), ...feed.unkeyed([JSON.stringify({ ts_ms: resolved + 60_000 })])], {
       ...ingestDeps(config, failing, { metrics: new CollectingMetricSink(), log: quiet }),
       landing: { budgetMs: 300 },
     });

@@ -5,24 +5,21 @@
  * Run with `node bin/with-loopback.mjs node --import tsx --test test/integration/replay-cli.test.ts`.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { DeleteItemCommand } from '@aws-sdk/client-dynamodb';
 import { localDeps } from '../../bin/cli/context.js';
 import { getRow } from '../../bin/cli/state.js';
 import { parseConfig, type TableConfig, type TidemarkConfig } from '../../lib/config/config.js';
 import type { RawRecord } from '../../functions/core/normalize.js';
 import { processBatch } from '../../functions/ingest/process-batch.js';
-import { PgHistory, type PgEvent } from '../helpers/debezium.js';
+import { cliEnv, execTidemark, jsonLines } from '../helpers/cli-env.js';
+import { PgHistory } from '../helpers/debezium.js';
+import { KinesisFeed } from '../helpers/kinesis-feed.js';
 import { openTarget, type Target, uniqueConfig } from '../helpers/target.js';
 
-const run = promisify(execFile);
-const CLI = fileURLToPath(new URL('../../bin/tidemark.mjs', import.meta.url));
 const quiet = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
 
 const base = parseConfig({
@@ -37,23 +34,11 @@ describe('tidemark replay / erase commands', { skip: process.env.TIDEMARK_TARGET
   let dir: string;
   let env: NodeJS.ProcessEnv;
   const history = new PgHistory();
-  let seq = 1;
-
-  const recordsOf = (events: readonly PgEvent[]): RawRecord[] =>
-    events.map((e) => ({
-      value: Buffer.from(e.value),
-      key: Buffer.from(e.partitionKey),
-      topic: null,
-      headers: {},
-      transport: { kind: 'kinesis', stream: 'rcli', shard: 'shardId-000000000000', sequence: String(seq++).padStart(20, '0'), partitionKey: e.partitionKey, arrivalTime: Date.now() - 1000 },
-    }));
+  const feed = new KinesisFeed('rcli');
 
   async function tidemark(...args: string[]): Promise<Record<string, unknown>[]> {
-    const { stdout } = await run(process.execPath, [CLI, ...args, '-c', join(dir, 'tidemark.config.json')], { cwd: dir, env, maxBuffer: 1 << 24 });
-    return stdout
-      .split('\n')
-      .filter((l) => l.startsWith('{'))
-      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    const { stdout } = await execTidemark(args, { cwd: dir, env, config: join(dir, 'tidemark.config.json') });
+    return jsonLines(stdout);
   }
 
   before(async () => {
@@ -64,18 +49,9 @@ describe('tidemark replay / erase commands', { skip: process.env.TIDEMARK_TARGET
     writeFileSync(join(dir, 'tidemark.config.json'), JSON.stringify(config));
     const e = target.endpoints;
     assert.ok(e, 'embedded endpoints');
-    env = {
-      ...process.env,
-      AWS_ENDPOINT_URL_DYNAMODB: e.dynamodb,
-      AWS_ENDPOINT_URL_KINESIS: e.kinesis,
-      AWS_ENDPOINT_URL_S3: e.s3,
-      AWS_REGION: e.region,
-      AWS_ACCESS_KEY_ID: e.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: e.secretAccessKey,
-      TIDEMARK_ERASE_KEY: 'cli-test-ledger-key-0123456789',
-    };
+    env = cliEnv(e, { TIDEMARK_ERASE_KEY: 'cli-test-ledger-key-0123456789' });
     for (let id = 1; id <= 6; id++) history.emit('customers', 'c', { id }, { name: `c${id}` });
-    await processBatch(recordsOf(history.events), { ...localDeps(config, target.clients), log: quiet });
+    await processBatch(feed.records(history.events), { ...localDeps(config, target.clients), log: quiet });
   });
 
   after(async () => {
@@ -127,7 +103,7 @@ describe('tidemark replay / erase commands', { skip: process.env.TIDEMARK_TARGET
   });
 
   it('replay --from-dlq reads the local on-failure file (Lambda S3-destination shape) and re-ingests the batch', async () => {
-    const lost = recordsOf([history.emit('customers', 'u', { id: 2 }, { name: 'from the dlq' })]);
+    const lost = feed.records([history.emit('customers', 'u', { id: 2 }, { name: 'from the dlq' })]);
     const r = lost[0] as RawRecord;
     const payload = {
       Records: [

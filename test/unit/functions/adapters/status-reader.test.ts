@@ -91,4 +91,44 @@ describe('status reader', () => {
     const jobs = await reader.jobRows(['public.orders', 'public.none']);
     assert.deepEqual(jobs, [{ pipeline: 'shop/public.orders', table: 'public.orders', job: 'reconcile', mode: 'window' }]);
   });
+
+  it('reads the schema, job and hour rows of many tables in the batches of tableRows, unprocessed keys followed, in the order asked', async () => {
+    const { fake, reader } = setup();
+    const tables = Array.from({ length: 150 }, (_, i) => `public.t${i}`);
+    const hour = `hour#${new Date(NOW - HOUR).toISOString().slice(0, 13)}`;
+    const put = (table: string, row: string, n: number) =>
+      fake.send(new PutItemCommand({ TableName: 'shop-status', Item: { pipeline: { S: `shop/${table}` }, table: { S: row }, n: { N: String(n) } } }));
+    for (const [i, t] of tables.entries()) {
+      if (i % 3 === 0) await put(t, 'schema', i);
+      if (i % 5 === 0) await put(t, 'job#snapshot', i);
+      if (i % 7 === 0) await put(t, 'job#reconcile', i);
+      if (i % 2 === 0) await put(t, hour, i);
+    }
+    const asked = [...tables].reverse();
+    fake.calls.length = 0;
+    fake.unprocessedBatchGets = 1;
+    const schemas = await reader.schemaRows(asked);
+    assert.deepEqual(schemas, asked.flatMap((t, j) => ((149 - j) % 3 === 0 ? [{ pipeline: `shop/${t}`, table: t, n: 149 - j }] : [])));
+    assert.deepEqual(fake.calls.map((c) => c.name), ['BatchGetItem', 'BatchGetItem', 'BatchGetItem'], 'one per 100 tables, and one for the key left unprocessed');
+
+    fake.calls.length = 0;
+    const jobs = await reader.jobRows(asked);
+    assert.deepEqual(
+      jobs.map((r) => [r.table, r.job, r.n, r.pipeline]),
+      asked.flatMap((t, j) => {
+        const i = 149 - j;
+        return [...(i % 7 === 0 ? [[t, 'reconcile', i, `shop/${t}`]] : []), ...(i % 5 === 0 ? [[t, 'snapshot', i, `shop/${t}`]] : [])];
+      }),
+    );
+    assert.equal(fake.calls.length, 3, 'one per 50 tables (two keys a table)');
+
+    fake.calls.length = 0;
+    const hours = await reader.hourRowsAt(asked, NOW - HOUR);
+    assert.deepEqual([...hours], asked.flatMap((t, j) => ((149 - j) % 2 === 0 ? [[t, { pipeline: `shop/${t}`, table: hour, n: 149 - j }]] : [])));
+    assert.equal(fake.calls.length, 2, 'one per 100 tables');
+    assert.deepEqual(await reader.hourRowsAt([], NOW), new Map());
+    assert.deepEqual(await reader.schemaRows([]), []);
+    assert.deepEqual(await reader.jobRows([]), []);
+    assert.equal(fake.calls.length, 2, 'no request for no tables');
+  });
 });
