@@ -53,26 +53,6 @@ function skipSpace(text: string, i: number): number {
   return at;
 }
 
-/** Whether `value` (quoted or not) starts at `i` and does not run on into a longer value. */
-function valueAt(text: string, i: number, value: string): boolean {
-  const quoted = text[i] === '"';
-  const start = quoted ? i + 1 : i;
-  if (!text.startsWith(value, start)) return false;
-  const next = text[start + value.length];
-  if (quoted) return next === '"';
-  return next === undefined || !/[0-9A-Za-z.]/.test(next);
-}
-
-/** Whether `text` holds `"column"`, optional spaces, `:`, optional spaces and `value`: a plain scan, linear in the text. */
-function holdsPair(text: string, column: string, value: string): boolean {
-  const name = JSON.stringify(column);
-  for (let at = text.indexOf(name); at >= 0; at = text.indexOf(name, at + 1)) {
-    const colon = skipSpace(text, at + name.length);
-    if (text[colon] === ':' && valueAt(text, skipSpace(text, colon + 1), value)) return true;
-  }
-  return false;
-}
-
 /**
  * Whether the bytes of a quarantine line mention the key: of the key's table (when `table` is given,
  * its last dotted part appears as a JSON string; lines that name their table are matched on it
@@ -82,7 +62,10 @@ function holdsPair(text: string, column: string, value: string): boolean {
 export function mentionsKey(text: string, key: JsonObject, table: string | null): boolean {
   const bare = table === null ? null : (table.split('.').pop() ?? table);
   if (bare !== null && !text.includes(JSON.stringify(bare))) return false;
-  return Object.entries(key).every(([col, v]) => holdsPair(text, col, valueText(v)));
+  return Object.entries(key).every(([col, v]) => {
+    const value = valueText(v);
+    return valuesHeld(text, col, { texts: new Set([value]), longest: value.length }).has(value);
+  });
 }
 
 /** One of the run's keys, by its place among the keys given, with its columns as the text they match. */
@@ -154,8 +137,9 @@ const VALUE_GOES_ON = /[0-9A-Za-z.]/;
 
 /**
  * Which of `wanted` the text holds as `"column"`, optional spaces, `:`, optional spaces and the
- * value: what {@link holdsPair} answers for each of them, in one scan (at each place a value
- * starts, only the texts up to the longest wanted are looked up).
+ * value (quoted, or bare and not running on into a longer value), in one scan: at each place a
+ * value starts, only the texts up to the longest wanted are looked up. Linear in the text times
+ * the longest value, no pattern built from a key.
  */
 function valuesHeld(text: string, column: string, wanted: { readonly texts: ReadonlySet<string>; readonly longest: number }): Set<string> {
   const found = new Set<string>();

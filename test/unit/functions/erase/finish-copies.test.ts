@@ -14,9 +14,9 @@ import { mockClient } from 'aws-sdk-client-mock';
 import fc from 'fast-check';
 import { parseConfig } from '../../../../lib/config/config.js';
 import type { TableConfig } from '../../../../functions/config/types.js';
-import { deleteOlderVersions, type EraseContext, erasePrefix, finishErase, mentionsKey, submitEraseBatch } from '../../../../functions/erase/erase.js';
+import { deleteOlderVersions, type EraseContext, erasePrefix, finishErase, submitEraseBatch } from '../../../../functions/erase/erase.js';
 import { type ErasedKey, eraseFromQuarantine, eraseFromReports } from '../../../../functions/erase/copies.js';
-import { isJsonObject, type JsonObject, type JsonValue, parseJson, stringifyJson } from '../../../../functions/core/json.js';
+import { isJsonObject, isLosslessNumber, type JsonObject, type JsonValue, parseJson, stringifyJson } from '../../../../functions/core/json.js';
 import { keyId, normalizeKey } from '../../../../functions/core/keys.js';
 import { pgMessage } from '../../../helpers/debezium.js';
 import { type FakeS3, fakeS3 } from '../../../helpers/fake-s3.js';
@@ -298,6 +298,38 @@ function pooled(name: string, hash: string): ErasedKey {
 }
 
 // The per-key matching of before (copies.ts, one key a pass), the reference the batched passes are held to.
+
+const isSpace = (c: string | undefined) => c === ' ' || c === '\t' || c === '\n' || c === '\r';
+
+function skipSpace(text: string, i: number): number {
+  let at = i;
+  while (at < text.length && isSpace(text[at])) at++;
+  return at;
+}
+
+function valueAt(text: string, i: number, value: string): boolean {
+  const quoted = text[i] === '"';
+  const start = quoted ? i + 1 : i;
+  if (!text.startsWith(value, start)) return false;
+  const next = text[start + value.length];
+  if (quoted) return next === '"';
+  return next === undefined || !/[0-9A-Za-z.]/.test(next);
+}
+
+function holdsPair(text: string, column: string, value: string): boolean {
+  const name = JSON.stringify(column);
+  for (let at = text.indexOf(name); at >= 0; at = text.indexOf(name, at + 1)) {
+    const colon = skipSpace(text, at + name.length);
+    if (text[colon] === ':' && valueAt(text, skipSpace(text, colon + 1), value)) return true;
+  }
+  return false;
+}
+
+function mentionsKey(text: string, key: JsonObject, table: string | null): boolean {
+  const bare = table === null ? null : (table.split('.').pop() ?? table);
+  if (bare !== null && !text.includes(JSON.stringify(bare))) return false;
+  return Object.entries(key).every(([col, v]) => holdsPair(text, col, isLosslessNumber(v) ? v.value : String(v)));
+}
 
 function quarantineOneKey(body: string, k: ErasedKey, now: number): { text: string; changed: number } {
   let changed = 0;
