@@ -44,7 +44,7 @@ import {
   GetItemCommand,
   PutItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import { DeleteObjectCommand, GetObjectCommand, ListObjectVersionsCommand, type ListObjectVersionsCommandOutput, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, ListObjectVersionsCommand, type ListObjectVersionsCommandOutput, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { promisify } from 'node:util';
 import { gunzip, gzip } from 'node:zlib';
 import type { TableConfig, TidemarkConfig } from '../config/types.js';
@@ -60,6 +60,7 @@ import { BLOCK_ALL_POSITION, EraseLedger, type LedgerKeyring, loadLedgerKeys } f
 import { deleteSpilled, type ErasedKey, eraseFromOnFailure, eraseFromQuarantine, eraseFromReports } from './copies.js';
 import { listObjectKeys } from '../adapters/s3-list.js';
 import { type EraseQueries, eraseQueries, readFound } from './find.js';
+import { getJson, putJson } from '../adapters/s3-json.js';
 
 export { mentionsKey } from './copies.js';
 
@@ -116,15 +117,6 @@ export const erasePrefix = (config: TidemarkConfig, runId: string) => jobRunPref
 const beginKey = (config: TidemarkConfig, runId: string) => runFile(erasePrefix(config, runId), 'begin');
 /** The run's keys as erase_keys holds them. */
 export const eraseKeysObject = (config: TidemarkConfig, runId: string) => eraseKeysObjectKey(config.history.prefix, runId);
-
-async function putJson(s3: S3Client, bucket: string, key: string, value: unknown): Promise<void> {
-  await s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: JSON.stringify(value), ContentType: 'application/json' }));
-}
-
-async function getJson<T>(s3: S3Client, bucket: string, key: string): Promise<T> {
-  const got = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
-  return JSON.parse(Buffer.from((await got.Body?.transformToByteArray()) ?? []).toString('utf8')) as T;
-}
 
 /** Checks one request completely but the ledger key; EraseError naming the request when it is one of several. */
 function checkRequest(config: TidemarkConfig, request: EraseRequest, where: string): void {

@@ -11,7 +11,7 @@
  * events/, buckets.json, results/<bucket>.json, summary.json}. Items stay tiny (a bucket number), so
  * the Map's input never nears Step Functions' payload limit.
  */
-import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import type { TidemarkConfig } from '../config/types.js';
 import { TidemarkError } from '../core/errors.js';
 import { jobRunPrefix, resultsPrefix, runFile } from '../adapters/raw-layout.js';
@@ -21,6 +21,7 @@ import { addTally, emptyTally, type ReplayTally } from './engine.js';
 import type { ReplayClients } from './deps.js';
 import { type DiffReport, diffTables, switchSteps } from './fresh.js';
 import type { ReplayTarget } from './safety.js';
+import { getJson, putJson } from '../adapters/s3-json.js';
 
 /** What the CLI (or an operator starting the state machine) asks for. Times are epoch ms. */
 export interface ReplayRequest {
@@ -90,15 +91,6 @@ export interface JobContext {
 }
 
 export const runPrefix = (config: TidemarkConfig, runId: string) => jobRunPrefix(config.replay.jobsPrefix, 'replay', runId);
-
-async function putJson(s3: S3Client, bucket: string, key: string, value: unknown): Promise<void> {
-  await s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: JSON.stringify(value), ContentType: 'application/json' }));
-}
-
-async function getJson<T>(s3: S3Client, bucket: string, key: string): Promise<T> {
-  const got = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
-  return JSON.parse(Buffer.from((await got.Body?.transformToByteArray()) ?? []).toString('utf8')) as T;
-}
 
 const manifests = new Map<string, ReplayManifest>();
 

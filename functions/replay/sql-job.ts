@@ -15,7 +15,7 @@
  * per-table layout reaches replay once compaction has put it into history.
  */
 import { listObjectKeys } from '../adapters/s3-list.js';
-import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import { Readable } from 'node:stream';
 import type { TidemarkConfig } from '../config/types.js';
 import { historyDatabase } from '../config/types.js';
@@ -28,6 +28,7 @@ import { type BatchOutput, type JobContext, ReplayBatchError, type ReplayManifes
 import type { ReplayResult } from './engine.js';
 import { validateReplayRequest } from './inputs.js';
 import { checkReplaySafety, parseTarget } from './safety.js';
+import { getJsonIfPresent, putJson } from '../adapters/s3-json.js';
 
 /** Athena's longest query string, in bytes (StartQueryExecution, QueryString). */
 const MAX_QUERY_BYTES = 262_144;
@@ -72,20 +73,6 @@ export interface BucketsOutput {
   [k: string]: unknown;
 }
 
-async function putJson(s3: S3Client, bucket: string, key: string, value: unknown): Promise<void> {
-  await s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: JSON.stringify(value), ContentType: 'application/json' }));
-}
-
-async function getJson<T>(s3: S3Client, bucket: string, key: string): Promise<T | null> {
-  try {
-    const got = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
-    return JSON.parse(Buffer.from((await got.Body?.transformToByteArray()) ?? []).toString('utf8')) as T;
-  } catch (err) {
-    if ((err as { name?: string }).name === 'NoSuchKey') return null;
-    throw err;
-  }
-}
-
 export const eventsPrefix = (config: TidemarkConfig, runId: string): string => runFolder(runPrefix(config, runId), 'events');
 
 /**
@@ -93,7 +80,7 @@ export const eventsPrefix = (config: TidemarkConfig, runId: string): string => r
  * when nothing is compacted, everything is read from raw, from its oldest hour.
  */
 export async function replaySources(config: TidemarkConfig, s3: S3Client, now: number): Promise<{ uncompactedFrom: number; oldestRaw: number | null; compacted: boolean }> {
-  const frontier = await getJson<{ compactedThrough: number | null }>(s3, config.raw.bucket, compactionFrontierKey(config.history.prefix));
+  const frontier = await getJsonIfPresent<{ compactedThrough: number | null }>(s3, config.raw.bucket, compactionFrontierKey(config.history.prefix));
   const page = await s3.send(new ListObjectsV2Command({ Bucket: config.raw.bucket, Prefix: rawBatchesPrefix(config.raw.prefix), MaxKeys: 50 }));
   let oldestRaw: number | null = null;
   for (const o of page.Contents ?? []) {
@@ -119,7 +106,7 @@ export function oldestLandingOf(since: number | undefined, sources: { oldestRaw:
 /** The `--keys` the CLI stored (canonical keys per table), as the statement takes them. */
 async function keysOf(ctx: JobContext, request: ReplayRequest): Promise<TableKeys[] | undefined> {
   if (!request.keysKey) return undefined;
-  const stored = await getJson<Record<string, string[]>>(ctx.clients.s3, ctx.config.raw.bucket, request.keysKey);
+  const stored = await getJsonIfPresent<Record<string, string[]>>(ctx.clients.s3, ctx.config.raw.bucket, request.keysKey);
   if (stored === null) throw new ReplayBatchError(`the run's keys (${request.keysKey}) are gone`);
   return Object.entries(stored).map(([table, keyIds]) => ({ table, keyIds }));
 }
@@ -175,7 +162,7 @@ export async function planReplaySql(ctx: JobContext, request: ReplayRequest): Pr
 }
 
 async function manifestOf(ctx: JobContext, manifestKey: string): Promise<ReplayManifest> {
-  const m = await getJson<ReplayManifest>(ctx.clients.s3, ctx.config.raw.bucket, manifestKey);
+  const m = await getJsonIfPresent<ReplayManifest>(ctx.clients.s3, ctx.config.raw.bucket, manifestKey);
   if (m === null || !m.sql) throw new ReplayBatchError(`${manifestKey} is not the manifest of a replay on SQL`);
   return m;
 }

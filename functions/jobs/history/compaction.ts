@@ -20,14 +20,14 @@
  * `cleanedThrough`, the last hour whose raw past the grace is deleted); one marker per compacted
  * hour (`compactedAt`) tells late objects apart (LastModified after it).
  */
-import { DeleteObjectsCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
-import { asError } from '../../core/errors.js';
+import { DeleteObjectsCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import { compactedHourKey, compactionFrontierKey, jobRunPrefix, parseRawObjectKey, rawBatchesPrefix, rawHourPrefix, rawTablePrefix, runFile, tableSegments } from '../../adapters/raw-layout.js';
 import { CONTROL_TABLE } from '../../adapters/raw-store.js';
 import { HOUR_MS } from '../../sql/index.js';
 import type { JobDeps } from '../deps.js';
 import { configQueryRefs, type QueryRef, s3Uri } from '../sql-run.js';
 import { type StoredQueries, storeQueries } from '../queries.js';
+import { getJsonIfPresent, putJson } from '../../adapters/s3-json.js';
 
 /** How long after its start an hour may still receive batches: then it is closed. */
 export const HOUR_CLOSES_AFTER_MS = HOUR_MS + 20 * 60_000;
@@ -102,20 +102,6 @@ export interface CompactionSummary {
 
 const hourOf = (ms: number): number => Math.floor(ms / HOUR_MS) * HOUR_MS;
 
-async function getJson<T>(s3: S3Client, bucket: string, key: string): Promise<T | null> {
-  try {
-    const got = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
-    return JSON.parse(Buffer.from((await got.Body?.transformToByteArray()) ?? []).toString('utf8')) as T;
-  } catch (err) {
-    const e = asError(err) as Error & { $metadata?: { httpStatusCode?: number } };
-    if (e.name === 'NoSuchKey' || e.$metadata?.httpStatusCode === 404) return null;
-    throw err;
-  }
-}
-
-const putJson = (s3: S3Client, bucket: string, key: string, value: unknown) =>
-  s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: JSON.stringify(value), ContentType: 'application/json' }));
-
 interface Listed {
   readonly key: string;
   readonly lastModified: number;
@@ -150,7 +136,7 @@ async function oldestRawHour(deps: JobDeps): Promise<number | null> {
 }
 
 export async function readFrontier(deps: JobDeps): Promise<CompactionFrontier> {
-  return (await getJson<CompactionFrontier>(deps.s3, deps.config.raw.bucket, compactionFrontierKey(deps.config.history.prefix))) ?? { compactedThrough: null, cleanedThrough: null };
+  return (await getJsonIfPresent<CompactionFrontier>(deps.s3, deps.config.raw.bucket, compactionFrontierKey(deps.config.history.prefix))) ?? { compactedThrough: null, cleanedThrough: null };
 }
 
 /** The queries that compact one hour (or, with `objects`, only those late objects of it), fold it and count it. */
@@ -221,7 +207,7 @@ async function lateHours(deps: JobDeps, frontier: CompactionFrontier): Promise<{
   const scan = config.history.compaction.lateScanHours ?? config.history.rawGraceDays * 24;
   const out: { hour: number; objects: string[] }[] = [];
   for (let h = frontier.compactedThrough; h > frontier.compactedThrough - scan * HOUR_MS; h -= HOUR_MS) {
-    const marker = await getJson<HourMarker>(deps.s3, config.raw.bucket, compactedHourKey(config.history.prefix, h));
+    const marker = await getJsonIfPresent<HourMarker>(deps.s3, config.raw.bucket, compactedHourKey(config.history.prefix, h));
     if (marker === null) continue;
     const late = (await hourObjects(deps, h)).filter((o) => o.lastModified >= marker.compactedAt - LATE_SKEW_MS);
     if (late.length > 0) out.push({ hour: h, objects: late.map((o) => s3Uri(config.raw.bucket, o.key)) });
@@ -276,7 +262,7 @@ async function cleanRaw(deps: JobDeps, frontier: CompactionFrontier, compactedTh
   let deleted = 0;
   let h = cleaned !== null ? cleaned + HOUR_MS : await oldestRawHour(deps);
   for (; h !== null && h <= graceEnd && deleted < MAX_DELETES_PER_RUN; h += HOUR_MS) {
-    const marker = await getJson<HourMarker>(deps.s3, config.raw.bucket, compactedHourKey(config.history.prefix, h));
+    const marker = await getJsonIfPresent<HourMarker>(deps.s3, config.raw.bucket, compactedHourKey(config.history.prefix, h));
     cleaned = h;
     // No marker: nothing says which of its objects history holds, so none is deleted.
     if (marker === null) continue;

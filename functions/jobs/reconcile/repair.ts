@@ -15,7 +15,7 @@
  *
  * Critical classes (ahead, extra) are never repaired: raw does not have what would repair them.
  */
-import { GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { Readable } from 'node:stream';
 import { errorMessage } from '../../core/errors.js';
 import { encodePosition } from '../../core/position.js';
@@ -32,6 +32,7 @@ import { type StoredQueries, storeQueries } from '../queries.js';
 import { configQueryRefs, s3Uri } from '../sql-run.js';
 import { REPAIRABLE_CLASSES } from './classify.js';
 import { replaceMismatch } from './repair-write.js';
+import { getJson, putJson } from '../../adapters/s3-json.js';
 
 /** Keys per replay-select query: its text names each key id, and stays far below Athena's query size. */
 export const REPAIR_KEYS_PER_QUERY = 1000;
@@ -69,15 +70,6 @@ export interface RepairRun {
 }
 
 export const repairKeyId = (table: string, keyId: string): string => `${table}\u0000${keyId}`;
-
-async function putJson(s3: S3Client, bucket: string, key: string, value: unknown): Promise<void> {
-  await s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: JSON.stringify(value), ContentType: 'application/json' }));
-}
-
-async function getJson<T>(s3: S3Client, bucket: string, key: string): Promise<T> {
-  const got = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
-  return JSON.parse(Buffer.from((await got.Body?.transformToByteArray()) ?? []).toString('utf8')) as T;
-}
 
 /** The first hour history does not hold: after compaction's frontier, or (nothing compacted) the epoch, so raw is read whole. */
 async function uncompactedFrom(deps: JobDeps): Promise<number> {

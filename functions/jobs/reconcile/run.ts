@@ -43,6 +43,7 @@ import { tableSideLine } from './table-side.js';
 import type { Finding, ReconcileReport, ReconcileRequest } from './types.js';
 import { type HeldLabel, heldRawSince } from '../../core/lifecycle.js';
 import { heldTables, reportedHeld } from '../held.js';
+import { putJson } from '../../adapters/s3-json.js';
 
 export type { ReconcileReport } from './types.js';
 
@@ -124,10 +125,6 @@ function windowOf(request: ReconcileRequest, hours: number, compactedThrough: nu
   const toMs = Math.min(compactedThrough, until !== undefined ? hourOf(until - 1) : compactedThrough);
   const fromMs = since !== undefined ? hourOf(since) : toMs - (hours - 1) * HOUR_MS;
   return fromMs <= toMs ? { fromMs, toMs } : null;
-}
-
-async function putJson(s3: S3Client, bucket: string, key: string, value: unknown): Promise<void> {
-  await s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: JSON.stringify(value), ContentType: 'application/json' }));
 }
 
 /** The request checked against the config: mode, tables, window hours and cutoff. */
