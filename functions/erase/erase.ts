@@ -9,7 +9,7 @@
  *            (`<history>erase_keys/run_id=<run>/keys.jsonl.gz`), which the SQL joins, and the run's
  *            queries are stored for the state machine's query loops (find.ts)
  *   Find     (query loop) erase-find-raw: the raw objects still in S3 holding a line of a key, over
- *            the hours raw holds and the first layout's; erase-find-history: what history holds of
+ *            the hours raw holds (compacted ones through history) and the first layout's; erase-find-history: what history holds of
  *            each key (count, highest position). Athena on AWS, DuckDB locally
  *   objects  the objects found, in batches, as the Map's items (find.ts)
  *   rewrite  per batch of objects: drop the keys' lines (and every line of a record that carried

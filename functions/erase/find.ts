@@ -4,8 +4,9 @@
  * Lambda reads back:
  *
  *   Find     erase-find-raw UNLOADs the raw objects still in S3 that hold a line of a run's key
- *            (batch objects over the hours raw holds, from its oldest hour; first-layout objects of
- *            the run's tables, from each table's oldest) to `<run>/objects/`; erase-find-history
+ *            (batch objects over the hours raw holds, from its oldest hour, the compacted hours'
+ *            through history's raw_object; first-layout objects of the run's tables, from each
+ *            table's oldest) to `<run>/objects/`; erase-find-history
  *            UNLOADs per request how many history lines its key has and their highest position to
  *            `<run>/found/`
  *   objects  the objects found, in batches of `replay.objectsPerBatch`, one JSON line per batch in
@@ -26,7 +27,9 @@ import { gunzipSync } from 'node:zlib';
 import type { TidemarkConfig } from '../config/types.js';
 import { historyDatabase } from '../config/types.js';
 import { TidemarkError } from '../core/errors.js';
-import { jobRunPrefix, jobRunsPrefix, parseRawObjectKey, rawBatchesPrefix, rawTablePrefix, runFile, runFolder, tableSegments } from '../adapters/raw-layout.js';
+import { batchObjectsOfHour, isLate, oldestBatchHour, readCompactionFrontier, readHourMarker } from '../adapters/compaction-state.js';
+import { jobRunPrefix, jobRunsPrefix, parseRawObjectKey, rawTablePrefix, runFile, runFolder, tableSegments } from '../adapters/raw-layout.js';
+import { mapLimit } from '../core/concurrency.js';
 import { listObjectKeys } from '../adapters/s3-list.js';
 import { athena, buildStatements, HOUR_MS, type LegacyTable, render, type StatementArgs, type StatementName } from '../sql/index.js';
 import type { Log } from '../telemetry/sinks.js';
@@ -86,26 +89,36 @@ function refs<N extends StatementName>(name: N, args: StatementArgs<N>, database
 
 const hourOf = (ms: number) => Math.floor(ms / HOUR_MS) * HOUR_MS;
 
-/** The hour of the oldest object under a prefix whose keys sort by date and hour (one LIST), or null. */
-async function oldestHour(ctx: Ctx, prefix: string, layout: 'batch' | 'table'): Promise<number | null> {
+/** The hour of the oldest first-layout object under a table's prefix, whose keys sort by date and hour (one LIST), or null. */
+async function oldestTableHour(ctx: Ctx, prefix: string): Promise<number | null> {
   const { raw } = ctx.config;
   const page = await ctx.clients.s3.send(new ListObjectsV2Command({ Bucket: raw.bucket, Prefix: prefix, MaxKeys: 50 }));
   for (const o of page.Contents ?? []) {
     const parts = o.Key ? parseRawObjectKey(raw.prefix, o.Key) : null;
-    if (parts?.layout === layout) return parts.hourStart;
+    if (parts?.layout === 'table') return parts.hourStart;
   }
   return null;
 }
+
+/** Compacted hours of the grace whose listing is read at once. */
+const HOUR_LISTINGS_AT_ONCE = 8;
 
 /**
  * What erase-find-raw reads: batch objects from the oldest hour raw holds (compaction deletes
  * hours past the grace; history keeps their lines) to now, and the first layout's objects of the
  * run's tables that have any (compaction never deletes those), from each one's oldest hour.
+ *
+ * Of the batch hours, those compacted (up to the frontier) and not yet cleaned past the grace are
+ * found through history's `raw_object` instead of their raw JSON read whole, except the late ones:
+ * an hour without a marker, or holding an object modified after it (a late batch, a rewrite by an
+ * earlier erasure), whose raw is read too. One listing per such hour tells them apart, as
+ * compaction's own late scan does.
  */
-async function rawRange(ctx: Ctx, tables: readonly string[], now: number): Promise<Pick<StatementArgs<'erase-find-raw'>, 'since' | 'until' | 'legacy'>> {
+async function rawRange(ctx: Ctx, tables: readonly string[], now: number): Promise<Pick<StatementArgs<'erase-find-raw'>, 'since' | 'until' | 'legacy' | 'compacted'>> {
   const { config } = ctx;
+  const { s3 } = ctx.clients;
   const until = hourOf(now);
-  const since = (await oldestHour(ctx, rawBatchesPrefix(config.raw.prefix), 'batch')) ?? until;
+  const since = Math.min((await oldestBatchHour(s3, config)) ?? until, until);
   const legacy: LegacyTable[] = [];
   let legacySince = until;
   for (const source of tables) {
@@ -113,14 +126,29 @@ async function rawRange(ctx: Ctx, tables: readonly string[], now: number): Promi
     if (!table) continue;
     let oldest: number | null = null;
     for (const segment of tableSegments(source)) {
-      const h = await oldestHour(ctx, rawTablePrefix(config.raw.prefix, segment), 'table');
+      const h = await oldestTableHour(ctx, rawTablePrefix(config.raw.prefix, segment));
       if (h !== null && (oldest === null || h < oldest)) oldest = h;
     }
     if (oldest === null) continue;
     legacy.push({ table: source, segments: tableSegments(source), key: [...table.key] });
     legacySince = Math.min(legacySince, oldest);
   }
-  return { since: Math.min(since, until), until, ...(legacy.length > 0 ? { legacy: { tables: legacy, since: legacySince, until } } : {}) };
+  const frontier = await readCompactionFrontier(s3, config);
+  let compacted: { from: number; through: number; late: number[] } | undefined;
+  // Hours up to cleanedThrough hold only the objects compaction kept past the grace (late ones): raw is read for them.
+  const from = frontier.cleanedThrough !== null ? Math.max(since, frontier.cleanedThrough + HOUR_MS) : since;
+  if (frontier.compactedThrough !== null && frontier.compactedThrough >= from) {
+    const through = Math.min(frontier.compactedThrough, until);
+    const hours: number[] = [];
+    for (let h = from; h <= through; h += HOUR_MS) hours.push(h);
+    const late = await mapLimit(hours, HOUR_LISTINGS_AT_ONCE, async (h) => {
+      const marker = await readHourMarker(s3, config, h);
+      if (marker === null) return h;
+      return (await batchObjectsOfHour(s3, config, h)).some((o) => isLate(o, marker)) ? h : null;
+    });
+    compacted = { from, through, late: late.filter((h): h is number => h !== null) };
+  }
+  return { since, until, ...(legacy.length > 0 ? { legacy: { tables: legacy, since: legacySince, until } } : {}), ...(compacted ? { compacted } : {}) };
 }
 
 async function store(s3: S3Client, bucket: string, key: string, queries: readonly EraseQueryRef[]): Promise<StoredQueries> {

@@ -58,6 +58,7 @@ import type { RawStore } from '../raw-store.js';
 import {
   athenaResultsPrefix,
   compactionFrontierKey,
+  compactionStatePrefix,
   eraseKeysPrefix,
   historyWarehousePrefix,
   jobOutputsPrefix,
@@ -227,6 +228,8 @@ export class ReplayJobs extends Construct {
         ],
       ),
       statement('ListRawAndVersions', ['s3:ListBucket', 's3:ListBucketVersions'], [rawStore.bucket.bucketArn]),
+      // Compaction's frontier and hour markers, read only: Find names the compacted hours' objects from history.
+      statement('ReadCompactionState', ['s3:GetObject'], [rawStore.objectsUnder(compactionStatePrefix(config.history.prefix))]),
       ...tableStatements(this, 'EraseItem', ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:DeleteItem'], targetNames),
       statement('Ledger', ['dynamodb:PutItem', 'dynamodb:Query'], [currentState.statusTable.tableArn]),
     ]);
@@ -448,7 +451,7 @@ export class ReplayJobs extends Construct {
     const { raw, replay, name } = props.config;
     const prefixes: [lambda.Function, string[]][] = [
       [this.replayFunction, [replay.jobsPrefix, spilledRowsPrefix(raw.prefix)]],
-      [this.eraseFunction, [raw.prefix, raw.quarantinePrefix, replay.jobsPrefix, props.config.jobs.reportPrefix, jobOutputsPrefix(props.config.history.prefix), replay.onFailurePrefix, eraseKeysPrefix(props.config.history.prefix)]],
+      [this.eraseFunction, [raw.prefix, raw.quarantinePrefix, replay.jobsPrefix, props.config.jobs.reportPrefix, jobOutputsPrefix(props.config.history.prefix), replay.onFailurePrefix, eraseKeysPrefix(props.config.history.prefix), compactionStatePrefix(props.config.history.prefix)]],
     ];
     for (const [fn, list] of prefixes) {
       const role = fn.role;

@@ -44,7 +44,8 @@ import { DeleteObjectCommand } from '@aws-sdk/client-s3';
 import { compactLocally } from '../../bin/cli/jobs-local.js';
 import { eraseSummaryOf } from '../../bin/cli/erase.js';
 import { localSqlEngine } from '../../bin/cli/replay.js';
-import { historyWarehousePrefix, spillObjectKey } from '../../functions/adapters/raw-layout.js';
+import { compactionFrontierKey, historyWarehousePrefix, parseRawObjectKey, spillObjectKey } from '../../functions/adapters/raw-layout.js';
+import { getJson, putJson } from '../../functions/adapters/s3-json.js';
 import { EXPECTED_STATE, HISTORY } from '../../functions/sql/schemas.js';
 import { bind, call, sql } from '../../functions/sql/sql.js';
 import { selectStatement } from '../../functions/sql/statement.js';
@@ -321,6 +322,10 @@ describe(`erase on the integration target (${process.env.TIDEMARK_TARGET ?? 'emb
     const holding = (await rawLines()).filter((o) => o.lines.some((l) => l.keyId === '["101"]'));
     assert.equal(holding.length, 1);
     await target.clients.s3.send(new DeleteObjectCommand({ Bucket: config.raw.bucket, Key: holding[0]?.key }));
+    // … and says so in its frontier, as its clean-up does.
+    const frontierKey = compactionFrontierKey(config.history.prefix);
+    const frontier = await getJson<Record<string, unknown>>(target.clients.s3, config.raw.bucket, frontierKey);
+    await putJson(target.clients.s3, config.raw.bucket, frontierKey, { ...frontier, cleanedThrough: parseRawObjectKey(config.raw.prefix, holding[0]?.key ?? '')?.hourStart });
     const partition = `${historyWarehousePrefix(config.history.prefix)}history/source_table=public.customers/`;
     const filesBefore = await keysUnder(partition);
     const position = (await tableRows('history', '["101"]'))[0]?.position;

@@ -20,19 +20,20 @@
  * `cleanedThrough`, the last hour whose raw past the grace is deleted); one marker per compacted
  * hour (`compactedAt`) tells late objects apart (LastModified after it).
  */
-import { DeleteObjectsCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
-import { compactedHourKey, compactionFrontierKey, jobRunPrefix, parseRawObjectKey, rawBatchesPrefix, rawHourPrefix, rawTablePrefix, runFile, tableSegments } from '../../adapters/raw-layout.js';
+import { DeleteObjectsCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
+import { compactedHourKey, compactionFrontierKey, jobRunPrefix, parseRawObjectKey, rawTablePrefix, runFile, tableSegments } from '../../adapters/raw-layout.js';
 import { CONTROL_TABLE } from '../../adapters/raw-store.js';
 import { HOUR_MS } from '../../sql/index.js';
 import type { JobDeps } from '../deps.js';
 import { configQueryRefs, type QueryRef, s3Uri } from '../sql-run.js';
 import { type StoredQueries, storeQueries } from '../queries.js';
-import { getJsonIfPresent, putJson } from '../../adapters/s3-json.js';
+import { putJson } from '../../adapters/s3-json.js';
+import { batchObjectsOfHour, type CompactionFrontier, type HourMarker, isLate, oldestBatchHour, readCompactionFrontier, readHourMarker } from '../../adapters/compaction-state.js';
+
+export type { CompactionFrontier, HourMarker } from '../../adapters/compaction-state.js';
 
 /** How long after its start an hour may still receive batches: then it is closed. */
 export const HOUR_CLOSES_AFTER_MS = HOUR_MS + 20 * 60_000;
-/** LastModified is the end of a PUT: an object written while its hour was compacted counts as late (compaction skips what it already holds). */
-const LATE_SKEW_MS = 5 * 60_000;
 /** S3 DeleteObjects takes at most 1,000 keys. */
 const DELETE_BATCH = 1000;
 /** Raw objects past the grace deleted per run at most (the rest next run). */
@@ -50,25 +51,6 @@ export interface CompactionRequest {
    */
   readonly throughNow?: boolean;
   readonly runId?: string;
-}
-
-export interface CompactionFrontier {
-  /** Every hour up to and including this one is compacted (hour start, epoch ms); null before the first. */
-  readonly compactedThrough: number | null;
-  /** Raw of every hour up to this one is deleted past its grace. */
-  readonly cleanedThrough: number | null;
-  /**
-   * The first raw layout (`<raw>table=<segment>/dt=…/hr=…/`, one object per table per batch, written
-   * before batches landed once): every hour up to `through` is compacted (`compact-legacy-hour`);
-   * `done` once a run found none left, after which it is never listed again. Absent before the first run.
-   */
-  readonly legacy?: { readonly through: number | null; readonly done: boolean };
-}
-
-export interface HourMarker {
-  readonly hour: number;
-  /** When the run that compacted it planned: objects modified after it (less a skew) are late. */
-  readonly compactedAt: number;
 }
 
 export interface CompactionPlan {
@@ -102,42 +84,11 @@ export interface CompactionSummary {
 
 const hourOf = (ms: number): number => Math.floor(ms / HOUR_MS) * HOUR_MS;
 
-interface Listed {
-  readonly key: string;
-  readonly lastModified: number;
-}
+export const readFrontier = (deps: JobDeps): Promise<CompactionFrontier> => readCompactionFrontier(deps.s3, deps.config);
 
-async function listAll(s3: S3Client, bucket: string, prefix: string, max = Number.POSITIVE_INFINITY): Promise<Listed[]> {
-  const out: Listed[] = [];
-  let token: string | undefined;
-  do {
-    const page = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }));
-    for (const o of page.Contents ?? []) if (o.Key) out.push({ key: o.Key, lastModified: o.LastModified?.getTime() ?? 0 });
-    token = page.IsTruncated && out.length < max ? page.NextContinuationToken : undefined;
-  } while (token);
-  return out;
-}
-
-/** The batch objects of one hour (the first layout's are compacted by `legacyHours`, and never deleted by compaction). */
-async function hourObjects(deps: JobDeps, hour: number): Promise<Listed[]> {
-  const { raw } = deps.config;
-  return (await listAll(deps.s3, raw.bucket, rawHourPrefix(raw.prefix, hour))).filter((o) => parseRawObjectKey(raw.prefix, o.key)?.layout === 'batch');
-}
-
-/** The hour of the oldest batch object (keys sort by date and hour), or null when raw holds none. */
-async function oldestRawHour(deps: JobDeps): Promise<number | null> {
-  const { raw } = deps.config;
-  const page = await deps.s3.send(new ListObjectsV2Command({ Bucket: raw.bucket, Prefix: rawBatchesPrefix(raw.prefix), MaxKeys: 50 }));
-  for (const o of page.Contents ?? []) {
-    const parts = o.Key ? parseRawObjectKey(raw.prefix, o.Key) : null;
-    if (parts?.layout === 'batch') return parts.hourStart;
-  }
-  return null;
-}
-
-export async function readFrontier(deps: JobDeps): Promise<CompactionFrontier> {
-  return (await getJsonIfPresent<CompactionFrontier>(deps.s3, deps.config.raw.bucket, compactionFrontierKey(deps.config.history.prefix))) ?? { compactedThrough: null, cleanedThrough: null };
-}
+/** The batch objects of one hour. */
+const hourObjects = (deps: JobDeps, hour: number) => batchObjectsOfHour(deps.s3, deps.config, hour);
+const oldestRawHour = (deps: JobDeps) => oldestBatchHour(deps.s3, deps.config);
 
 /** The queries that compact one hour (or, with `objects`, only those late objects of it), fold it and count it. */
 function hourQueries(deps: JobDeps, hour: number, objects?: readonly string[]): QueryRef[] {
@@ -207,9 +158,9 @@ async function lateHours(deps: JobDeps, frontier: CompactionFrontier): Promise<{
   const scan = config.history.compaction.lateScanHours ?? config.history.rawGraceDays * 24;
   const out: { hour: number; objects: string[] }[] = [];
   for (let h = frontier.compactedThrough; h > frontier.compactedThrough - scan * HOUR_MS; h -= HOUR_MS) {
-    const marker = await getJsonIfPresent<HourMarker>(deps.s3, config.raw.bucket, compactedHourKey(config.history.prefix, h));
+    const marker = await readHourMarker(deps.s3, config, h);
     if (marker === null) continue;
-    const late = (await hourObjects(deps, h)).filter((o) => o.lastModified >= marker.compactedAt - LATE_SKEW_MS);
+    const late = (await hourObjects(deps, h)).filter((o) => isLate(o, marker));
     if (late.length > 0) out.push({ hour: h, objects: late.map((o) => s3Uri(config.raw.bucket, o.key)) });
   }
   return out.reverse();
@@ -262,11 +213,11 @@ async function cleanRaw(deps: JobDeps, frontier: CompactionFrontier, compactedTh
   let deleted = 0;
   let h = cleaned !== null ? cleaned + HOUR_MS : await oldestRawHour(deps);
   for (; h !== null && h <= graceEnd && deleted < MAX_DELETES_PER_RUN; h += HOUR_MS) {
-    const marker = await getJsonIfPresent<HourMarker>(deps.s3, config.raw.bucket, compactedHourKey(config.history.prefix, h));
+    const marker = await readHourMarker(deps.s3, config, h);
     cleaned = h;
     // No marker: nothing says which of its objects history holds, so none is deleted.
     if (marker === null) continue;
-    const objects = (await hourObjects(deps, h)).filter((o) => o.lastModified < marker.compactedAt - LATE_SKEW_MS);
+    const objects = (await hourObjects(deps, h)).filter((o) => !isLate(o, marker));
     for (let i = 0; i < objects.length; i += DELETE_BATCH) {
       const chunk = objects.slice(i, i + DELETE_BATCH);
       const res = await deps.s3.send(new DeleteObjectsCommand({ Bucket: config.raw.bucket, Delete: { Objects: chunk.map((o) => ({ Key: o.key })), Quiet: true } }));

@@ -177,7 +177,8 @@ export function replayBill(s: MeasuredSizes, p: Pipeline, warm = false): Bill {
 
 /**
  * One day's erasure pass of `requests` keys (spread over the tables), as the erase state machine
- * runs it (functions/erase/find.ts): erase-find-raw over the raw grace, erase-find-history over the
+ * runs it (functions/erase/find.ts): erase-find-raw (raw of the hours not compacted yet and of the
+ * late ones; the grace's compacted hours through history's raw_object), erase-find-history over the
  * keys' tables' history (what it holds of each key: its lines and highest position), a conditional
  * rewrite (GET, PUT with If-Match, the old version listed and deleted) of each raw object found and
  * of no other (no listing or HEAD of raw), erase-history and erase-expected (Iceberg DELETE),
@@ -192,11 +193,23 @@ export function eraseBill(s: MeasuredSizes, p: Pipeline, requests: number = REFE
   // The run's keys are read from erase_keys by run id: the statements name only the run and its tables.
   const keys = { runId: 'erase-bench', tables: [d.tables[0] ?? 'public.t0001'] };
   const graceDays = Math.min(REFERENCE.rawGraceDays, p.retentionDays);
-  const find = one(buildStatements('erase-find-raw', { ...keys, since: HOUR - graceDays * DAY_MS, until: HOUR }));
+  // The frontier two hours behind (an hour closes 80 minutes after it began); the grace's compacted hours found through history.
+  const since = HOUR - graceDays * DAY_MS;
+  const through = HOUR - ASSUMPTIONS.unsettledHours * HOUR_MS;
+  const late = Array.from({ length: ASSUMPTIONS.eraseLateHours }, (_, i) => through - i * HOUR_MS);
+  const find = one(buildStatements('erase-find-raw', { ...keys, since, until: HOUR, compacted: { from: since, through, late } }));
   const hours = hoursRead(find, 'raw_lines') ?? 0;
   bill.query(hours * d.rawHourBytes);
   bill.get += hours * d.objectsPerHour;
   bill.list += hours * Math.ceil(d.objectsPerHour / 1000);
+  // The compacted hours: each marker read and each hour listed (find.ts), then history in the columns erase-find-raw reads over the grace's days.
+  const compactedHours = (through - since) / HOUR_MS + 1;
+  bill.get += compactedHours;
+  bill.list += compactedHours * Math.ceil(d.objectsPerHour / 1000);
+  const graceCols = columnsRead(find, 'history');
+  const graceDaysRead = daysRead(find, 'history') ?? 0;
+  bill.query(touched * graceDaysRead * (EVENTS_PER_DAY / p.tables) * bytesOf(s.history.zstd, graceCols));
+  bill.parquetRead(touched * graceDaysRead * d.tableDayBytes, touched * graceDaysRead * d.filesPerTableDay, graceCols.length);
   const found = Math.min(hours * d.objectsPerHour, requests * ASSUMPTIONS.erasedKeyEventsPerDay * graceDays);
   bill.get += found;
   bill.put += found;

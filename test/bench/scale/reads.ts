@@ -39,9 +39,9 @@ export function daysRead(statement: Statement, table: TableName): number | null 
   return Math.round((Date.parse(days.to) - Date.parse(days.from)) / 86_400_000) + 1;
 }
 
-/** The hours (inclusive) a read of `table` names, or null when it names none. */
+/** The hours (inclusive) the reads of `table` name, added up, or null when they name none. */
 export function hoursRead(statement: Statement, table: TableName): number | null {
-  const hours = statement.reads.find((r) => r.table === table)?.filter.hours;
-  if (!hours) return null;
-  return Math.round((hours.to - hours.from) / 3_600_000) + 1;
+  const ranges = statement.reads.filter((r) => r.table === table).flatMap((r) => (r.filter.hours ? [r.filter.hours] : []));
+  if (ranges.length === 0) return null;
+  return ranges.reduce((n, h) => n + Math.round((h.to - h.from) / 3_600_000) + 1, 0);
 }

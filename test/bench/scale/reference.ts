@@ -68,4 +68,9 @@ export const ASSUMPTIONS = {
    * (4.3 at the reference size), so a key has an event on nearly every day of history.
    */
   erasedKeyEventsPerDay: EVENTS_PER_DAY / REFERENCE.liveRows,
+  /**
+   * Compacted hours of the grace an erasure finds late (an object modified after its hour's marker:
+   * a late batch, or a rewrite by the previous pass not compacted again yet), whose raw it reads: one.
+   */
+  eraseLateHours: 1,
 } as const;

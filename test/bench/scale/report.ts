@@ -165,7 +165,7 @@ export function costReport(sizes: MeasuredSizes, figures: ScaleFigures): string[
     '',
   );
 
-  out.push(`-- one erasure: a day's pass of ${REFERENCE.erasuresPerDay.toLocaleString('en-US')} requests (erase-find-raw over ${REFERENCE.rawGraceDays} days of raw, erase-find-history, conditional rewrites of the objects found, erase-history + erase-expected, OPTIMIZE, VACUUM, ledger) --`);
+  out.push(`-- one erasure: a day's pass of ${REFERENCE.erasuresPerDay.toLocaleString('en-US')} requests (erase-find-raw: raw of the hours not compacted and of ${ASSUMPTIONS.eraseLateHours} late hour, history for the rest of the ${REFERENCE.rawGraceDays}-day grace; erase-find-history, conditional rewrites of the objects found, erase-history + erase-expected, OPTIMIZE, VACUUM, ledger) --`);
   const ew = [7, 9, 13, 12, 13, 14, 13, 14, 13];
   // The path this replaced: a LIST page per 1,000 objects and a HEAD of each, for every erasure alone.
   const yearObjects = d1.objectsPerHour * 24 * 365;
@@ -175,10 +175,11 @@ export function costReport(sizes: MeasuredSizes, figures: ScaleFigures): string[
     out.push(row([String(x.pipeline.tables), retention(x.pipeline), bytes(x.bill.athenaBytes), money(x.dollars.total), money(x.dollars.requests), money(x.perErasure.requests), money(x.perErasure.total), money(x.lone.requests), money(x.lone.total)], ew));
   }
   out.push(
-    `  requests = erase-find-raw's GETs and LISTs of every raw object of the grace (${count(d1.objectsPerHour * 24 * REFERENCE.rawGraceDays)}) + GET, PUT (If-Match) and LIST per object holding a key`,
-    `  (${ASSUMPTIONS.erasedKeyEventsPerDay.toFixed(1)} events a key a day) + Iceberg's GETs and multipart PUTs + a ledger write; Athena = ${REFERENCE.rawGraceDays} days of raw whole + the keys' tables' history in key_id`,
+    `  requests = erase-find-raw's GETs of the raw hours it reads (${ASSUMPTIONS.unsettledHours} not compacted + ${ASSUMPTIONS.eraseLateHours} late, ${count(d1.objectsPerHour)} objects each) + a LIST of every compacted hour of the grace (its late objects)`,
+    `  + GET, PUT (If-Match) and LIST per object holding a key (${ASSUMPTIONS.erasedKeyEventsPerDay.toFixed(1)} events a key a day) + Iceberg's GETs and multipart PUTs + a ledger write;`,
+    `  Athena = those raw hours whole + the keys' tables' history in raw_object and key_id over the grace + in key_id`,
     '  over every day of retention + OPTIMIZE of the data files holding a key (a key has rows on nearly every day): that part grows with retention',
-    "  'lone' is a pass for one request: erase-find-raw's scan of the whole raw grace and the history scans are paid once per pass",
+    "  'lone' is a pass for one request: the history scans over every day of retention are paid once per pass, whatever the keys (history is not clustered by key)",
     `  before erase ran on SQL it listed and HEADed every raw object of the table: over a year of raw (${count(yearObjects)} objects) ${money(headScan)} in requests per erasure, and history was not reached`,
     '',
   );

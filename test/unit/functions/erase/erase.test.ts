@@ -16,7 +16,7 @@ import { abandonErase, beginErase, type EraseContext, eraseKeysObject, erasePref
 import { eraseQueryAt, listEraseObjects } from '../../../../functions/erase/find.js';
 import { eraseStep } from '../../../../functions/erase/handler.js';
 import { keyFilterMetadata, mayContainKey } from '../../../../functions/core/key-filter.js';
-import { encodeSegment, legacySegment } from '../../../../functions/adapters/raw-layout.js';
+import { compactedHourKey, compactionFrontierKey, encodeSegment, legacySegment } from '../../../../functions/adapters/raw-layout.js';
 import { RawStore } from '../../../../functions/adapters/raw-store.js';
 import { readFixture } from '../../../helpers/messages.js';
 import { type FakeS3, fakeS3 } from '../../../helpers/fake-s3.js';
@@ -146,6 +146,26 @@ describe('erase on a versioned store', () => {
     assert.match(opt.athena.QueryString, /^OPTIMIZE .*"history" REWRITE DATA USING BIN_PACK WHERE source_table IN \('public\.customers', 'inventory\.products'\)$/);
     await assert.rejects(eraseQueryAt(ctx, { queriesKey: 'history/state/compaction.json', index: 0, count: 1 }), /reads only the erase runs' queries/);
     assert.equal(s3.calls.filter((c) => c.startsWith('Head')).length, 0, 'no HEAD of raw');
+  });
+
+  it('begin: compacted hours of the grace are found through history, and raw is read only for the hours after the frontier and the late ones', async () => {
+    s3 = fakeS3();
+    const hour = (n: number) => Date.UTC(2026, 10, 30, n);
+    for (const n of [3, 4, 5, 6]) s3.put(rawKey(n), body([line('public.customers', n, n)]));
+    const marker = (n: number, compactedAt: number) => s3.put(compactedHourKey(config.history.prefix, hour(n)), JSON.stringify({ hour: hour(n), compactedAt }));
+    marker(3, Date.now() + 3_600_000); // every object of hour 3 older than its marker: history holds them
+    marker(4, Date.now() - 3_600_000); // hour 4's object modified after it was compacted: late
+    // hour 5 compacted without a marker: late; hour 6 after the frontier: raw.
+    s3.put(compactionFrontierKey(config.history.prefix), JSON.stringify({ compactedThrough: hour(5), cleanedThrough: null }));
+    const { ctx } = ctxOf(s3);
+    const requestKey = await submitEraseBatch(ctx, 'e3', [{ table: 'public.customers', key: { id: 42 }, reason: 'unit' }]);
+    const out = await beginErase(ctx, { runId: 'e3', requestKey });
+    const { query } = await eraseQueryAt(ctx, { ...out.queries.find, index: 0 });
+    const args = query.statement.args as { since: number; compacted?: { from: number; through: number; late: number[] } };
+    assert.equal(args.since, hour(3));
+    assert.deepEqual(args.compacted, { from: hour(3), through: hour(5), late: [hour(4), hour(5)] });
+    assert.match(query.athena.QueryString, /"history" h JOIN/);
+    assert.ok(!query.athena.QueryString.includes("hr = 3") && !query.athena.QueryString.includes("hr = '3'"), 'hour 3 is not read from raw');
   });
 
   it('lists the objects the query found into the Map\'s items, in batches, and GETs only those: never a listing or HEAD of raw', async () => {

@@ -14,6 +14,7 @@ import { renderSql, SqlArgumentError } from '../../../../functions/sql/sql.js';
 import { eraseExpected } from '../../../../functions/sql/statements/erase-expected.js';
 import { eraseFindHistory } from '../../../../functions/sql/statements/erase-find-history.js';
 import { eraseFindRaw } from '../../../../functions/sql/statements/erase-find-raw.js';
+import { compactHour } from '../../../../functions/sql/statements/compact-hour.js';
 import { eraseHistory } from '../../../../functions/sql/statements/erase-history.js';
 import { runIdArg } from '../../../../functions/sql/statements/erase-keys.js';
 import { optimize } from '../../../../functions/sql/statements/maintenance.js';
@@ -98,6 +99,65 @@ describe('erase-find-raw', () => {
       assert.ok(r.params.includes(RUN));
       assert.ok(!r.params.some((p) => typeof p === 'string' && p.startsWith('["')));
     }
+  });
+});
+
+describe('erase-find-raw over compacted hours', () => {
+  let bench: SqlBench;
+  const made: Record<string, string> = {};
+  const land = (name: string, lines: ReturnType<typeof v2Line>[]) => {
+    const o = batchOf('raw/', lines, `shard-${name}`);
+    bench.object(o.key, o.body);
+    made[name] = bench.uri(o.key);
+  };
+  const compacted = (late: number[] = []) => ({ from: H0, through: H0 + HOUR, late });
+  before(async () => {
+    bench = await SqlBench.open();
+    // Hours H0 and H0+1 compacted; H0+2 not yet.
+    land('h0Key1', [v2Line({ table: 'public.orders', key: { id: 1 }, arrivalTs: H0 + 1 }), v2Line({ table: 'public.orders', key: { id: 2 }, arrivalTs: H0 + 2 })]);
+    land('h0Other', [v2Line({ table: 'public.orders', key: { id: 3 }, arrivalTs: H0 + 3 })]);
+    land('h1Customer', [v2Line({ table: 'public.customers', key: { id: 7 }, arrivalTs: H0 + HOUR + 5 })]);
+    land('h1SameKeyOtherTable', [v2Line({ table: 'public.customers', key: { id: 1 }, arrivalTs: H0 + HOUR + 6 })]);
+    land('h2Quoted', [v2Line({ table: 'public.orders', key: { id: "it's" }, arrivalTs: H0 + 2 * HOUR + 5 })]);
+    keysObject(bench, RUN, runKeys);
+    await bench.sources();
+    await bench.run(compactHour({ hour: H0 }));
+    await bench.run(compactHour({ hour: H0 + HOUR }));
+  });
+  after(() => bench.close());
+
+  const find = async (args: Partial<Parameters<typeof eraseFindRaw>[0]>) =>
+    (await bench.run(eraseFindRaw({ runId: RUN, tables, since: H0, until: H0 + 2 * HOUR, ...args }))).map((r) => r.raw_object);
+
+  it('finds through history exactly what reading every hour of raw finds', async () => {
+    const all = await find({});
+    assert.deepEqual(all, [made.h0Key1, made.h1Customer, made.h2Quoted].sort());
+    assert.deepEqual(await find({ compacted: compacted() }), all);
+    // Compacted through the last hour read: history alone.
+    assert.deepEqual(await find({ until: H0 + HOUR, compacted: compacted() }), [made.h0Key1, made.h1Customer].sort());
+    // An hour before `from` (cleaned past the grace) is read from raw, not named from history.
+    assert.deepEqual(await find({ compacted: { from: H0 + HOUR, through: H0 + HOUR, late: [] } }), all);
+  });
+
+  it('reads raw only for the hours after the frontier and the late hours; history for the rest, narrowed to the tables and days', () => {
+    const s = eraseFindRaw({ runId: RUN, tables, since: H0 - 2 * HOUR, until: H0 + 2 * HOUR, compacted: { from: H0 - 2 * HOUR, through: H0 + HOUR, late: [H0 - HOUR, H0 - 9 * HOUR] } });
+    assert.deepEqual(s.reads, [
+      { table: 'history', filter: { tables, days: { from: '2026-11-30', to: '2026-11-30' } } },
+      { table: 'raw_lines', filter: { hours: { from: H0 - HOUR, to: H0 - HOUR } } },
+      { table: 'raw_lines', filter: { hours: { from: H0 + 2 * HOUR, to: H0 + 2 * HOUR } } },
+      { table: 'erase_keys', filter: { runId: RUN } },
+    ]);
+    const text = render(s, athena('tidemark_shop')).sql ?? '';
+    assert.ok(!text.includes('["1"]'));
+  });
+
+  it('reaches an object that landed after its hour was compacted only when its hour is named late', async () => {
+    land('h0Late', [v2Line({ table: 'public.orders', key: { id: 1 }, arrivalTs: H0 + 30 })]);
+    await bench.sources();
+    assert.ok(!(await find({ compacted: compacted() })).includes(made.h0Late), 'history does not hold it yet');
+    const found = await find({ compacted: compacted([H0]) });
+    assert.deepEqual(found, [made.h0Key1, made.h0Late, made.h1Customer, made.h2Quoted].sort());
+    assert.deepEqual(found, await find({}));
   });
 });
 
