@@ -290,6 +290,33 @@ describe('erase on a versioned store', () => {
     );
   });
 
+  it('finish settles a run\'s keys a few at once, each result in its request\'s place', async () => {
+    s3 = fakeS3();
+    const { ctx, puts } = ctxOf(s3);
+    const n = 40;
+    const requestKey = await submitEraseBatch(ctx, 'e9', Array.from({ length: n }, (_, i) => ({ table: 'public.customers', key: { id: 100 + i }, reason: `r${i}` })));
+    begun(s3, 'e9', Array.from({ length: n }, (_, i) => ({ request: i, keyHash: `h${i}`, table: 'public.customers', storedPosition: String(i).padStart(4, '0'), itemFound: true, itemDeleted: true })));
+    s3.put(eraseKeysObject(config, 'e9'), 'keys');
+    // Every DynamoDB request takes a few milliseconds: how many are in flight at once.
+    const dynamodb = ctx.clients.dynamodb;
+    const send = dynamodb.send.bind(dynamodb) as (c: unknown) => Promise<unknown>;
+    let inFlight = 0;
+    let most = 0;
+    (dynamodb as unknown as { send: (c: unknown) => Promise<unknown> }).send = async (c: unknown) => {
+      most = Math.max(most, ++inFlight);
+      await new Promise((r) => setTimeout(r, 3));
+      try {
+        return await send(c);
+      } finally {
+        inFlight--;
+      }
+    };
+    const summary = await finishErase(ctx, { runId: 'e9', requestKey });
+    assert.deepEqual(summary.results.map((r) => [r.request, r.ledgerPosition]), Array.from({ length: n }, (_, i) => [i, String(i).padStart(4, '0')]));
+    assert.equal(puts.filter((p) => p.TableName === config.statusTable && p.Item?.reason !== undefined).length, n, 'a ledger entry per key');
+    assert.ok(most > 1 && most <= 16, `between 2 and 16 keys at once, saw ${most}`);
+  });
+
   it('finish: one result per key, the ledger at the highest of item, raw and history, not found per key, and the keys and the request deleted', async () => {
     s3 = fakeS3({ pageSize: 100 });
     const { ctx, puts } = ctxOf(s3);
