@@ -13,6 +13,7 @@
  *   const frontier = await readCompactionFrontier(s3, config);
  *   const marker = await readHourMarker(s3, config, hour);
  *   const late = marker ? (await batchObjectsOfHour(s3, config, hour)).filter((o) => isLate(o, marker)) : [];
+ *   const any = marker ? await hasLateObject(s3, config, hour, marker) : true;
  */
 import { ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import type { TidemarkConfig } from '../config/types.js';
@@ -77,6 +78,21 @@ export async function listAll(s3: S3Client, bucket: string, prefix: string): Pro
 export async function batchObjectsOfHour(s3: S3Client, config: Config, hour: number): Promise<Listed[]> {
   const { raw } = config;
   return (await listAll(s3, raw.bucket, rawHourPrefix(raw.prefix, hour))).filter((o) => parseRawObjectKey(raw.prefix, o.key)?.layout === 'batch');
+}
+
+/** Whether an hour holds a batch object modified after its marker (less the skew): page by page, stopping at the first. */
+export async function hasLateObject(s3: S3Client, config: Config, hour: number, marker: HourMarker): Promise<boolean> {
+  const { raw } = config;
+  let token: string | undefined;
+  do {
+    const page = await s3.send(new ListObjectsV2Command({ Bucket: raw.bucket, Prefix: rawHourPrefix(raw.prefix, hour), ContinuationToken: token }));
+    for (const o of page.Contents ?? []) {
+      if (!o.Key || parseRawObjectKey(raw.prefix, o.Key)?.layout !== 'batch') continue;
+      if (isLate({ key: o.Key, lastModified: o.LastModified?.getTime() ?? 0 }, marker)) return true;
+    }
+    token = page.IsTruncated ? page.NextContinuationToken : undefined;
+  } while (token);
+  return false;
 }
 
 /** The hour of the oldest batch object (keys sort by date and hour: one LIST), or null when raw holds none. */

@@ -27,7 +27,7 @@ import { gunzipSync } from 'node:zlib';
 import type { TidemarkConfig } from '../config/types.js';
 import { historyDatabase } from '../config/types.js';
 import { TidemarkError } from '../core/errors.js';
-import { batchObjectsOfHour, isLate, oldestBatchHour, readCompactionFrontier, readHourMarker } from '../adapters/compaction-state.js';
+import { hasLateObject, oldestBatchHour, readCompactionFrontier, readHourMarker } from '../adapters/compaction-state.js';
 import { jobRunPrefix, jobRunsPrefix, parseRawObjectKey, rawTablePrefix, runFile, runFolder, tableSegments } from '../adapters/raw-layout.js';
 import { mapLimit } from '../core/concurrency.js';
 import { listObjectKeys } from '../adapters/s3-list.js';
@@ -111,8 +111,8 @@ const HOUR_LISTINGS_AT_ONCE = 8;
  * Of the batch hours, those compacted (up to the frontier) and not yet cleaned past the grace are
  * found through history's `raw_object` instead of their raw JSON read whole, except the late ones:
  * an hour without a marker, or holding an object modified after it (a late batch, a rewrite by an
- * earlier erasure), whose raw is read too. One listing per such hour tells them apart, as
- * compaction's own late scan does.
+ * earlier erasure), whose raw is read too. A listing of each such hour, up to its first late
+ * object, tells them apart, as compaction's own late scan does.
  */
 async function rawRange(ctx: Ctx, tables: readonly string[], now: number): Promise<Pick<StatementArgs<'erase-find-raw'>, 'since' | 'until' | 'legacy' | 'compacted'>> {
   const { config } = ctx;
@@ -144,7 +144,7 @@ async function rawRange(ctx: Ctx, tables: readonly string[], now: number): Promi
     const late = await mapLimit(hours, HOUR_LISTINGS_AT_ONCE, async (h) => {
       const marker = await readHourMarker(s3, config, h);
       if (marker === null) return h;
-      return (await batchObjectsOfHour(s3, config, h)).some((o) => isLate(o, marker)) ? h : null;
+      return (await hasLateObject(s3, config, h, marker)) ? h : null;
     });
     compacted = { from, through, late: late.filter((h): h is number => h !== null) };
   }
