@@ -95,6 +95,15 @@ describe('ReplayJobs construct', () => {
     assert.deepEqual(JSON.stringify(read?.Resource).match(/"\/[^"]*"/g), ['"/history/state/compaction.json"', '"/jobs/*"', '"/raw/spill/*"']);
   });
 
+  it("lets the erase function read compaction's state (frontier and hour markers), and only read it", () => {
+    const statements = statementsOf(template, 'PipelineReplayEraseRole');
+    const read = statements.find((s) => s.Sid === 'ReadCompactionState');
+    assert.deepEqual(read?.Action, 's3:GetObject');
+    assert.deepEqual(JSON.stringify(read?.Resource).match(/"\/[^"]*"/g), ['"/history/state/*"']);
+    const writes = statements.filter((s) => JSON.stringify(s.Resource).includes('/history/state/') && s.Sid !== 'ReadCompactionState');
+    assert.deepEqual(writes, [], 'no other statement reaches the state');
+  });
+
   it('lets replay write under the guard, never delete objects; lets erase rewrite raw with its versions', () => {
     const replay = actions(statementsOf(template, 'PipelineReplayReplayRole'));
     const erase = actions(statementsOf(template, 'PipelineReplayEraseRole'));
