@@ -112,7 +112,8 @@ const HOUR_LISTINGS_AT_ONCE = 8;
  * found through history's `raw_object` instead of their raw JSON read whole, except the late ones:
  * an hour without a marker, or holding an object modified after it (a late batch, a rewrite by an
  * earlier erasure), whose raw is read too. A listing of each such hour, up to its first late
- * object, tells them apart, as compaction's own late scan does.
+ * object, tells them apart, as compaction's own late scan does, over the same window
+ * (`history.compaction.lateScanHours`): the raw of a compacted hour older than it is read unlisted.
  */
 async function rawRange(ctx: Ctx, tables: readonly string[], now: number): Promise<Pick<StatementArgs<'erase-find-raw'>, 'since' | 'until' | 'legacy' | 'compacted'>> {
   const { config } = ctx;
@@ -141,7 +142,11 @@ async function rawRange(ctx: Ctx, tables: readonly string[], now: number): Promi
     const through = Math.min(frontier.compactedThrough, until);
     const hours: number[] = [];
     for (let h = from; h <= through; h += HOUR_MS) hours.push(h);
+    // Compaction looks for late objects over its late-scan window only: an older hour's are never compacted, so its raw is read unlisted.
+    const window = Math.max(1, config.history.compaction.lateScanHours ?? config.history.rawGraceDays * 24);
+    const oldestListed = frontier.compactedThrough - (window - 1) * HOUR_MS;
     const late = await mapLimit(hours, HOUR_LISTINGS_AT_ONCE, async (h) => {
+      if (h < oldestListed) return h;
       const marker = await readHourMarker(s3, config, h);
       if (marker === null) return h;
       return (await hasLateObject(s3, config, h, marker)) ? h : null;

@@ -166,6 +166,14 @@ describe('erase on a versioned store', () => {
     assert.deepEqual(args.compacted, { from: hour(3), through: hour(5), late: [hour(4), hour(5)] });
     assert.match(query.athena.QueryString, /"history" h JOIN/);
     assert.ok(!query.athena.QueryString.includes("hr = 3") && !query.athena.QueryString.includes("hr = '3'"), 'hour 3 is not read from raw');
+    // Compaction scans only its late-scan window for late objects: a compacted hour older than it is read from raw, unlisted.
+    const narrow: EraseContext = { ...ctx, config: { ...config, history: { ...config.history, compaction: { ...config.history.compaction, lateScanHours: 2 } } } };
+    const listings = s3.calls.length;
+    const again = await beginErase(narrow, { runId: 'e3b', requestKey: await submitEraseBatch(narrow, 'e3b', [{ table: 'public.customers', key: { id: 42 }, reason: 'unit' }]) });
+    const { query: narrowed } = await eraseQueryAt(narrow, { ...again.queries.find, index: 0 });
+    assert.deepEqual((narrowed.statement.args as typeof args).compacted, { from: hour(3), through: hour(5), late: [hour(3), hour(4), hour(5)] });
+    assert.ok(!s3.calls.slice(listings).includes('List raw/dt=2026-11-30/hr=03/'), 'hour 3 is not listed');
+    assert.ok(s3.calls.slice(listings).includes('List raw/dt=2026-11-30/hr=04/'), 'hour 4 is');
   });
 
   it('lists the objects the query found into the Map\'s items, in batches, and GETs only those: never a listing or HEAD of raw', async () => {
