@@ -116,12 +116,18 @@ const HOUR_LISTINGS_AT_ONCE = 8;
  * (`history.compaction.lateScanHours`): the raw of a compacted hour older than it is read unlisted.
  */
 async function rawRange(ctx: Ctx, tables: readonly string[], now: number): Promise<Pick<StatementArgs<'erase-find-raw'>, 'since' | 'until' | 'legacy' | 'compacted'>> {
-  const { config } = ctx;
-  const { s3 } = ctx.clients;
   const until = hourOf(now);
-  const since = Math.min((await oldestBatchHour(s3, config)) ?? until, until);
+  const since = Math.min((await oldestBatchHour(ctx.clients.s3, ctx.config)) ?? until, until);
+  const legacy = await legacyRange(ctx, tables, until);
+  const compacted = await compactedRange(ctx, since, until);
+  return { since, until, ...(legacy ? { legacy } : {}), ...(compacted ? { compacted } : {}) };
+}
+
+/** The first layout's objects of the run's tables that have any, from the oldest of them to `until`; undefined when none has. */
+async function legacyRange(ctx: Ctx, tables: readonly string[], until: number): Promise<StatementArgs<'erase-find-raw'>['legacy']> {
+  const { config } = ctx;
   const legacy: LegacyTable[] = [];
-  let legacySince = until;
+  let since = until;
   for (const source of tables) {
     const table = config.tables.find((t) => t.source === source);
     if (!table) continue;
@@ -132,28 +138,32 @@ async function rawRange(ctx: Ctx, tables: readonly string[], now: number): Promi
     }
     if (oldest === null) continue;
     legacy.push({ table: source, segments: tableSegments(source), key: [...table.key] });
-    legacySince = Math.min(legacySince, oldest);
+    since = Math.min(since, oldest);
   }
+  return legacy.length > 0 ? { tables: legacy, since, until } : undefined;
+}
+
+/** The batch hours from `since` history stands for (see rawRange), and the late ones among them; undefined when none is compacted. */
+async function compactedRange(ctx: Ctx, since: number, until: number): Promise<StatementArgs<'erase-find-raw'>['compacted']> {
+  const { config } = ctx;
+  const { s3 } = ctx.clients;
   const frontier = await readCompactionFrontier(s3, config);
-  let compacted: { from: number; through: number; late: number[] } | undefined;
   // Hours up to cleanedThrough hold only the objects compaction kept past the grace (late ones): raw is read for them.
   const from = frontier.cleanedThrough !== null ? Math.max(since, frontier.cleanedThrough + HOUR_MS) : since;
-  if (frontier.compactedThrough !== null && frontier.compactedThrough >= from) {
-    const through = Math.min(frontier.compactedThrough, until);
-    const hours: number[] = [];
-    for (let h = from; h <= through; h += HOUR_MS) hours.push(h);
-    // Compaction looks for late objects over its late-scan window only: an older hour's are never compacted, so its raw is read unlisted.
-    const window = Math.max(1, config.history.compaction.lateScanHours ?? config.history.rawGraceDays * 24);
-    const oldestListed = frontier.compactedThrough - (window - 1) * HOUR_MS;
-    const late = await mapLimit(hours, HOUR_LISTINGS_AT_ONCE, async (h) => {
-      if (h < oldestListed) return h;
-      const marker = await readHourMarker(s3, config, h);
-      if (marker === null) return h;
-      return (await hasLateObject(s3, config, h, marker)) ? h : null;
-    });
-    compacted = { from, through, late: late.filter((h): h is number => h !== null) };
-  }
-  return { since, until, ...(legacy.length > 0 ? { legacy: { tables: legacy, since: legacySince, until } } : {}), ...(compacted ? { compacted } : {}) };
+  if (frontier.compactedThrough === null || frontier.compactedThrough < from) return undefined;
+  const through = Math.min(frontier.compactedThrough, until);
+  const hours: number[] = [];
+  for (let h = from; h <= through; h += HOUR_MS) hours.push(h);
+  // Compaction looks for late objects over its late-scan window only: an older hour's are never compacted, so its raw is read unlisted.
+  const window = Math.max(1, config.history.compaction.lateScanHours ?? config.history.rawGraceDays * 24);
+  const oldestListed = frontier.compactedThrough - (window - 1) * HOUR_MS;
+  const late = await mapLimit(hours, HOUR_LISTINGS_AT_ONCE, async (h) => {
+    if (h < oldestListed) return h;
+    const marker = await readHourMarker(s3, config, h);
+    if (marker === null) return h;
+    return (await hasLateObject(s3, config, h, marker)) ? h : null;
+  });
+  return { from, through, late: late.filter((h): h is number => h !== null) };
 }
 
 async function store(s3: S3Client, bucket: string, key: string, queries: readonly EraseQueryRef[]): Promise<StoredQueries> {
