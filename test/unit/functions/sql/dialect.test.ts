@@ -57,6 +57,7 @@ const SPECS: readonly { name: StatementName; args: unknown }[] = [
   { name: 'replay-select', args: { tables, since: H, until: H + HOUR, buckets: 4, uncompactedFrom: H + 5 * HOUR, output: 's3://b/replay/' } },
   { name: 'erase-find-raw', args: { runId: 'erase-1', tables, since: H - 3 * 24 * HOUR, until: H } },
   { name: 'erase-find-raw', args: { runId: 'erase-1', tables, since: H - HOUR, until: H, legacy: { tables: [{ table: 'public.orders', segments: ['public.orders'], key: ['id'] }], since: H - 9 * HOUR, until: H }, output: 's3://b/erase/' } },
+  { name: 'erase-find-raw', args: { runId: 'erase-1', tables, since: H - 3 * 24 * HOUR, until: H, compacted: { from: H - 2 * 24 * HOUR, through: H - 2 * HOUR, late: [H - 5 * HOUR, H - 30 * HOUR] }, output: 's3://b/erase/' } },
   { name: 'erase-find-history', args: { runId: 'erase-1', tables } },
   { name: 'erase-history', args: { runId: 'erase-1', tables } },
   { name: 'erase-expected', args: { runId: 'erase-1', tables } },
