@@ -95,13 +95,15 @@ export async function hasLateObject(s3: S3Client, config: Config, hour: number, 
   return false;
 }
 
-/** The hour of the oldest batch object (keys sort by date and hour: one LIST), or null when raw holds none. */
-export async function oldestBatchHour(s3: S3Client, config: Config): Promise<number | null> {
-  const { raw } = config;
-  const page = await s3.send(new ListObjectsV2Command({ Bucket: raw.bucket, Prefix: rawBatchesPrefix(raw.prefix), MaxKeys: 50 }));
+/** The hour of the oldest object of one layout under a prefix whose keys sort by date and hour (one LIST), or null when it holds none. */
+export async function oldestHourUnder(s3: S3Client, raw: Config['raw'], prefix: string, layout: 'batch' | 'table'): Promise<number | null> {
+  const page = await s3.send(new ListObjectsV2Command({ Bucket: raw.bucket, Prefix: prefix, MaxKeys: 50 }));
   for (const o of page.Contents ?? []) {
     const parts = o.Key ? parseRawObjectKey(raw.prefix, o.Key) : null;
-    if (parts?.layout === 'batch') return parts.hourStart;
+    if (parts?.layout === layout) return parts.hourStart;
   }
   return null;
 }
+
+/** The hour of the oldest batch object, or null when raw holds none. */
+export const oldestBatchHour = (s3: S3Client, config: Config): Promise<number | null> => oldestHourUnder(s3, config.raw, rawBatchesPrefix(config.raw.prefix), 'batch');

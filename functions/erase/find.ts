@@ -22,13 +22,13 @@
  * the jobs layer) and fetched one at a time by `eraseQueryAt`, so the state holds an index and a
  * count.
  */
-import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { gunzipSync } from 'node:zlib';
 import type { TidemarkConfig } from '../config/types.js';
 import { historyDatabase } from '../config/types.js';
 import { TidemarkError } from '../core/errors.js';
-import { hasLateObject, oldestBatchHour, readCompactionFrontier, readHourMarker } from '../adapters/compaction-state.js';
-import { jobRunPrefix, jobRunsPrefix, parseRawObjectKey, rawTablePrefix, runFile, runFolder, tableSegments } from '../adapters/raw-layout.js';
+import { hasLateObject, oldestBatchHour, oldestHourUnder, readCompactionFrontier, readHourMarker } from '../adapters/compaction-state.js';
+import { jobRunPrefix, jobRunsPrefix, rawTablePrefix, runFile, runFolder, tableSegments } from '../adapters/raw-layout.js';
 import { mapLimit } from '../core/concurrency.js';
 import { listObjectKeys } from '../adapters/s3-list.js';
 import { athena, buildStatements, HOUR_MS, type LegacyTable, render, type StatementArgs, type StatementName } from '../sql/index.js';
@@ -89,17 +89,6 @@ function refs<N extends StatementName>(name: N, args: StatementArgs<N>, database
 
 const hourOf = (ms: number) => Math.floor(ms / HOUR_MS) * HOUR_MS;
 
-/** The hour of the oldest first-layout object under a table's prefix, whose keys sort by date and hour (one LIST), or null. */
-async function oldestTableHour(ctx: Ctx, prefix: string): Promise<number | null> {
-  const { raw } = ctx.config;
-  const page = await ctx.clients.s3.send(new ListObjectsV2Command({ Bucket: raw.bucket, Prefix: prefix, MaxKeys: 50 }));
-  for (const o of page.Contents ?? []) {
-    const parts = o.Key ? parseRawObjectKey(raw.prefix, o.Key) : null;
-    if (parts?.layout === 'table') return parts.hourStart;
-  }
-  return null;
-}
-
 /** Compacted hours of the grace whose listing is read at once. */
 const HOUR_LISTINGS_AT_ONCE = 8;
 
@@ -133,7 +122,7 @@ async function legacyRange(ctx: Ctx, tables: readonly string[], until: number): 
     if (!table) continue;
     let oldest: number | null = null;
     for (const segment of tableSegments(source)) {
-      const h = await oldestTableHour(ctx, rawTablePrefix(config.raw.prefix, segment));
+      const h = await oldestHourUnder(ctx.clients.s3, config.raw, rawTablePrefix(config.raw.prefix, segment), 'table');
       if (h !== null && (oldest === null || h < oldest)) oldest = h;
     }
     if (oldest === null) continue;
